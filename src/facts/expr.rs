@@ -1,0 +1,188 @@
+//! The span-free expression tree that module facts are made of.
+//!
+//! Input: an `hcl_edit` expression (native syntax) or a JSON value (JSON syntax, issue 3).
+//! Output: [`Expr`], which is `Eq + Hash` and carries no byte offsets, so a whitespace or
+//! comment edit produces an equal tree and salsa backdates everything downstream.
+//!
+//! Every node has a [`NodeId`]: its pre-order index within the attribute expression it
+//! belongs to. Diagnostics carry node ids; the line and column are looked up at the edge
+//! by [`crate::parse::node_position`], which lowers the same attribute again and reads the
+//! span recorded for that index. Lowering is the single place that assigns ids, so the two
+//! can never disagree.
+
+use std::fmt;
+
+/// Pre-order index of a node inside one attribute's expression (root = 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct NodeId(pub u32);
+
+/// A number literal. Stored as the `f64` bit pattern so the tree can be `Eq + Hash`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Num(u64);
+
+impl Num {
+    pub fn new(value: f64) -> Self {
+        Num(value.to_bits())
+    }
+    pub fn get(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+}
+
+impl fmt::Debug for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.get())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Expr {
+    pub id: NodeId,
+    pub kind: ExprKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ExprKind {
+    Null,
+    Bool(bool),
+    Number(Num),
+    /// A string without interpolation.
+    String(String),
+    /// A quoted or heredoc template with at least one interpolation or directive.
+    Template(Vec<TemplatePart>),
+    Array(Vec<Expr>),
+    Object(Vec<(ObjectKey, Expr)>),
+    /// A bare identifier: `var`, `local`, `each`, `path`, `count`, `terraform`, `data`, a
+    /// `for` iterator variable, ...
+    Variable(String),
+    /// `root.attr[index].*` and friends, applied left to right.
+    Traversal(Box<Expr>, Vec<Traverser>),
+    FuncCall {
+        name: String,
+        args: Vec<Expr>,
+        /// `f(args...)`: the last argument is expanded into the argument list.
+        expand_final: bool,
+    },
+    Conditional(Box<Expr>, Box<Expr>, Box<Expr>),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    For(Box<ForExpr>),
+    /// `( expr )`: kept because Terraform treats a parenthesised object key as an expression.
+    Paren(Box<Expr>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ObjectKey {
+    /// `name = ...`: a bare identifier key (a literal string, not a variable reference).
+    Ident(String),
+    /// Any other key: a quoted string, template or `(expr)`.
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Traverser {
+    /// `.name`
+    Attr(String),
+    /// `[expr]`
+    Index(Expr),
+    /// `.0` (legacy index syntax)
+    LegacyIndex(u64),
+    /// `.*`: attribute-only splat
+    AttrSplat,
+    /// `[*]`: full splat
+    FullSplat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Not,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Eq,
+    NotEq,
+    LessEq,
+    GreaterEq,
+    Less,
+    Greater,
+    Plus,
+    Minus,
+    Mul,
+    Div,
+    Mod,
+    And,
+    Or,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ForExpr {
+    pub key_var: Option<String>,
+    pub value_var: String,
+    pub collection: Expr,
+    /// `Some` makes the result an object (`{for ...: k => v}`), `None` a tuple.
+    pub key_expr: Option<Expr>,
+    pub value_expr: Expr,
+    pub cond: Option<Expr>,
+    /// `...` after the value: group values with the same key into lists.
+    pub grouping: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TemplatePart {
+    Literal(String),
+    Interpolation(Expr),
+    If {
+        cond: Expr,
+        then: Vec<TemplatePart>,
+        otherwise: Vec<TemplatePart>,
+    },
+    For {
+        key_var: Option<String>,
+        value_var: String,
+        collection: Expr,
+        body: Vec<TemplatePart>,
+    },
+}
+
+impl Expr {
+    /// A literal string node, used where syntax gives a plain string (JSON keys, block labels).
+    pub fn string(id: NodeId, s: impl Into<String>) -> Expr {
+        Expr {
+            id,
+            kind: ExprKind::String(s.into()),
+        }
+    }
+
+    /// `a.b.c` written as a dotted reference, for messages ("`var.env` has no value").
+    /// Returns `None` if the expression is not a plain attribute traversal of a variable.
+    pub fn as_reference(&self) -> Option<String> {
+        match &self.kind {
+            ExprKind::Variable(name) => Some(name.clone()),
+            ExprKind::Traversal(root, ops) => {
+                let mut out = root.as_reference()?;
+                for op in ops {
+                    match op {
+                        Traverser::Attr(a) => {
+                            out.push('.');
+                            out.push_str(a);
+                        }
+                        Traverser::LegacyIndex(i) => {
+                            out.push_str(&format!("[{i}]"));
+                        }
+                        Traverser::Index(e) => match &e.kind {
+                            ExprKind::String(s) => out.push_str(&format!("[\"{s}\"]")),
+                            ExprKind::Number(n) => out.push_str(&format!("[{}]", n.get())),
+                            _ => out.push_str("[...]"),
+                        },
+                        Traverser::AttrSplat => out.push_str(".*"),
+                        Traverser::FullSplat => out.push_str("[*]"),
+                    }
+                }
+                Some(out)
+            }
+            _ => None,
+        }
+    }
+}
