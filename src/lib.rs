@@ -1,2 +1,4 @@
+pub mod config;
 pub mod eval;
 pub mod facts;
+pub mod system;
