@@ -2,3 +2,4 @@ pub mod config;
 pub mod eval;
 pub mod facts;
 pub mod system;
+pub mod ir;
