@@ -3,3 +3,8 @@ pub mod eval;
 pub mod facts;
 pub mod system;
 pub mod ir;
+pub mod db;
+pub mod files;
+pub mod diagnostic;
+pub mod discover;
+pub mod parse;

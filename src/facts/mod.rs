@@ -1,1 +1,362 @@
+//! Module facts: what terraci needs from a module's files, without spans.
+//!
+//! Input: [`parsed_file`] of each file of a [`Module`]. Output: [`FileFacts`] per file and
+//! the merged [`ModuleFacts`] per module: locals, variables, tfvars, the backend block,
+//! `terraform_remote_state` blocks and `module` calls. Facts are `Eq` and span-free, so an
+//! edit that changes no fact (a comment, whitespace, a resource) stops here.
+
 pub mod expr;
+mod json;
+
+use std::collections::BTreeMap;
+
+use hcl_edit::structure::{Block, Body, Structure};
+
+use crate::db::Db;
+use crate::diagnostic::{Anchor, Diagnostic, ItemPath};
+use crate::files::{File, FileKind, Module};
+use crate::parse::{label_str, lower, lower_block_as_object, parsed_file, ParsedFile};
+use expr::{Expr, ExprKind, NodeId, ObjectKey};
+
+/// An attribute's expression and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AttrExpr {
+    pub expr: Expr,
+    pub file: File,
+    pub item: ItemPath,
+}
+
+impl AttrExpr {
+    pub fn anchor(&self, node: NodeId) -> Anchor {
+        Anchor {
+            file: self.file,
+            item: self.item.clone(),
+            node,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct VariableFact {
+    pub name: String,
+    pub default: Option<AttrExpr>,
+    pub type_constraint: Option<Expr>,
+}
+
+/// `terraform { backend "TYPE" {...} }`, or `cloud {...}` as type `remote`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BackendFact {
+    pub kind: String,
+    /// The block body as an object expression.
+    pub config: AttrExpr,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RemoteStateFact {
+    pub name: String,
+    pub file: File,
+    pub backend: Option<AttrExpr>,
+    pub config: Option<AttrExpr>,
+    pub workspace: Option<AttrExpr>,
+    pub for_each: Option<AttrExpr>,
+    pub count: Option<AttrExpr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModuleCallFact {
+    pub name: String,
+    pub source: Option<AttrExpr>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct FileFacts {
+    pub locals: Vec<(String, AttrExpr)>,
+    pub variables: Vec<VariableFact>,
+    pub backend: Option<BackendFact>,
+    pub remote_states: Vec<RemoteStateFact>,
+    pub module_calls: Vec<ModuleCallFact>,
+    /// Assignments of a tfvars file.
+    pub tfvars: Vec<(String, AttrExpr)>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The facts of one file.
+#[salsa::tracked(returns(ref))]
+pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
+    let kind = file.kind(db);
+    match parsed_file(db, file) {
+        ParsedFile::Native(body) => {
+            if kind.is_vars() {
+                tfvars_facts(file, body)
+            } else {
+                native_facts(file, body)
+            }
+        }
+        ParsedFile::Json(value) => json::json_facts(file, kind, value),
+        ParsedFile::Error(err) => {
+            let mut d = Diagnostic::error("syntax-error", err.message.clone())
+                .with_file(file.path(db).as_str());
+            if err.line > 0 {
+                d = d.at(err.line, err.column);
+            }
+            FileFacts {
+                diagnostics: vec![d],
+                ..FileFacts::default()
+            }
+        }
+        ParsedFile::Unreadable => FileFacts::default(),
+    }
+}
+
+fn item(block: &[&str], attr: &[&str]) -> ItemPath {
+    ItemPath {
+        block: block.iter().map(|s| (*s).to_owned()).collect(),
+        attr: attr.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+fn block_path(block: &Block) -> Vec<String> {
+    std::iter::once(block.ident.as_str().to_owned())
+        .chain(block.labels.iter().map(|l| label_str(l).to_owned()))
+        .collect()
+}
+
+fn attr_expr(file: File, block: &Block, attr: &[&str], body: &Body) -> Option<AttrExpr> {
+    let (last, _) = attr.split_last()?;
+    let value = body.get_attribute(last)?;
+    Some(AttrExpr {
+        expr: lower(&value.value),
+        file,
+        item: ItemPath {
+            block: block_path(block),
+            attr: attr.iter().map(|s| (*s).to_owned()).collect(),
+        },
+    })
+}
+
+fn tfvars_facts(file: File, body: &Body) -> FileFacts {
+    let mut facts = FileFacts::default();
+    for attr in body.attributes() {
+        facts.tfvars.push((
+            attr.key.as_str().to_owned(),
+            AttrExpr {
+                expr: lower(&attr.value),
+                file,
+                item: item(&[], &[attr.key.as_str()]),
+            },
+        ));
+    }
+    facts
+}
+
+fn native_facts(file: File, body: &Body) -> FileFacts {
+    let mut facts = FileFacts::default();
+    for structure in body.iter() {
+        let Structure::Block(block) = structure else {
+            continue;
+        };
+        let labels: Vec<&str> = block.labels.iter().map(label_str).collect();
+        match (block.ident.as_str(), labels.as_slice()) {
+            ("locals", []) => {
+                for attr in block.body.attributes() {
+                    facts.locals.push((
+                        attr.key.as_str().to_owned(),
+                        AttrExpr {
+                            expr: lower(&attr.value),
+                            file,
+                            item: item(&["locals"], &[attr.key.as_str()]),
+                        },
+                    ));
+                }
+            }
+            ("variable", [name]) => facts.variables.push(VariableFact {
+                name: (*name).to_owned(),
+                default: attr_expr(file, block, &["default"], &block.body),
+                type_constraint: block.body.get_attribute("type").map(|a| lower(&a.value)),
+            }),
+            ("terraform", []) => {
+                for inner in block.body.blocks() {
+                    let inner_labels: Vec<&str> = inner.labels.iter().map(label_str).collect();
+                    let kind = match (inner.ident.as_str(), inner_labels.as_slice()) {
+                        ("backend", [kind]) => (*kind).to_owned(),
+                        ("cloud", []) => "remote".to_owned(),
+                        _ => continue,
+                    };
+                    let mut attr = vec![inner.ident.as_str().to_owned()];
+                    attr.extend(inner_labels.iter().map(|s| (*s).to_owned()));
+                    facts.backend = Some(BackendFact {
+                        kind,
+                        config: AttrExpr {
+                            expr: lower_block_as_object(inner),
+                            file,
+                            item: ItemPath {
+                                block: vec!["terraform".into()],
+                                attr: vec![inner.ident.as_str().to_owned()],
+                            },
+                        },
+                    });
+                }
+            }
+            ("data", ["terraform_remote_state", name]) => {
+                let get = |attr: &str| attr_expr(file, block, &[attr], &block.body);
+                let config = get("config").or_else(|| {
+                    block
+                        .body
+                        .blocks()
+                        .find(|b| b.ident.as_str() == "config")
+                        .map(|b| AttrExpr {
+                            expr: lower_block_as_object(b),
+                            file,
+                            item: ItemPath {
+                                block: block_path(block),
+                                attr: vec!["config".into()],
+                            },
+                        })
+                });
+                facts.remote_states.push(RemoteStateFact {
+                    name: (*name).to_owned(),
+                    file,
+                    backend: get("backend"),
+                    config,
+                    workspace: get("workspace"),
+                    for_each: get("for_each"),
+                    count: get("count"),
+                });
+            }
+            ("module", [name]) => facts.module_calls.push(ModuleCallFact {
+                name: (*name).to_owned(),
+                source: attr_expr(file, block, &["source"], &block.body),
+            }),
+            _ => {}
+        }
+    }
+    facts
+}
+
+/// Everything a module declares, merged over its files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ModuleFacts {
+    pub locals: BTreeMap<String, AttrExpr>,
+    pub variables: BTreeMap<String, VariableFact>,
+    pub backend: Option<BackendFact>,
+    /// Sorted by block name.
+    pub remote_states: Vec<RemoteStateFact>,
+    pub module_calls: Vec<ModuleCallFact>,
+    /// tfvars layers, lowest priority first: `terraform.tfvars`, `terraform.tfvars.json`,
+    /// then `*.auto.tfvars(.json)` in lexical order.
+    pub tfvars: Vec<Vec<(String, AttrExpr)>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+fn is_override(name: &str) -> bool {
+    let stem = name
+        .strip_suffix(".tf.json")
+        .or_else(|| name.strip_suffix(".tofu.json"))
+        .or_else(|| name.strip_suffix(".tf"))
+        .or_else(|| name.strip_suffix(".tofu"))
+        .unwrap_or(name);
+    stem == "override" || stem.ends_with("_override")
+}
+
+/// The merged facts of a module. Override files (`override.tf`, `*_override.tf`) are
+/// applied after the others, in lexical order: a local, variable or backend they declare
+/// replaces the original; a remote-state block's attributes replace those of the block
+/// with the same name.
+#[salsa::tracked(returns(ref))]
+pub fn module_facts(db: &dyn Db, module: Module) -> ModuleFacts {
+    let mut facts = ModuleFacts::default();
+    let mut overrides = Vec::new();
+    let mut vars_files: Vec<(u8, &str, File)> = Vec::new();
+    for &file in module.files(db) {
+        let name = file.path(db).file_name().unwrap_or_default();
+        match file.kind(db) {
+            FileKind::VarsNative | FileKind::VarsJson => {
+                let rank = match name {
+                    "terraform.tfvars" => 0,
+                    "terraform.tfvars.json" => 1,
+                    _ => 2,
+                };
+                vars_files.push((rank, name, file));
+            }
+            _ if is_override(name) => overrides.push(file),
+            _ => merge(&mut facts, file_facts(db, file), false),
+        }
+    }
+    for file in overrides {
+        merge(&mut facts, file_facts(db, file), true);
+    }
+    vars_files.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    for (_, _, file) in vars_files {
+        let f = file_facts(db, file);
+        facts.diagnostics.extend(f.diagnostics.iter().cloned());
+        facts.tfvars.push(f.tfvars.clone());
+    }
+    facts.remote_states.sort_by(|a, b| a.name.cmp(&b.name));
+    facts
+}
+
+fn merge(facts: &mut ModuleFacts, file: &FileFacts, is_override: bool) {
+    for (name, e) in &file.locals {
+        facts.locals.insert(name.clone(), e.clone());
+    }
+    for v in &file.variables {
+        match facts.variables.get_mut(&v.name) {
+            Some(existing) if is_override => {
+                if v.default.is_some() {
+                    existing.default = v.default.clone();
+                }
+                if v.type_constraint.is_some() {
+                    existing.type_constraint = v.type_constraint.clone();
+                }
+            }
+            _ => {
+                facts.variables.insert(v.name.clone(), v.clone());
+            }
+        }
+    }
+    if file.backend.is_some() {
+        facts.backend = file.backend.clone();
+    }
+    for rs in &file.remote_states {
+        match facts.remote_states.iter_mut().find(|r| r.name == rs.name) {
+            Some(existing) if is_override => {
+                for (slot, new) in [
+                    (&mut existing.backend, &rs.backend),
+                    (&mut existing.config, &rs.config),
+                    (&mut existing.workspace, &rs.workspace),
+                    (&mut existing.for_each, &rs.for_each),
+                    (&mut existing.count, &rs.count),
+                ] {
+                    if new.is_some() {
+                        *slot = new.clone();
+                    }
+                }
+            }
+            _ => facts.remote_states.push(rs.clone()),
+        }
+    }
+    facts.module_calls.extend(file.module_calls.iter().cloned());
+    facts.diagnostics.extend(file.diagnostics.iter().cloned());
+}
+
+/// A literal string, if the expression is one (module `source`, `backend` names).
+pub fn literal_string(expr: &Expr) -> Option<&str> {
+    match &expr.kind {
+        ExprKind::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The object entries of an object expression with identifier or literal keys.
+pub fn object_entries(expr: &Expr) -> Vec<(&str, &Expr)> {
+    match &expr.kind {
+        ExprKind::Object(entries) => entries
+            .iter()
+            .filter_map(|(k, v)| match k {
+                ObjectKey::Ident(s) => Some((s.as_str(), v)),
+                ObjectKey::Expr(e) => literal_string(e).map(|s| (s, v)),
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,172 @@
+//! Diagnostics are values: stages return them, the edge renders them once.
+//!
+//! Inside queries a diagnostic points at an expression node through an [`Anchor`]
+//! (span-free, so a whitespace edit does not change it); [`crate::parse::locate`] turns the
+//! anchor into a line and column when the diagnostic is printed.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::facts::expr::NodeId;
+use crate::files::File;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// Which attribute of which block an expression came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ItemPath {
+    /// Block type and labels: `["data", "terraform_remote_state", "vpc"]`, `["locals"]`.
+    pub block: Vec<String>,
+    /// Nested block names then the attribute: `["config"]`, `["backend", "key"]`.
+    pub attr: Vec<String>,
+}
+
+/// A span-free pointer at an expression node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Anchor {
+    pub file: File,
+    pub item: ItemPath,
+    pub node: NodeId,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// Stable kebab-case code, listed by `terraci explain-codes`.
+    pub code: &'static str,
+    pub module: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub message: String,
+    #[serde(skip)]
+    pub anchor: Option<Anchor>,
+}
+
+impl Diagnostic {
+    pub fn new(severity: Severity, code: &'static str, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity,
+            code,
+            module: None,
+            file: None,
+            line: None,
+            column: None,
+            message: message.into(),
+            anchor: None,
+        }
+    }
+
+    pub fn error(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(Severity::Error, code, message)
+    }
+
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(Severity::Warning, code, message)
+    }
+
+    pub fn with_module(mut self, module: impl Into<String>) -> Self {
+        self.module = Some(module.into());
+        self
+    }
+
+    pub fn with_file(mut self, file: impl Into<String>) -> Self {
+        self.file = Some(file.into());
+        self
+    }
+
+    pub fn at(mut self, line: u32, column: u32) -> Self {
+        self.line = Some(line);
+        self.column = Some(column);
+        self
+    }
+
+    pub fn with_anchor(mut self, anchor: Anchor) -> Self {
+        self.anchor = Some(anchor);
+        self
+    }
+
+    /// Sort key: file, position, code, message: the order diagnostics are printed in.
+    pub fn sort_key(&self) -> (Option<&str>, Option<&str>, u32, u32, &str, &str) {
+        (
+            self.module.as_deref(),
+            self.file.as_deref(),
+            self.line.unwrap_or(0),
+            self.column.unwrap_or(0),
+            self.code,
+            &self.message,
+        )
+    }
+
+    /// `warning[code]: file:line:col: message`, then the source line and a caret.
+    pub fn render_human(&self, source_line: Option<&str>) -> String {
+        let mut out = format!("{}[{}]: ", self.severity.as_str(), self.code);
+        match (&self.file, self.line, self.column) {
+            (Some(f), Some(l), Some(c)) => {
+                let _ = write!(out, "{f}:{l}:{c}: ");
+            }
+            (Some(f), Some(l), None) => {
+                let _ = write!(out, "{f}:{l}: ");
+            }
+            (Some(f), _, _) => {
+                let _ = write!(out, "{f}: ");
+            }
+            (None, _, _) => {
+                if let Some(m) = &self.module {
+                    let _ = write!(out, "{m}: ");
+                }
+            }
+        }
+        out.push_str(&self.message);
+        out.push('\n');
+        if let (Some(src), Some(line), Some(col)) = (source_line, self.line, self.column) {
+            let gutter = line.to_string();
+            let pad = " ".repeat(gutter.len());
+            let _ = writeln!(out, "{pad} |");
+            let _ = writeln!(out, "{gutter} | {}", src.trim_end());
+            let caret_pad: String = src
+                .chars()
+                .take(col.saturating_sub(1) as usize)
+                .map(|c| if c == '\t' { '\t' } else { ' ' })
+                .collect();
+            let _ = writeln!(out, "{pad} | {caret_pad}^");
+        }
+        out
+    }
+}
+
+/// Every diagnostic code terraci emits, with a one-line explanation.
+pub const CODES: &[(&str, &str)] = &[
+    ("syntax-error", "a Terraform file could not be parsed; the module keeps what parsed"),
+    ("unreadable-path", "a directory or file could not be read; the walk continues"),
+    ("unresolved-remote-state", "a remote state location depends on a value that is not known statically; no edge"),
+    ("unmatched-remote-state", "no module has the referenced state; no edge"),
+    ("ambiguous-remote-state", "two or more modules match the referenced state; no edge"),
+    ("self-reference", "a module reads its own state; no edge"),
+    ("local-cycle", "locals refer to each other in a cycle"),
+    ("evaluation-error", "an expression is invalid (wrong type, missing attribute, bad argument)"),
+    ("evaluation-limit", "evaluation hit a size, depth or time bound"),
+    ("unknown-function", "a function that Terraform does not have"),
+    ("dependency-cycle", "modules depend on each other in a cycle; generate refuses to write a pipeline"),
+    ("config-warning", "a configuration section is accepted but has no effect"),
+    ("deleted-module", "a module directory was deleted by the change; its resources are not destroyed by this pipeline"),
+    ("unused-library", "a listed library module is used by no module"),
+    ("needs-limit", "a job has more needs than the CI allows; it relies on its stage instead"),
+];

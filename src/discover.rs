@@ -1,0 +1,257 @@
+//! Module discovery: the pattern plus a directory walk.
+//!
+//! Input: the project dir, the pattern and `library_modules.paths`, read through `System`.
+//! Output: the [`Discovered`] module directories with their files' bytes, and diagnostics
+//! for what could not be read. Runs outside salsa; the driver turns the result into inputs.
+//! Invalidated by any directory or file creation/removal (the watcher re-runs it).
+
+use camino::{Utf8Path, Utf8PathBuf};
+use indexmap::IndexMap;
+
+use crate::config::Pattern;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::files::{FileContents, FileKind, ModuleInfo};
+use crate::system::{EntryKind, System};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveredFile {
+    /// Relative to the project dir.
+    pub path: Utf8PathBuf,
+    pub kind: FileKind,
+    pub contents: FileContents,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveredModule {
+    pub info: ModuleInfo,
+    pub files: Vec<DiscoveredFile>,
+}
+
+#[derive(Debug, Default)]
+pub struct Discovered {
+    /// Sorted by id.
+    pub modules: Vec<DiscoveredModule>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Walks `root` and returns every module directory, libraries included.
+pub fn discover_modules(
+    system: &dyn System,
+    root: &Utf8Path,
+    pattern: &Pattern,
+    library_paths: &[String],
+) -> Discovered {
+    let libraries: Vec<String> = library_paths
+        .iter()
+        .map(|p| p.trim_start_matches("./").trim_matches('/').to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut out = Discovered::default();
+    let mut stack: Vec<String> = vec![String::new()];
+    // Depth-first, sorted: directories are popped in reverse push order.
+    let mut module_dirs: Vec<(String, Vec<DiscoveredFile>)> = Vec::new();
+    while let Some(rel) = stack.pop() {
+        let abs = if rel.is_empty() {
+            root.to_owned()
+        } else {
+            root.join(&rel)
+        };
+        let entries = match system.read_dir(&abs) {
+            Ok(e) => e,
+            Err(err) => {
+                out.diagnostics.push(Diagnostic::new(
+                    Severity::Error,
+                    "unreadable-path",
+                    format!("cannot read directory `{}`: {err}", display_rel(&rel)),
+                ));
+                continue;
+            }
+        };
+        let mut files: Vec<DiscoveredFile> = Vec::new();
+        let mut subdirs: Vec<String> = Vec::new();
+        for entry in entries {
+            if entry.name.starts_with('.') {
+                continue;
+            }
+            let child = if rel.is_empty() {
+                entry.name.clone()
+            } else {
+                format!("{rel}/{}", entry.name)
+            };
+            match entry.kind {
+                EntryKind::Dir => subdirs.push(child),
+                EntryKind::Symlink { to_dir: true } => {}
+                EntryKind::File | EntryKind::Symlink { to_dir: false } => {
+                    if let Some(kind) = FileKind::of(&entry.name) {
+                        let contents = match system.read(&root.join(&child)) {
+                            Ok(bytes) => FileContents::from_bytes(bytes),
+                            Err(err) => {
+                                out.diagnostics.push(
+                                    Diagnostic::new(
+                                        Severity::Error,
+                                        "unreadable-path",
+                                        format!("cannot read file: {err}"),
+                                    )
+                                    .with_file(child.clone()),
+                                );
+                                FileContents::Unreadable(err.to_string())
+                            }
+                        };
+                        files.push(DiscoveredFile {
+                            path: child.into(),
+                            kind,
+                            contents,
+                        });
+                    }
+                }
+            }
+        }
+        for dir in subdirs.into_iter().rev() {
+            stack.push(dir);
+        }
+        let files = apply_tofu_shadowing(files);
+        if files.iter().any(|f| !f.kind.is_vars()) && !rel.is_empty() {
+            module_dirs.push((rel, files));
+        }
+    }
+    module_dirs.sort_by(|a, b| a.0.cmp(&b.0));
+
+    let depth = pattern.depth();
+    let is_library = |id: &str| {
+        libraries
+            .iter()
+            .any(|l| id == l || id.starts_with(&format!("{l}/")))
+    };
+    let module_ids: Vec<&str> = module_dirs
+        .iter()
+        .filter(|(id, _)| id.split('/').count() >= depth || is_library(id))
+        .map(|(id, _)| id.as_str())
+        .collect();
+    for (id, files) in &module_dirs {
+        let parts: Vec<&str> = id.split('/').collect();
+        let library = is_library(id);
+        if parts.len() < depth && !library {
+            continue;
+        }
+        let mut components = IndexMap::new();
+        let mut submodule = None;
+        if parts.len() >= depth {
+            for (name, value) in pattern.segments().iter().zip(&parts) {
+                components.insert(name.clone(), (*value).to_owned());
+            }
+            if parts.len() > depth {
+                submodule = Some(parts[depth..].join("/"));
+            }
+        }
+        let parent = (1..parts.len())
+            .rev()
+            .map(|n| parts[..n].join("/"))
+            .find(|p| module_ids.binary_search(&p.as_str()).is_ok());
+        out.modules.push(DiscoveredModule {
+            info: ModuleInfo {
+                id: id.clone(),
+                components,
+                submodule,
+                parent,
+                library,
+            },
+            files: files.clone(),
+        });
+    }
+    out
+}
+
+/// OpenTofu: `x.tofu` replaces `x.tf`, `x.tofu.json` replaces `x.tf.json`.
+fn apply_tofu_shadowing(files: Vec<DiscoveredFile>) -> Vec<DiscoveredFile> {
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.path.file_name().unwrap_or_default().to_owned())
+        .collect();
+    files
+        .into_iter()
+        .filter(|f| {
+            let name = f.path.file_name().unwrap_or_default();
+            let shadow = if let Some(stem) = name.strip_suffix(".tf") {
+                format!("{stem}.tofu")
+            } else if let Some(stem) = name.strip_suffix(".tf.json") {
+                format!("{stem}.tofu.json")
+            } else {
+                return true;
+            };
+            !names.contains(&shadow)
+        })
+        .collect()
+}
+
+fn display_rel(rel: &str) -> &str {
+    if rel.is_empty() {
+        "."
+    } else {
+        rel
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::MemorySystem;
+
+    fn ids(d: &Discovered) -> Vec<String> {
+        d.modules
+            .iter()
+            .map(|m| {
+                let mut s = m.info.id.clone();
+                if m.info.library {
+                    s.push_str(" (library)");
+                }
+                if let Some(p) = &m.info.parent {
+                    s.push_str(&format!(" parent={p}"));
+                }
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_modules_at_pattern_depth_and_submodules() {
+        let fs = MemorySystem::new();
+        for f in [
+            "/p/platform/stage/eu/vpc/main.tf",
+            "/p/platform/stage/eu/eks/main.tf",
+            "/p/platform/stage/eu/eks/addons/main.tf",
+            "/p/platform/stage/eu/eks/docs/readme.md",
+            "/p/platform/stage/main.tf",
+            "/p/.hidden/a/b/c/main.tf",
+            "/p/platform/stage/eu/vpc/.terraform/modules/x/main.tf",
+            "/p/_modules/kafka/main.tf",
+        ] {
+            fs.write_file(f, "");
+        }
+        let pattern = Pattern::parse("{service}/{environment}/{region}/{module}").unwrap();
+        let d = discover_modules(&fs, "/p".into(), &pattern, &["_modules".into()]);
+        assert_eq!(
+            ids(&d),
+            [
+                "_modules/kafka (library)",
+                "platform/stage/eu/eks",
+                "platform/stage/eu/eks/addons parent=platform/stage/eu/eks",
+                "platform/stage/eu/vpc",
+            ]
+        );
+        let addons = &d.modules[2].info;
+        assert_eq!(addons.submodule.as_deref(), Some("addons"));
+        assert_eq!(addons.components["module"], "eks");
+    }
+
+    #[test]
+    fn tofu_files_shadow_tf_files() {
+        let fs = MemorySystem::new();
+        fs.write_file("/p/a/main.tf", "");
+        fs.write_file("/p/a/main.tofu", "");
+        fs.write_file("/p/a/other.tf", "");
+        let pattern = Pattern::parse("{module}").unwrap();
+        let d = discover_modules(&fs, "/p".into(), &pattern, &[]);
+        let names: Vec<&str> = d.modules[0].files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(names, ["a/main.tofu", "a/other.tf"]);
+    }
+}

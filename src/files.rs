@@ -1,0 +1,149 @@
+//! Salsa inputs: files, modules and the project.
+//!
+//! Discovery and all disk reads happen outside queries (through `System`), and their
+//! results are set here as inputs, so a query never reads the disk behind salsa's back.
+
+use std::sync::Arc;
+
+use camino::Utf8PathBuf;
+use indexmap::IndexMap;
+
+use crate::config::{Config, Pattern};
+
+/// What a file held when it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileContents {
+    Text(Arc<str>),
+    /// Read, but not valid UTF-8; the position of the first bad byte (1-based).
+    NotUtf8 { line: u32, column: u32 },
+    /// Could not be read; the message names the IO error.
+    Unreadable(String),
+}
+
+impl FileContents {
+    pub fn from_bytes(bytes: Vec<u8>) -> FileContents {
+        match String::from_utf8(bytes) {
+            Ok(s) => FileContents::Text(s.into()),
+            Err(e) => {
+                let valid = e.utf8_error().valid_up_to();
+                let bytes = e.as_bytes();
+                let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() as u32 + 1;
+                let line_start = bytes[..valid]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                let column = String::from_utf8_lossy(&bytes[line_start..valid])
+                    .chars()
+                    .count() as u32
+                    + 1;
+                FileContents::NotUtf8 { line, column }
+            }
+        }
+    }
+
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            FileContents::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// What role a file plays in its module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileKind {
+    /// `*.tf` / `*.tofu`
+    Native,
+    /// `*.tf.json` / `*.tofu.json`
+    Json,
+    /// `terraform.tfvars`, `*.auto.tfvars`
+    VarsNative,
+    /// `terraform.tfvars.json`, `*.auto.tfvars.json`
+    VarsJson,
+}
+
+impl FileKind {
+    /// The kind of a file by its name, or `None` if terraci does not read it.
+    pub fn of(name: &str) -> Option<FileKind> {
+        if name.starts_with('.') {
+            return None;
+        }
+        if name.ends_with(".tf") || name.ends_with(".tofu") {
+            Some(FileKind::Native)
+        } else if name.ends_with(".tf.json") || name.ends_with(".tofu.json") {
+            Some(FileKind::Json)
+        } else if name == "terraform.tfvars" || name.ends_with(".auto.tfvars") {
+            Some(FileKind::VarsNative)
+        } else if name == "terraform.tfvars.json" || name.ends_with(".auto.tfvars.json") {
+            Some(FileKind::VarsJson)
+        } else {
+            None
+        }
+    }
+
+    pub fn is_vars(self) -> bool {
+        matches!(self, FileKind::VarsNative | FileKind::VarsJson)
+    }
+}
+
+#[salsa::input(debug)]
+pub struct File {
+    /// Path relative to the project dir, `/`-separated.
+    #[returns(ref)]
+    pub path: Utf8PathBuf,
+    #[returns(copy)]
+    pub kind: FileKind,
+    #[returns(ref)]
+    pub contents: FileContents,
+}
+
+/// Where a module sits in the pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleInfo {
+    /// Path relative to the project dir with `/` separators.
+    pub id: String,
+    /// Segment name -> path part, in pattern order (empty for libraries above depth N).
+    pub components: IndexMap<String, String>,
+    /// For a module deeper than the pattern: the rest of its path.
+    pub submodule: Option<String>,
+    /// Nearest module directory above this one, if any.
+    pub parent: Option<String>,
+    /// Under a `library_modules.paths` entry: never a target, never a state candidate.
+    pub library: bool,
+}
+
+#[salsa::input(debug)]
+pub struct Module {
+    #[returns(ref)]
+    pub info: ModuleInfo,
+    /// Terraform and tfvars files, sorted by name, after the `.tofu`-shadows-`.tf` rule.
+    #[returns(ref)]
+    pub files: Vec<File>,
+}
+
+/// Evaluation settings from the command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EvalSettings {
+    /// `--workspace` (default `"default"`).
+    pub workspace: String,
+    /// `--var-file` contents, in order: (display path, text).
+    pub var_files: Vec<(String, String)>,
+    /// `--var NAME=VALUE`, in order.
+    pub vars: Vec<(String, String)>,
+}
+
+#[salsa::input(debug)]
+pub struct Project {
+    /// Absolute project directory.
+    #[returns(ref)]
+    pub root: Utf8PathBuf,
+    #[returns(ref)]
+    pub config: Arc<Config>,
+    #[returns(ref)]
+    pub pattern: Pattern,
+    /// Every discovered module, sorted by id.
+    #[returns(ref)]
+    pub modules: Vec<Module>,
+    #[returns(ref)]
+    pub eval_settings: EvalSettings,
+}

@@ -1,0 +1,443 @@
+//! Parsing: file text -> syntax tree (with spans), and lowering to the span-free [`Expr`].
+//!
+//! Input: a [`File`] input's contents. Output: [`ParsedFile`] (`no_eq`: any edit re-runs
+//! what reads it, which is only [`crate::facts::file_facts`] and [`locate`]).
+//! Lowering assigns [`NodeId`]s in pre-order and records each node's byte span, so
+//! [`locate`] can turn a diagnostic's node id back into a line and column.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use hcl_edit::expr::{Expression, ObjectKey as HclObjectKey, TraversalOperator};
+use hcl_edit::structure::{Block, BlockLabel, Body, Structure};
+use hcl_edit::template::{Directive, Element, Template};
+use hcl_edit::Span;
+
+use crate::db::Db;
+use crate::diagnostic::{Anchor, ItemPath};
+use crate::facts::expr::{
+    BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
+};
+use crate::files::{File, FileContents, FileKind};
+
+/// A syntax error with its 1-based position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParsedFile {
+    /// Native syntax.
+    Native(Arc<Body>),
+    /// JSON syntax (`*.tf.json`, `*.tfvars.json`).
+    Json(Arc<serde_json::Value>),
+    Error(SyntaxError),
+    /// Unreadable: the discovery diagnostic already reported it.
+    Unreadable,
+}
+
+/// The parse tree of `file`, or its syntax error.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn parsed_file(db: &dyn Db, file: File) -> ParsedFile {
+    match file.contents(db) {
+        FileContents::Text(text) => match file.kind(db) {
+            FileKind::Native | FileKind::VarsNative => parse_native(text),
+            FileKind::Json | FileKind::VarsJson => match serde_json::from_str(text) {
+                Ok(v) => ParsedFile::Json(Arc::new(v)),
+                Err(e) => ParsedFile::Error(SyntaxError {
+                    line: e.line() as u32,
+                    column: e.column() as u32,
+                    message: format!("invalid JSON: {e}"),
+                }),
+            },
+        },
+        FileContents::NotUtf8 { line, column } => ParsedFile::Error(SyntaxError {
+            line: *line,
+            column: *column,
+            message: "the file is not valid UTF-8".into(),
+        }),
+        FileContents::Unreadable(_) => ParsedFile::Unreadable,
+    }
+}
+
+fn parse_native(text: &str) -> ParsedFile {
+    // hcl-edit's parser recurses per nesting level; deeply nested input must not overflow
+    // the stack, so pathological nesting is refused before parsing.
+    if let Some(err) = nesting_too_deep(text, 200) {
+        return ParsedFile::Error(err);
+    }
+    match hcl_edit::parser::parse_body(text) {
+        Ok(body) => ParsedFile::Native(Arc::new(body)),
+        Err(e) => {
+            let loc = e.location();
+            ParsedFile::Error(SyntaxError {
+                line: loc.line() as u32,
+                column: loc.column() as u32,
+                message: e.message().to_owned(),
+            })
+        }
+    }
+}
+
+fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
+    let mut depth = 0usize;
+    let mut line = 1u32;
+    let mut col = 0u32;
+    for ch in text.chars() {
+        col += 1;
+        match ch {
+            '\n' => {
+                line += 1;
+                col = 0;
+            }
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(SyntaxError {
+                        line,
+                        column: col,
+                        message: format!("nesting deeper than {limit} levels"),
+                    });
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
+    let offset = offset.min(text.len());
+    let before = &text[..floor_char_boundary(text, offset)];
+    let line = before.matches('\n').count() as u32 + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() as u32 + 1;
+    (line, column)
+}
+
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    while i > 0 && !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The line and column of an anchored node, looked up in the current parse tree.
+pub fn locate(db: &dyn Db, anchor: &Anchor) -> Option<(u32, u32)> {
+    let text = anchor.file.contents(db).text()?;
+    match parsed_file(db, anchor.file) {
+        ParsedFile::Native(body) => {
+            let spans = item_spans(body, &anchor.item)?;
+            let span = spans.get(anchor.node.0 as usize).cloned().flatten()?;
+            Some(line_col(text, span.start))
+        }
+        ParsedFile::Json(_) => json_position(text, &anchor.item),
+        _ => None,
+    }
+}
+
+/// JSON has no spans in the tree: point at the first occurrence of the innermost key.
+fn json_position(text: &str, item: &ItemPath) -> Option<(u32, u32)> {
+    let mut from = 0;
+    for key in item.block.iter().chain(&item.attr) {
+        let needle = format!("\"{key}\"");
+        from += text[from..].find(&needle)?;
+    }
+    Some(line_col(text, from))
+}
+
+fn block_matches(block: &Block, path: &[String]) -> bool {
+    let Some((ident, labels)) = path.split_first() else {
+        return false;
+    };
+    block.ident.as_str() == ident
+        && block.labels.len() == labels.len()
+        && block.labels.iter().zip(labels).all(|(l, want)| label_str(l) == want)
+}
+
+pub fn label_str(label: &BlockLabel) -> &str {
+    match label {
+        BlockLabel::Ident(i) => i.as_str(),
+        BlockLabel::String(s) => s.as_str(),
+    }
+}
+
+fn item_spans(body: &Body, item: &ItemPath) -> Option<Vec<Option<Range<usize>>>> {
+    let block = body
+        .iter()
+        .filter_map(|s| match s {
+            Structure::Block(b) => Some(b),
+            _ => None,
+        })
+        .find(|b| block_matches(b, &item.block))?;
+    let mut body = &block.body;
+    let (last, nested) = item.attr.split_last()?;
+    for name in nested {
+        body = &body.blocks().find(|b| b.ident.as_str() == name)?.body;
+    }
+    let mut lowerer = Lowerer::default();
+    if let Some(attr) = body.get_attribute(last) {
+        lowerer.expr(&attr.value);
+    } else {
+        let b = body.blocks().find(|b| b.ident.as_str() == last)?;
+        lowerer.block_as_object(b);
+    }
+    Some(lowerer.spans)
+}
+
+/// Lowers one attribute expression; ids start at 0.
+pub fn lower(expr: &Expression) -> Expr {
+    Lowerer::default().expr(expr)
+}
+
+/// Lowers a block body into an object expression (`config { key = ... }`).
+pub fn lower_block_as_object(block: &Block) -> Expr {
+    Lowerer::default().block_as_object(block)
+}
+
+#[derive(Default)]
+struct Lowerer {
+    spans: Vec<Option<Range<usize>>>,
+}
+
+impl Lowerer {
+    fn next(&mut self, span: Option<Range<usize>>) -> NodeId {
+        let id = NodeId(self.spans.len() as u32);
+        self.spans.push(span);
+        id
+    }
+
+    fn block_as_object(&mut self, block: &Block) -> Expr {
+        let id = self.next(block.span());
+        let mut entries = Vec::new();
+        for s in block.body.iter() {
+            match s {
+                Structure::Attribute(a) => {
+                    entries.push((ObjectKey::Ident(a.key.as_str().to_owned()), self.expr(&a.value)));
+                }
+                Structure::Block(b) => {
+                    entries.push((
+                        ObjectKey::Ident(b.ident.as_str().to_owned()),
+                        self.block_as_object(b),
+                    ));
+                }
+            }
+        }
+        Expr {
+            id,
+            kind: ExprKind::Object(entries),
+        }
+    }
+
+    fn expr(&mut self, e: &Expression) -> Expr {
+        let id = self.next(e.span());
+        let kind = match e {
+            Expression::Null(_) => ExprKind::Null,
+            Expression::Bool(b) => ExprKind::Bool(*b.value()),
+            Expression::Number(n) => {
+                ExprKind::Number(Num::new(n.value().as_f64().unwrap_or(f64::NAN)))
+            }
+            Expression::String(s) => ExprKind::String(s.value().clone()),
+            Expression::Array(items) => {
+                ExprKind::Array(items.iter().map(|i| self.expr(i)).collect())
+            }
+            Expression::Object(obj) => {
+                let mut entries = Vec::new();
+                for (k, v) in obj.iter() {
+                    let key = match k {
+                        HclObjectKey::Ident(i) => ObjectKey::Ident(i.as_str().to_owned()),
+                        HclObjectKey::Expression(e) => ObjectKey::Expr(self.expr(e)),
+                    };
+                    entries.push((key, self.expr(v.expr())));
+                }
+                ExprKind::Object(entries)
+            }
+            Expression::StringTemplate(t) => self.template_kind(t),
+            Expression::HeredocTemplate(h) => {
+                let mut h = (**h).clone();
+                if h.indent().is_some() {
+                    h.dedent();
+                }
+                self.template_kind(&h.template)
+            }
+            Expression::Parenthesis(p) => ExprKind::Paren(Box::new(self.expr(p.inner()))),
+            Expression::Variable(v) => ExprKind::Variable(v.as_str().to_owned()),
+            Expression::Conditional(c) => ExprKind::Conditional(
+                Box::new(self.expr(&c.cond_expr)),
+                Box::new(self.expr(&c.true_expr)),
+                Box::new(self.expr(&c.false_expr)),
+            ),
+            Expression::FuncCall(f) => {
+                let mut name = String::new();
+                for ns in &f.name.namespace {
+                    name.push_str(ns.as_str());
+                    name.push_str("::");
+                }
+                name.push_str(f.name.name.as_str());
+                ExprKind::FuncCall {
+                    name,
+                    args: f.args.iter().map(|a| self.expr(a)).collect(),
+                    expand_final: f.args.expand_final(),
+                }
+            }
+            Expression::Traversal(t) => {
+                let root = self.expr(&t.expr);
+                let ops = t
+                    .operators
+                    .iter()
+                    .map(|op| match op.value() {
+                        TraversalOperator::AttrSplat(_) => Traverser::AttrSplat,
+                        TraversalOperator::FullSplat(_) => Traverser::FullSplat,
+                        TraversalOperator::GetAttr(i) => Traverser::Attr(i.as_str().to_owned()),
+                        TraversalOperator::Index(e) => Traverser::Index(self.expr(e)),
+                        TraversalOperator::LegacyIndex(i) => Traverser::LegacyIndex(*i.value()),
+                    })
+                    .collect();
+                ExprKind::Traversal(Box::new(root), ops)
+            }
+            Expression::UnaryOp(u) => {
+                let op = match u.operator.value() {
+                    hcl_edit::expr::UnaryOperator::Neg => UnaryOp::Neg,
+                    hcl_edit::expr::UnaryOperator::Not => UnaryOp::Not,
+                };
+                ExprKind::Unary(op, Box::new(self.expr(&u.expr)))
+            }
+            Expression::BinaryOp(b) => {
+                use hcl_edit::expr::BinaryOperator as B;
+                let op = match b.operator.value() {
+                    B::Eq => BinaryOp::Eq,
+                    B::NotEq => BinaryOp::NotEq,
+                    B::LessEq => BinaryOp::LessEq,
+                    B::GreaterEq => BinaryOp::GreaterEq,
+                    B::Less => BinaryOp::Less,
+                    B::Greater => BinaryOp::Greater,
+                    B::Plus => BinaryOp::Plus,
+                    B::Minus => BinaryOp::Minus,
+                    B::Mul => BinaryOp::Mul,
+                    B::Div => BinaryOp::Div,
+                    B::Mod => BinaryOp::Mod,
+                    B::And => BinaryOp::And,
+                    B::Or => BinaryOp::Or,
+                };
+                ExprKind::Binary(op, Box::new(self.expr(&b.lhs_expr)), Box::new(self.expr(&b.rhs_expr)))
+            }
+            Expression::ForExpr(f) => ExprKind::For(Box::new(ForExpr {
+                key_var: f.intro.key_var.as_ref().map(|k| k.as_str().to_owned()),
+                value_var: f.intro.value_var.as_str().to_owned(),
+                collection: self.expr(&f.intro.collection_expr),
+                key_expr: f.key_expr.as_ref().map(|k| self.expr(k)),
+                value_expr: self.expr(&f.value_expr),
+                cond: f.cond.as_ref().map(|c| self.expr(&c.expr)),
+                grouping: f.grouping,
+            })),
+        };
+        Expr { id, kind }
+    }
+
+    fn template_kind(&mut self, t: &Template) -> ExprKind {
+        let parts = self.template(t);
+        match parts.as_slice() {
+            [] => ExprKind::String(String::new()),
+            [TemplatePart::Literal(s)] => ExprKind::String(s.clone()),
+            _ => ExprKind::Template(parts),
+        }
+    }
+
+    fn template(&mut self, t: &Template) -> Vec<TemplatePart> {
+        let mut parts = Vec::new();
+        for el in t.iter() {
+            match el {
+                Element::Literal(s) => match parts.last_mut() {
+                    Some(TemplatePart::Literal(prev)) => prev.push_str(s.value()),
+                    _ => parts.push(TemplatePart::Literal(s.value().clone())),
+                },
+                Element::Interpolation(i) => {
+                    parts.push(TemplatePart::Interpolation(self.expr(&i.expr)))
+                }
+                Element::Directive(d) => match &**d {
+                    Directive::If(dir) => {
+                        let cond = self.expr(&dir.if_expr.cond_expr);
+                        let then = self.template(&dir.if_expr.template);
+                        let otherwise = dir
+                            .else_expr
+                            .as_ref()
+                            .map(|e| self.template(&e.template))
+                            .unwrap_or_default();
+                        parts.push(TemplatePart::If {
+                            cond,
+                            then,
+                            otherwise,
+                        });
+                    }
+                    Directive::For(dir) => {
+                        let f = &dir.for_expr;
+                        let collection = self.expr(&f.collection_expr);
+                        let body = self.template(&f.template);
+                        parts.push(TemplatePart::For {
+                            key_var: f.key_var.as_ref().map(|k| k.as_str().to_owned()),
+                            value_var: f.value_var.as_str().to_owned(),
+                            collection,
+                            body,
+                        });
+                    }
+                },
+            }
+        }
+        parts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_attr(text: &str) -> Expression {
+        let body = hcl_edit::parser::parse_body(text).unwrap();
+        body.attributes().next().unwrap().value.clone()
+    }
+
+    #[test]
+    fn lowering_ignores_whitespace_and_comments() {
+        let a = lower(&first_attr("x = \"${local.a}/b\"\n"));
+        let b = lower(&first_attr("x   =   \"${ local.a }/b\" # note\n"));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn node_ids_are_preorder() {
+        let e = lower(&first_attr("x = join(\"/\", [var.a, local.b])\n"));
+        let ExprKind::FuncCall { args, .. } = &e.kind else {
+            panic!("{e:?}")
+        };
+        assert_eq!(e.id, NodeId(0));
+        assert_eq!(args[0].id, NodeId(1));
+        assert_eq!(args[1].id, NodeId(2));
+        let ExprKind::Array(items) = &args[1].kind else {
+            panic!()
+        };
+        // var.a is a traversal (3) over the variable `var` (4)
+        assert_eq!(items[0].id, NodeId(3));
+        assert_eq!(items[1].id, NodeId(5));
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("ab\ncé d", 7), (2, 4));
+        assert_eq!(line_col("x", 0), (1, 1));
+    }
+}
+
+/// Lowers a template parsed from a JSON string (`"${local.a}/b"`).
+pub fn lower_template(template: &Template) -> Expr {
+    let mut lowerer = Lowerer::default();
+    let id = lowerer.next(None);
+    Expr {
+        id,
+        kind: lowerer.template_kind(template),
+    }
+}
