@@ -8,3 +8,5 @@ pub mod files;
 pub mod diagnostic;
 pub mod discover;
 pub mod parse;
+pub mod resolve;
+pub mod graph;

@@ -398,7 +398,8 @@ mod tests {
 
     fn first_attr(text: &str) -> Expression {
         let body = hcl_edit::parser::parse_body(text).unwrap();
-        body.attributes().next().unwrap().value.clone()
+        let value = body.attributes().next().unwrap().value.clone();
+        value
     }
 
     #[test]
