@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 
 use crate::config::Pattern;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::files::{FileContents, FileKind, ModuleInfo};
+use crate::files::{FileContents, FileKind, ModuleInfo, Role};
 use crate::system::{EntryKind, System};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,10 +129,13 @@ pub fn discover_modules(
         .collect();
     for (id, files) in &module_dirs {
         let parts: Vec<&str> = id.split('/').collect();
-        let library = is_library(id);
-        if parts.len() < depth && !library {
-            continue;
-        }
+        let role = if is_library(id) {
+            Role::Library
+        } else if parts.len() < depth {
+            Role::Plain
+        } else {
+            Role::Root
+        };
         let mut components = IndexMap::new();
         let mut submodule = None;
         if parts.len() >= depth {
@@ -153,7 +156,7 @@ pub fn discover_modules(
                 components,
                 submodule,
                 parent,
-                library,
+                role,
             },
             files: files.clone(),
         });
@@ -201,8 +204,10 @@ mod tests {
             .iter()
             .map(|m| {
                 let mut s = m.info.id.clone();
-                if m.info.library {
-                    s.push_str(" (library)");
+                match m.info.role {
+                    Role::Library => s.push_str(" (library)"),
+                    Role::Plain => s.push_str(" (plain)"),
+                    Role::Root => {}
                 }
                 if let Some(p) = &m.info.parent {
                     s.push_str(&format!(" parent={p}"));
@@ -233,12 +238,13 @@ mod tests {
             ids(&d),
             [
                 "_modules/kafka (library)",
+                "platform/stage (plain)",
                 "platform/stage/eu/eks",
                 "platform/stage/eu/eks/addons parent=platform/stage/eu/eks",
                 "platform/stage/eu/vpc",
             ]
         );
-        let addons = &d.modules[2].info;
+        let addons = &d.modules[3].info;
         assert_eq!(addons.submodule.as_deref(), Some("addons"));
         assert_eq!(addons.components["module"], "eks");
     }

@@ -108,8 +108,26 @@ pub struct ModuleInfo {
     pub submodule: Option<String>,
     /// Nearest module directory above this one, if any.
     pub parent: Option<String>,
+    pub role: Role,
+}
+
+impl ModuleInfo {
+    /// A root module: gets jobs, is a node of the graph, can own a referenced state.
+    pub fn is_root(&self) -> bool {
+        self.role == Role::Root
+    }
+}
+
+/// What a directory with Terraform files is to terraci.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// At or below the pattern depth: a module.
+    Root,
     /// Under a `library_modules.paths` entry: never a target, never a state candidate.
-    pub library: bool,
+    Library,
+    /// Above the pattern depth and not listed as a library: not a module, kept only so
+    /// that `module` calls through it are followed (uses-library links).
+    Plain,
 }
 
 #[salsa::input(debug)]
@@ -146,4 +164,25 @@ pub struct Project {
     pub modules: Vec<Module>,
     #[returns(ref)]
     pub eval_settings: EvalSettings,
+}
+
+/// What `--changed-only` saw: changed paths relative to the project dir.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeInput {
+    /// Sorted, `/`-separated, relative to the project dir. Includes deleted paths.
+    pub files: Vec<String>,
+    /// `--include-dependencies`: add the changed modules' transitive dependencies.
+    pub include_dependencies: bool,
+}
+
+/// Which modules get jobs and how: the command line's selection flags.
+#[salsa::input(debug)]
+pub struct Selection {
+    #[returns(ref)]
+    pub filters: crate::filter::Filters,
+    #[returns(copy)]
+    pub plan_options: crate::ir::PlanOptions,
+    /// `None`: every module is a candidate (no `--changed-only`).
+    #[returns(ref)]
+    pub changes: Option<ChangeInput>,
 }

@@ -83,7 +83,7 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
     let mut graph = DependencyGraph::default();
     for &m in project.modules(db) {
         let info = m.info(db);
-        if info.library {
+        if !info.is_root() {
             continue;
         }
         graph.modules.push(info.id.clone());

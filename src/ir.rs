@@ -335,3 +335,69 @@ mod tests {
         );
     }
 }
+
+/// The job plan of a selection: affected modules, filtered, with their dependencies
+/// among the targets (looking through filtered-out modules, so order is kept).
+#[salsa::tracked(returns(ref))]
+pub fn job_plan(
+    db: &dyn crate::db::Db,
+    project: crate::files::Project,
+    selection: crate::files::Selection,
+) -> Result<JobPlan, IrError> {
+    let graph = crate::graph::dependency_graph(db, project);
+    let affected = crate::changes::affected(db, project, selection);
+    let filters = selection.filters(db);
+    let mut components: BTreeMap<&str, IndexMap<String, String>> = BTreeMap::new();
+    for &m in project.modules(db) {
+        let info = m.info(db);
+        if info.is_root() {
+            let mut c = info.components.clone();
+            if let Some(sub) = &info.submodule {
+                c.insert("submodule".into(), sub.clone());
+            }
+            components.insert(info.id.as_str(), c);
+        }
+    }
+    let targets: std::collections::BTreeSet<&str> = affected
+        .affected
+        .keys()
+        .map(String::as_str)
+        .filter(|id| {
+            components
+                .get(id)
+                .is_some_and(|c| filters.allows(id, c))
+        })
+        .collect();
+    let list: Vec<Target> = targets
+        .iter()
+        .map(|&id| {
+            let mut deps = std::collections::BTreeSet::new();
+            let mut seen = std::collections::BTreeSet::new();
+            let mut stack: Vec<&str> = graph.dependencies(id);
+            while let Some(d) = stack.pop() {
+                if !seen.insert(d) {
+                    continue;
+                }
+                if targets.contains(d) {
+                    deps.insert(d.to_owned());
+                } else {
+                    stack.extend(graph.dependencies(d));
+                }
+            }
+            Target {
+                id: id.to_owned(),
+                components: components.get(id).cloned().unwrap_or_default(),
+                dependencies: deps.into_iter().collect(),
+            }
+        })
+        .collect();
+    let config = project.config(db);
+    build_job_plan(
+        &list,
+        selection.plan_options(db),
+        config.execution.binary,
+        config.execution.init_enabled,
+        config.execution.env.clone(),
+        project.pattern(db).segments().to_vec(),
+    )
+}

@@ -10,3 +10,8 @@ pub mod discover;
 pub mod parse;
 pub mod resolve;
 pub mod graph;
+pub mod filter;
+pub mod changes;
+pub mod render;
+pub mod cli;
+pub mod run;

@@ -833,7 +833,7 @@ pub fn identity_index(db: &dyn Db, project: Project) -> IdentityIndex {
     let mut index = IdentityIndex::default();
     for &m in project.modules(db) {
         let info = m.info(db);
-        if info.library {
+        if !info.is_root() {
             continue;
         }
         index.ids.insert(info.id.clone());

@@ -1,0 +1,179 @@
+//! Command-line types (clap derive only; no logic).
+
+use camino::Utf8PathBuf;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "terraci",
+    version,
+    about = "Turns a Terraform/OpenTofu monorepo into a dependency-ordered CI pipeline"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Config file (default: .terraci.yaml, .terraci.yml, terraci.yaml, terraci.yml in the project dir)
+    #[arg(short = 'c', long, global = true, env = "TERRACI_CONFIG")]
+    pub config: Option<Utf8PathBuf>,
+    /// Project directory
+    #[arg(short = 'd', long, global = true, env = "TERRACI_DIR")]
+    pub dir: Option<Utf8PathBuf>,
+    /// More output (repeat for more)
+    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr
+    #[arg(short = 'q', long, global = true)]
+    pub quiet: bool,
+    /// Colour in diagnostics
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Log level (error, warn, info, debug)
+    #[arg(long, global = true, default_value = "warn")]
+    pub log_level: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate the CI pipeline
+    Generate(GenerateArgs),
+    /// Check the project: discovery, diagnostics, cycles, levels
+    Validate(ValidateArgs),
+    /// Print the dependency graph
+    Graph(GraphArgs),
+    /// Print every diagnostic code with its meaning
+    ExplainCodes,
+    /// Print the version
+    Version,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct SelectArgs {
+    /// Exclude modules matching this glob (repeatable)
+    #[arg(short = 'x', long = "exclude")]
+    pub exclude: Vec<String>,
+    /// Include only modules matching this glob (repeatable)
+    #[arg(short = 'i', long = "include")]
+    pub include: Vec<String>,
+    /// Keep modules whose pattern segment KEY equals VALUE (repeatable)
+    #[arg(short = 'f', long = "filter", value_name = "KEY=VALUE")]
+    pub filter: Vec<String>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct EvalArgs {
+    /// A tfvars file applied to every module that declares its variables (repeatable)
+    #[arg(long = "var-file", value_name = "FILE")]
+    pub var_file: Vec<Utf8PathBuf>,
+    /// A variable value applied to every module that declares it (repeatable)
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub var: Vec<String>,
+    /// Value of terraform.workspace
+    #[arg(long, default_value = "default")]
+    pub workspace: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    #[default]
+    Yaml,
+    Json,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct GenerateArgs {
+    /// Write to FILE (atomically; an unchanged file is left untouched)
+    #[arg(short = 'o', long)]
+    pub output: Option<Utf8PathBuf>,
+    /// Only modules affected by the change against the base ref
+    #[arg(long)]
+    pub changed_only: bool,
+    /// Base ref for --changed-only
+    #[arg(long)]
+    pub base_ref: Option<String>,
+    /// Ignore uncommitted and untracked files
+    #[arg(long)]
+    pub committed_only: bool,
+    /// Also include the changed modules' dependencies
+    #[arg(long)]
+    pub include_dependencies: bool,
+    /// Say why each module is in the pipeline
+    #[arg(long)]
+    pub explain: bool,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+    /// Plan jobs only
+    #[arg(long)]
+    pub plan_only: bool,
+    /// With --plan-only: plans do not wait for each other
+    #[arg(long)]
+    pub parallel_plans: bool,
+    /// gitlab or github
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Print modules, affected, levels and jobs instead of the pipeline
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = OutputFormat::Yaml)]
+    pub format: OutputFormat,
+    /// Write a GitHub workflow even over GitHub's size limit
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ValidateArgs {
+    /// Exit 3 on any warning
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum GraphFormat {
+    #[default]
+    Dot,
+    Plantuml,
+    Mermaid,
+    List,
+    Levels,
+    Json,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct GraphArgs {
+    #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
+    pub format: GraphFormat,
+    /// Print counts: modules, edges, levels, cycles
+    #[arg(long)]
+    pub stats: bool,
+    /// Only this module and its dependencies
+    #[arg(short = 'm', long)]
+    pub module: Option<String>,
+    /// With -m: its dependents instead
+    #[arg(long, requires = "module")]
+    pub dependents: bool,
+    /// Write to FILE
+    #[arg(short = 'o', long)]
+    pub output: Option<Utf8PathBuf>,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+}

@@ -1,0 +1,184 @@
+//! Graph output formats: dot, plantuml, mermaid, list, levels, json (spec §8).
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::diagnostic::Diagnostic;
+
+/// The graph as printed: already resolved to file/line positions, deterministic.
+#[derive(Debug, Clone, Serialize)]
+pub struct GraphView {
+    pub modules: Vec<ModuleView>,
+    pub edges: Vec<EdgeView>,
+    pub levels: Vec<Vec<String>>,
+    pub cycles: Vec<Vec<String>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleView {
+    pub id: String,
+    /// The module directory relative to the project dir.
+    pub path: String,
+    pub components: indexmap::IndexMap<String, String>,
+    pub library: bool,
+    pub submodule: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EdgeView {
+    pub from: String,
+    pub to: String,
+    pub sources: Vec<SourceView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceView {
+    pub name: String,
+    pub file: String,
+    pub line: u32,
+}
+
+impl GraphView {
+    /// Keeps only `keep` (modules, edges between them, levels, cycles).
+    pub fn restrict(&mut self, keep: &BTreeSet<String>) {
+        self.modules.retain(|m| keep.contains(&m.id) || m.library);
+        self.edges
+            .retain(|e| keep.contains(&e.from) && keep.contains(&e.to));
+        for l in &mut self.levels {
+            l.retain(|m| keep.contains(m));
+        }
+        self.levels.retain(|l| !l.is_empty());
+        self.cycles.retain(|c| c.iter().any(|m| keep.contains(m)));
+    }
+
+    fn targets(&self) -> impl Iterator<Item = &ModuleView> {
+        self.modules.iter().filter(|m| !m.library)
+    }
+}
+
+pub fn render_json(view: &GraphView) -> String {
+    let value = json!({
+        "modules": view.modules,
+        "edges": view.edges,
+        "levels": view.levels,
+        "cycles": view.cycles,
+        "diagnostics": view.diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
+    });
+    let mut s = serde_json::to_string_pretty(&value).expect("JSON of plain data");
+    s.push('\n');
+    s
+}
+
+pub fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
+    json!({
+        "severity": d.severity.as_str(),
+        "code": d.code,
+        "module": d.module,
+        "file": d.file,
+        "line": d.line,
+        "column": d.column,
+        "message": d.message,
+    })
+}
+
+pub fn render_dot(view: &GraphView) -> String {
+    let mut out = String::from("digraph terraci {\n  rankdir=BT;\n  node [shape=box];\n");
+    for m in view.targets() {
+        let _ = writeln!(out, "  \"{}\";", m.id);
+    }
+    for e in &view.edges {
+        let _ = writeln!(out, "  \"{}\" -> \"{}\";", e.from, e.to);
+    }
+    out.push_str("}\n");
+    out
+}
+
+pub fn render_plantuml(view: &GraphView) -> String {
+    let mut out = String::from("@startuml\n");
+    for m in view.targets() {
+        let _ = writeln!(out, "rectangle \"{}\" as {}", m.id, alias(&m.id));
+    }
+    for e in &view.edges {
+        let _ = writeln!(out, "{} --> {}", alias(&e.from), alias(&e.to));
+    }
+    out.push_str("@enduml\n");
+    out
+}
+
+pub fn render_mermaid(view: &GraphView) -> String {
+    let mut out = String::from("graph BT\n");
+    for m in view.targets() {
+        let _ = writeln!(out, "  {}[\"{}\"]", alias(&m.id), m.id);
+    }
+    for e in &view.edges {
+        let _ = writeln!(out, "  {} --> {}", alias(&e.from), alias(&e.to));
+    }
+    out
+}
+
+fn alias(id: &str) -> String {
+    id.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// One module per line with what it depends on.
+pub fn render_list(view: &GraphView) -> String {
+    let mut out = String::new();
+    for m in view.targets() {
+        let deps: Vec<&str> = view
+            .edges
+            .iter()
+            .filter(|e| e.from == m.id)
+            .map(|e| e.to.as_str())
+            .collect();
+        if deps.is_empty() {
+            let _ = writeln!(out, "{}", m.id);
+        } else {
+            let _ = writeln!(out, "{} -> {}", m.id, deps.join(", "));
+        }
+    }
+    out
+}
+
+pub fn render_levels(view: &GraphView) -> String {
+    let mut out = String::new();
+    for (i, level) in view.levels.iter().enumerate() {
+        let _ = writeln!(out, "Level {i}:");
+        for m in level {
+            let _ = writeln!(out, "  {m}");
+        }
+    }
+    for c in &view.cycles {
+        let mut path = c.clone();
+        path.push(c[0].clone());
+        let _ = writeln!(out, "Cycle: {}", path.join(" -> "));
+    }
+    out
+}
+
+pub fn render_stats(view: &GraphView) -> String {
+    let targets = view.targets().count();
+    let libraries = view.modules.len() - targets;
+    let roots = view
+        .targets()
+        .filter(|m| !view.edges.iter().any(|e| e.from == m.id))
+        .count();
+    let mut out = String::new();
+    let _ = writeln!(out, "modules:     {targets}");
+    let _ = writeln!(out, "libraries:   {libraries}");
+    let _ = writeln!(out, "edges:       {}", view.edges.len());
+    let _ = writeln!(out, "levels:      {}", view.levels.len());
+    let _ = writeln!(out, "no deps:     {roots}");
+    let _ = writeln!(out, "cycles:      {}", view.cycles.len());
+    let _ = writeln!(
+        out,
+        "max width:   {}",
+        view.levels.iter().map(Vec::len).max().unwrap_or(0)
+    );
+    out
+}

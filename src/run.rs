@@ -1,0 +1,608 @@
+//! The driver: config -> database inputs -> queries -> rendering -> output.
+//!
+//! All IO goes through the `System` and the two writers; every stage below returns values
+//! (including diagnostics) that are rendered here, once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context as _};
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::cli::{
+    Cli, Command, EvalArgs, GenerateArgs, GlobalArgs, GraphArgs, GraphFormat, OutputFormat,
+    SelectArgs, ValidateArgs,
+};
+use crate::config::{find_config_file, load_config, LoadedConfig};
+use crate::db::Database;
+use crate::diagnostic::{Diagnostic, Severity, CODES};
+use crate::discover::discover_modules;
+use crate::files::{ChangeInput, EvalSettings, File, Module, Project, Role, Selection};
+use crate::filter::Filters;
+use crate::graph::dependency_graph;
+use crate::ir::{job_plan, PlanOptions};
+use crate::render::graph::{
+    diagnostic_json, render_dot, render_json, render_levels, render_list, render_mermaid,
+    render_plantuml, render_stats, EdgeView, GraphView, ModuleView, SourceView,
+};
+use crate::system::System;
+
+/// Process exit codes (spec §8).
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const ERROR: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const VALIDATION: u8 = 3;
+}
+
+/// An error that carries its exit code.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
+    Failure {
+        code,
+        message: message.into(),
+    }
+    .into()
+}
+
+pub struct Io<'a> {
+    pub system: &'a dyn System,
+    pub stdout: &'a mut dyn Write,
+    pub stderr: &'a mut dyn Write,
+    /// The command line as typed, for the generated file's header.
+    pub argv: Vec<String>,
+}
+
+/// Runs a parsed command line; returns the exit code.
+pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
+    match dispatch(cli, io) {
+        Ok(code) => code,
+        Err(err) => {
+            let code = err.downcast_ref::<Failure>().map_or(exit::ERROR, |f| f.code);
+            let _ = writeln!(io.stderr, "error: {err:#}");
+            code
+        }
+    }
+}
+
+fn dispatch(cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    match &cli.command {
+        Command::Version => {
+            writeln!(io.stdout, "terraci {}", env!("CARGO_PKG_VERSION"))?;
+            Ok(exit::OK)
+        }
+        Command::ExplainCodes => {
+            for (code, text) in CODES {
+                writeln!(io.stdout, "{code:<26} {text}")?;
+            }
+            Ok(exit::OK)
+        }
+        Command::Generate(args) => generate(&cli.global, args, io),
+        Command::Validate(args) => validate(&cli.global, args, io),
+        Command::Graph(args) => graph(&cli.global, args, io),
+    }
+}
+
+/// A loaded project: the database with every input set.
+pub struct Workspace {
+    pub db: Database,
+    pub project: Project,
+    pub root: Utf8PathBuf,
+    pub config: LoadedConfig,
+    /// Project-relative path -> file input.
+    pub files: BTreeMap<String, File>,
+    pub modules: BTreeMap<String, Module>,
+    /// Discovery and config diagnostics (outside queries).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<Utf8PathBuf> {
+    let dir = global.dir.clone().unwrap_or_else(|| Utf8PathBuf::from("."));
+    let abs = system.absolute(&dir)?;
+    if !system.is_dir(&abs) {
+        return Err(fail(exit::ERROR, format!("project directory `{dir}` does not exist")));
+    }
+    Ok(abs)
+}
+
+pub fn load_workspace(
+    system: &dyn System,
+    global: &GlobalArgs,
+    eval: &EvalArgs,
+) -> anyhow::Result<Workspace> {
+    let root = project_dir(system, global)?;
+    let config_path = find_config_file(system, &root, global.config.as_deref());
+    let config = load_config(system, config_path.as_deref()).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let mut diagnostics: Vec<Diagnostic> = config
+        .warnings
+        .iter()
+        .map(|w| Diagnostic::warning("config-warning", w.clone()))
+        .collect();
+    let discovered = discover_modules(
+        system,
+        &root,
+        &config.pattern,
+        &config.config.library_modules.paths,
+    );
+    diagnostics.extend(discovered.diagnostics);
+
+    let mut var_files = Vec::new();
+    for f in &eval.var_file {
+        let bytes = system
+            .read(&system.absolute(f)?)
+            .with_context(|| format!("cannot read --var-file {f}"))?;
+        let text = String::from_utf8(bytes).map_err(|_| anyhow!("--var-file {f} is not UTF-8"))?;
+        if let Err(e) = hcl_edit::parser::parse_body(&text) {
+            return Err(fail(
+                exit::ERROR,
+                format!(
+                    "--var-file {f}:{}:{}: {}",
+                    e.location().line(),
+                    e.location().column(),
+                    e.message()
+                ),
+            ));
+        }
+        var_files.push((f.to_string(), text));
+    }
+    let mut vars = Vec::new();
+    for v in &eval.var {
+        let (name, value) = v
+            .split_once('=')
+            .ok_or_else(|| fail(exit::USAGE, format!("--var `{v}`: expected NAME=VALUE")))?;
+        vars.push((name.to_owned(), value.to_owned()));
+    }
+
+    let db = Database::default();
+    let mut files = BTreeMap::new();
+    let mut modules = BTreeMap::new();
+    let mut module_inputs = Vec::new();
+    for m in discovered.modules {
+        let file_inputs: Vec<File> = m
+            .files
+            .into_iter()
+            .map(|f| {
+                let key = f.path.to_string();
+                let file = File::new(&db, f.path, f.kind, f.contents);
+                files.insert(key, file);
+                file
+            })
+            .collect();
+        let id = m.info.id.clone();
+        let module = Module::new(&db, m.info, file_inputs);
+        modules.insert(id, module);
+        module_inputs.push(module);
+    }
+    let project = Project::new(
+        &db,
+        root.clone(),
+        Arc::new(config.config.clone()),
+        config.pattern.clone(),
+        module_inputs,
+        EvalSettings {
+            workspace: eval.workspace.clone(),
+            var_files,
+            vars,
+        },
+    );
+    Ok(Workspace {
+        db,
+        project,
+        root,
+        config,
+        files,
+        modules,
+        diagnostics,
+    })
+}
+
+impl Workspace {
+    /// Resolves anchors to positions, sorts and deduplicates.
+    pub fn finish_diagnostics(&self, diags: impl IntoIterator<Item = Diagnostic>) -> Vec<Diagnostic> {
+        let mut out: Vec<Diagnostic> = diags
+            .into_iter()
+            .map(|mut d| {
+                if let Some(anchor) = d.anchor.take() {
+                    d.file = Some(anchor.file.path(&self.db).to_string());
+                    if let Some((line, col)) = crate::parse::locate(&self.db, &anchor) {
+                        d.line = Some(line);
+                        d.column = Some(col);
+                    }
+                }
+                d
+            })
+            .collect();
+        out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        out.dedup();
+        out
+    }
+
+    /// Every diagnostic of the project: discovery, facts, scopes, resolution.
+    pub fn all_diagnostics(&self) -> Vec<Diagnostic> {
+        let db = &self.db;
+        let mut all = self.diagnostics.clone();
+        for &m in self.project.modules(db) {
+            let id = &m.info(db).id;
+            all.extend(
+                crate::facts::module_facts(db, m)
+                    .diagnostics
+                    .iter()
+                    .cloned()
+                    .map(|d| d.with_module(id.clone())),
+            );
+            if m.info(db).is_root() {
+                all.extend(
+                    crate::resolve::module_scope(db, self.project, m)
+                        .diagnostics
+                        .iter()
+                        .cloned()
+                        .map(|d| d.with_module(id.clone())),
+                );
+            }
+        }
+        all.extend(dependency_graph(db, self.project).diagnostics.iter().cloned());
+        self.finish_diagnostics(all)
+    }
+
+    fn source_line(&self, d: &Diagnostic) -> Option<String> {
+        let file = self.files.get(d.file.as_deref()?)?;
+        let text = file.contents(&self.db).text()?;
+        let line = d.line? as usize;
+        text.lines().nth(line.checked_sub(1)?).map(str::to_owned)
+    }
+
+    pub fn print_diagnostics(&self, diags: &[Diagnostic], quiet: bool, err: &mut dyn Write) -> std::io::Result<()> {
+        for d in diags {
+            if quiet && d.severity != Severity::Error {
+                continue;
+            }
+            write!(err, "{}", d.render_human(self.source_line(d).as_deref()))?;
+        }
+        Ok(())
+    }
+
+    pub fn graph_view(&self, diagnostics: Vec<Diagnostic>) -> GraphView {
+        let db = &self.db;
+        let graph = dependency_graph(db, self.project);
+        let modules = self
+            .project
+            .modules(db)
+            .iter()
+            .map(|m| m.info(db))
+            .filter(|i| i.role != Role::Plain)
+            .map(|i| ModuleView {
+                id: i.id.clone(),
+                path: i.id.clone(),
+                components: i.components.clone(),
+                library: i.role == Role::Library,
+                submodule: i.submodule.is_some(),
+            })
+            .collect();
+        let edges = graph
+            .edges
+            .iter()
+            .map(|((from, to), sources)| EdgeView {
+                from: from.clone(),
+                to: to.clone(),
+                sources: sources
+                    .iter()
+                    .map(|s| SourceView {
+                        name: s.name.clone(),
+                        file: s.anchor.file.path(db).to_string(),
+                        line: crate::parse::locate(db, &s.anchor).map_or(0, |(l, _)| l),
+                    })
+                    .collect(),
+            })
+            .collect();
+        GraphView {
+            modules,
+            edges,
+            levels: graph.levels.clone(),
+            cycles: graph.cycles.clone(),
+            diagnostics,
+        }
+    }
+
+    pub fn filters(&self, select: &SelectArgs) -> anyhow::Result<Filters> {
+        let mut filters = Filters {
+            exclude: self.config.config.exclude.clone(),
+            include: self.config.config.include.clone(),
+            segments: BTreeMap::new(),
+        };
+        filters.exclude.extend(select.exclude.iter().cloned());
+        filters.include.extend(select.include.iter().cloned());
+        for f in &select.filter {
+            filters
+                .add_segment_filter(f, self.config.pattern.segments())
+                .map_err(|e| fail(exit::USAGE, e))?;
+        }
+        Ok(filters)
+    }
+}
+
+fn cycle_text(cycles: &[Vec<String>]) -> String {
+    let mut out = String::from("circular dependency detected");
+    for c in cycles {
+        let mut path = c.clone();
+        path.push(c[0].clone());
+        out.push_str("\n  ");
+        out.push_str(&path.join(" -> "));
+    }
+    out
+}
+
+fn write_output(io: &mut Io<'_>, path: Option<&Utf8Path>, text: &str) -> anyhow::Result<()> {
+    match path {
+        Some(p) => {
+            let abs = io.system.absolute(p)?;
+            io.system
+                .write_atomic(&abs, text.as_bytes())
+                .with_context(|| format!("cannot write {p}"))?;
+        }
+        None => io.stdout.write_all(text.as_bytes())?,
+    }
+    Ok(())
+}
+
+fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let ws = load_workspace(io.system, global, &args.eval)?;
+    let filters = ws.filters(&args.select)?;
+    let diagnostics = ws.all_diagnostics();
+    let graph = dependency_graph(&ws.db, ws.project);
+    if !graph.cycles.is_empty() {
+        ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+        return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
+    }
+    let changes = if args.changed_only {
+        Some(ChangeInput {
+            files: changed_files(io.system, &ws.root, args)?,
+            include_dependencies: args.include_dependencies,
+        })
+    } else {
+        None
+    };
+    let changed_files_list = changes.as_ref().map(|c| c.files.clone());
+    let selection = Selection::new(
+        &ws.db,
+        filters,
+        PlanOptions {
+            plan_only: args.plan_only,
+            parallel_plans: args.parallel_plans,
+        },
+        changes,
+    );
+    let affected = crate::changes::affected(&ws.db, ws.project, selection);
+    let mut diagnostics = diagnostics;
+    diagnostics.extend(ws.finish_diagnostics(affected.diagnostics.iter().cloned()));
+    ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+    let plan = job_plan(&ws.db, ws.project, selection)
+        .clone()
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+
+    if args.explain && !args.dry_run {
+        for (id, reasons) in &affected.affected {
+            if plan.jobs.iter().any(|j| &j.module == id) {
+                writeln!(io.stderr, "{id}: {}", reasons.join("; "))?;
+            }
+        }
+    }
+
+    if args.dry_run {
+        let graph_view = ws.graph_view(diagnostics.clone());
+        let text = match args.format {
+            OutputFormat::Json => {
+                let mut value = serde_json::to_value(&graph_view)?;
+                let obj = value.as_object_mut().expect("graph view is an object");
+                obj.insert(
+                    "diagnostics".into(),
+                    serde_json::Value::Array(diagnostics.iter().map(diagnostic_json).collect()),
+                );
+                obj.insert("changed_files".into(), serde_json::to_value(&changed_files_list)?);
+                obj.insert("changed_modules".into(), serde_json::to_value(&affected.changed_modules)?);
+                let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
+                obj.insert(
+                    "affected".into(),
+                    serde_json::Value::Array(
+                        affected
+                            .affected
+                            .iter()
+                            .filter(|(id, _)| targets.contains(id.as_str()))
+                            .map(|(id, reasons)| serde_json::json!({"id": id, "reasons": reasons}))
+                            .collect(),
+                    ),
+                );
+                obj.insert(
+                    "jobs".into(),
+                    serde_json::Value::Array(
+                        plan.jobs
+                            .iter()
+                            .map(|j| {
+                                serde_json::json!({
+                                    "name": j.name,
+                                    "needs": j.needs.iter().map(|n| n.job.clone()).collect::<Vec<_>>(),
+                                })
+                            })
+                            .collect(),
+                    ),
+                );
+                let mut s = serde_json::to_string_pretty(&value)?;
+                s.push('\n');
+                s
+            }
+            OutputFormat::Yaml => {
+                let mut s = String::new();
+                let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
+                s.push_str(&format!("modules: {}\n", graph.modules.len()));
+                s.push_str(&format!("affected: {}\n", targets.len()));
+                for (id, reasons) in &affected.affected {
+                    if targets.contains(id.as_str()) {
+                        if reasons.is_empty() {
+                            s.push_str(&format!("  {id}\n"));
+                        } else {
+                            s.push_str(&format!("  {id}: {}\n", reasons.join("; ")));
+                        }
+                    }
+                }
+                s.push_str(&format!("levels: {}\n", plan.levels));
+                s.push_str(&format!("jobs: {}\n", plan.jobs.len()));
+                for j in &plan.jobs {
+                    let needs: Vec<&str> = j.needs.iter().map(|n| n.job.as_str()).collect();
+                    if needs.is_empty() {
+                        s.push_str(&format!("  [{}] {}\n", j.level, j.name));
+                    } else {
+                        s.push_str(&format!("  [{}] {} <- {}\n", j.level, j.name, needs.join(", ")));
+                    }
+                }
+                s
+            }
+        };
+        write_output(io, args.output.as_deref(), &text)?;
+        return Ok(exit::OK);
+    }
+
+    let provider = select_provider(io.system, args.provider.as_deref(), &ws.config.config)?;
+    let header = crate::render::Header {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        command_line: io.argv.join(" "),
+    };
+    let rendered = match provider {
+        crate::render::Provider::Gitlab => crate::render::render_gitlab(&plan, &ws.config.config, &header),
+        crate::render::Provider::Github => {
+            crate::render::render_github(&plan, &ws.config.config, &header, args.force)
+        }
+    }
+    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    if !global.quiet {
+        for w in &rendered.warnings {
+            writeln!(io.stderr, "warning[needs-limit]: {w}")?;
+        }
+    }
+    let text = match args.format {
+        OutputFormat::Yaml => rendered.text,
+        OutputFormat::Json => {
+            let value: serde_json::Value = serde_yaml::from_str(&rendered.text)?;
+            let mut s = serde_json::to_string_pretty(&value)?;
+            s.push('\n');
+            s
+        }
+    };
+    write_output(io, args.output.as_deref(), &text)?;
+    Ok(exit::OK)
+}
+
+/// Provider order of spec §7.4.
+fn select_provider(
+    system: &dyn System,
+    flag: Option<&str>,
+    config: &crate::config::Config,
+) -> anyhow::Result<crate::render::Provider> {
+    use crate::render::Provider;
+    if let Some(p) = flag.map(str::to_owned).or_else(|| system.env_var("TERRACI_PROVIDER")) {
+        return p.parse::<Provider>().map_err(|e| fail(exit::USAGE, e.to_string()));
+    }
+    if system.env_var("GITHUB_ACTIONS").as_deref() == Some("true") {
+        return Ok(Provider::Github);
+    }
+    if system.env_var("GITLAB_CI").is_some() || system.env_var("CI_SERVER_URL").is_some() {
+        return Ok(Provider::Gitlab);
+    }
+    match (&config.extensions.gitlab, &config.extensions.github) {
+        (None, Some(_)) => Ok(Provider::Github),
+        _ => Ok(Provider::Gitlab),
+    }
+}
+
+fn changed_files(_system: &dyn System, _root: &Utf8Path, _args: &GenerateArgs) -> anyhow::Result<Vec<String>> {
+    Err(fail(exit::ERROR, "--changed-only is not available in this build"))
+}
+
+fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let ws = load_workspace(io.system, global, &args.eval)?;
+    let filters = ws.filters(&args.select)?;
+    let diagnostics = ws.all_diagnostics();
+    let db = &ws.db;
+    let graph = dependency_graph(db, ws.project);
+    let infos: Vec<_> = ws.project.modules(db).iter().map(|m| m.info(db)).collect();
+    let roots = infos.iter().filter(|i| i.is_root()).count();
+    let libraries = infos.iter().filter(|i| i.role == Role::Library).count();
+    let submodules = infos.iter().filter(|i| i.is_root() && i.submodule.is_some()).count();
+    let targets = infos
+        .iter()
+        .filter(|i| i.is_root() && filters.allows(&i.id, &i.components))
+        .count();
+    let out = &mut *io.stdout;
+    writeln!(out, "pattern: {}", ws.config.pattern)?;
+    writeln!(
+        out,
+        "modules: {roots} ({submodules} submodules), libraries: {libraries}, targets after filters: {targets}"
+    )?;
+    writeln!(out, "edges: {}", graph.edges.len())?;
+    ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+    let errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
+    let warnings = diagnostics.iter().filter(|d| d.severity == Severity::Warning).count();
+    writeln!(out, "diagnostics: {errors} errors, {warnings} warnings")?;
+    if !graph.cycles.is_empty() {
+        writeln!(out, "cycles: {}", graph.cycles.len())?;
+        writeln!(io.stderr, "error: {}", cycle_text(&graph.cycles))?;
+        return Ok(exit::VALIDATION);
+    }
+    writeln!(out, "levels: {}", graph.levels.len())?;
+    if global.verbose > 0 {
+        write!(out, "{}", render_levels(&ws.graph_view(Vec::new())))?;
+    }
+    if args.strict && (warnings > 0 || errors > 0) {
+        writeln!(io.stderr, "error: validation failed (--strict): {errors} errors, {warnings} warnings")?;
+        return Ok(exit::VALIDATION);
+    }
+    if errors > 0 {
+        return Ok(exit::VALIDATION);
+    }
+    Ok(exit::OK)
+}
+
+fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let ws = load_workspace(io.system, global, &args.eval)?;
+    let diagnostics = ws.all_diagnostics();
+    if args.format != GraphFormat::Json {
+        ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+    }
+    let mut view = ws.graph_view(diagnostics);
+    if let Some(m) = &args.module {
+        let graph = dependency_graph(&ws.db, ws.project);
+        let id = m.trim_end_matches('/').to_owned();
+        if !graph.modules.contains(&id) {
+            return Err(fail(exit::ERROR, format!("no module `{id}`")));
+        }
+        let keep = graph.transitive(&[id], !args.dependents);
+        view.restrict(&keep);
+    }
+    let text = if args.stats {
+        render_stats(&view)
+    } else {
+        match args.format {
+            GraphFormat::Dot => render_dot(&view),
+            GraphFormat::Plantuml => render_plantuml(&view),
+            GraphFormat::Mermaid => render_mermaid(&view),
+            GraphFormat::List => render_list(&view),
+            GraphFormat::Levels => render_levels(&view),
+            GraphFormat::Json => render_json(&view),
+        }
+    };
+    write_output(io, args.output.as_deref(), &text)?;
+    Ok(exit::OK)
+}
+
+
+/// The command line for the generated file's header: `terraci` plus the arguments.
+pub fn display_argv(argv: &[String]) -> Vec<String> {
+    std::iter::once("terraci".to_owned())
+        .chain(argv.iter().skip(1).cloned())
+        .collect()
+}
