@@ -15,3 +15,4 @@ pub mod changes;
 pub mod render;
 pub mod cli;
 pub mod run;
+pub mod testing;
