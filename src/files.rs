@@ -15,7 +15,10 @@ use crate::config::{Config, Pattern};
 pub enum FileContents {
     Text(Arc<str>),
     /// Read, but not valid UTF-8; the position of the first bad byte (1-based).
-    NotUtf8 { line: u32, column: u32 },
+    NotUtf8 {
+        line: u32,
+        column: u32,
+    },
     /// Could not be read; the message names the IO error.
     Unreadable(String),
 }

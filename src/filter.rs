@@ -159,10 +159,22 @@ mod tests {
 
     #[test]
     fn globs_match_whole_ids_per_segment() {
-        assert!(glob_matches("platform/*/eu-*/vpc", "platform/stage/eu-central-1/vpc"));
-        assert!(!glob_matches("platform/*", "platform/stage/eu-central-1/vpc"));
-        assert!(glob_matches("platform/**", "platform/stage/eu-central-1/vpc"));
-        assert!(glob_matches("platform/**", "platform/stage/eu-central-1/eks/addons"));
+        assert!(glob_matches(
+            "platform/*/eu-*/vpc",
+            "platform/stage/eu-central-1/vpc"
+        ));
+        assert!(!glob_matches(
+            "platform/*",
+            "platform/stage/eu-central-1/vpc"
+        ));
+        assert!(glob_matches(
+            "platform/**",
+            "platform/stage/eu-central-1/vpc"
+        ));
+        assert!(glob_matches(
+            "platform/**",
+            "platform/stage/eu-central-1/eks/addons"
+        ));
         assert!(glob_matches("**/vpc", "platform/stage/eu-central-1/vpc"));
         assert!(glob_matches("*/stage/**", "a/stage/b/c"));
         assert!(!glob_matches("*/prod/**", "a/stage/b/c"));

@@ -93,7 +93,9 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
                 .edges
                 .insert((info.id.clone(), to.clone()), sources.clone());
         }
-        graph.diagnostics.extend(resolved.diagnostics.iter().cloned());
+        graph
+            .diagnostics
+            .extend(resolved.diagnostics.iter().cloned());
     }
     graph.modules.sort();
     let (order, levels) = kahn(&graph.modules, graph.edges.keys());
@@ -127,7 +129,9 @@ fn kahn<'a>(
         for &d in dependents.get(m).map(Vec::as_slice).unwrap_or_default() {
             let l = level.entry(d).or_insert(0);
             *l = (*l).max(my_level + 1);
-            let n = remaining_deps.get_mut(d).expect("every dependent is a module");
+            let n = remaining_deps
+                .get_mut(d)
+                .expect("every dependent is a module");
             *n -= 1;
             if *n == 0 {
                 ready.insert(d);
@@ -218,10 +222,18 @@ mod tests {
     #[test]
     fn levels_of_the_how_it_works_page() {
         let modules = ids(&["app", "eks", "rds", "vpc"]);
-        let edges = e(&[("eks", "vpc"), ("rds", "vpc"), ("app", "eks"), ("app", "rds")]);
+        let edges = e(&[
+            ("eks", "vpc"),
+            ("rds", "vpc"),
+            ("app", "eks"),
+            ("app", "rds"),
+        ]);
         let (order, levels) = kahn(&modules, edges.iter());
         assert_eq!(order, ["vpc", "eks", "rds", "app"]);
-        assert_eq!(levels, vec![ids(&["vpc"]), ids(&["eks", "rds"]), ids(&["app"])]);
+        assert_eq!(
+            levels,
+            vec![ids(&["vpc"]), ids(&["eks", "rds"]), ids(&["app"])]
+        );
     }
 
     #[test]

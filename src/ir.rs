@@ -224,9 +224,7 @@ pub fn build_job_plan(
     for (job, level) in jobs.iter_mut().zip(levels) {
         job.level = level.unwrap_or(0);
     }
-    jobs.sort_by(|a, b| {
-        (a.level, &a.module, a.kind).cmp(&(b.level, &b.module, b.kind))
-    });
+    jobs.sort_by(|a, b| (a.level, &a.module, a.kind).cmp(&(b.level, &b.module, b.kind)));
     let levels = jobs.iter().map(|j| j.level + 1).max().unwrap_or(0);
     Ok(JobPlan {
         jobs,
@@ -362,11 +360,7 @@ pub fn job_plan(
         .affected
         .keys()
         .map(String::as_str)
-        .filter(|id| {
-            components
-                .get(id)
-                .is_some_and(|c| filters.allows(id, c))
-        })
+        .filter(|id| components.get(id).is_some_and(|c| filters.allows(id, c)))
         .collect();
     let list: Vec<Target> = targets
         .iter()

@@ -157,7 +157,11 @@ fn block_matches(block: &Block, path: &[String]) -> bool {
     };
     block.ident.as_str() == ident
         && block.labels.len() == labels.len()
-        && block.labels.iter().zip(labels).all(|(l, want)| label_str(l) == want)
+        && block
+            .labels
+            .iter()
+            .zip(labels)
+            .all(|(l, want)| label_str(l) == want)
 }
 
 pub fn label_str(label: &BlockLabel) -> &str {
@@ -218,7 +222,10 @@ impl Lowerer {
         for s in block.body.iter() {
             match s {
                 Structure::Attribute(a) => {
-                    entries.push((ObjectKey::Ident(a.key.as_str().to_owned()), self.expr(&a.value)));
+                    entries.push((
+                        ObjectKey::Ident(a.key.as_str().to_owned()),
+                        self.expr(&a.value),
+                    ));
                 }
                 Structure::Block(b) => {
                     entries.push((
@@ -324,7 +331,11 @@ impl Lowerer {
                     B::And => BinaryOp::And,
                     B::Or => BinaryOp::Or,
                 };
-                ExprKind::Binary(op, Box::new(self.expr(&b.lhs_expr)), Box::new(self.expr(&b.rhs_expr)))
+                ExprKind::Binary(
+                    op,
+                    Box::new(self.expr(&b.lhs_expr)),
+                    Box::new(self.expr(&b.rhs_expr)),
+                )
             }
             Expression::ForExpr(f) => ExprKind::For(Box::new(ForExpr {
                 key_var: f.intro.key_var.as_ref().map(|k| k.as_str().to_owned()),

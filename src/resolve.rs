@@ -185,10 +185,12 @@ pub fn cli_variables(db: &dyn Db, project: Project) -> BTreeMap<String, Expr> {
     for (name, raw) in &settings.vars {
         // Terraform reads `-var` values of complex types as HCL; a plain word is a string.
         let expr = match hcl_edit::parser::parse_expr(raw) {
-            Ok(e @ (hcl_edit::expr::Expression::Array(_)
-            | hcl_edit::expr::Expression::Object(_)
-            | hcl_edit::expr::Expression::Number(_)
-            | hcl_edit::expr::Expression::Bool(_))) => crate::parse::lower(&e),
+            Ok(
+                e @ (hcl_edit::expr::Expression::Array(_)
+                | hcl_edit::expr::Expression::Object(_)
+                | hcl_edit::expr::Expression::Number(_)
+                | hcl_edit::expr::Expression::Bool(_)),
+            ) => crate::parse::lower(&e),
             _ => Expr::string(Default::default(), raw.clone()),
         };
         out.insert(name.clone(), expr);
@@ -394,7 +396,10 @@ fn topo_order(deps: &BTreeMap<&str, BTreeSet<String>>) -> TopoOrder {
 
 fn reaches(deps: &BTreeMap<String, BTreeSet<String>>, from: &str, target: &str) -> bool {
     let mut seen = BTreeSet::new();
-    let mut stack: Vec<&str> = deps.get(from).map(|d| d.iter().map(String::as_str).collect()).unwrap_or_default();
+    let mut stack: Vec<&str> = deps
+        .get(from)
+        .map(|d| d.iter().map(String::as_str).collect())
+        .unwrap_or_default();
     while let Some(n) = stack.pop() {
         if n == target {
             return true;
@@ -461,7 +466,10 @@ fn flatten_config(backend: &str, value: &BTreeMap<String, Value>) -> BTreeMap<St
     }
     if backend == "gcs" {
         if let Some(Value::String(p)) = out.get("prefix").cloned() {
-            out.insert("prefix".into(), Value::String(p.trim_end_matches('/').to_owned()));
+            out.insert(
+                "prefix".into(),
+                Value::String(p.trim_end_matches('/').to_owned()),
+            );
         }
     }
     out
@@ -518,10 +526,7 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
     let Some(backend) = &facts.backend else {
         return identity_of(
             "local",
-            &BTreeMap::from([(
-                "path".to_owned(),
-                Value::String("terraform.tfstate".into()),
-            )]),
+            &BTreeMap::from([("path".to_owned(), Value::String("terraform.tfstate".into()))]),
             &dir,
             root,
         );
@@ -540,10 +545,7 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
     if backend.kind == "local" && !config.contains_key("path") {
         identity = identity_of(
             "local",
-            &BTreeMap::from([(
-                "path".to_owned(),
-                Value::String("terraform.tfstate".into()),
-            )]),
+            &BTreeMap::from([("path".to_owned(), Value::String("terraform.tfstate".into()))]),
             &dir,
             root,
         );
@@ -591,7 +593,13 @@ pub fn module_references(db: &dyn Db, project: Project, module: Module) -> Modul
     out
 }
 
-fn unresolved(id: &str, attr: &AttrExpr, reason: &str, node: Option<crate::facts::expr::NodeId>, name: &str) -> Diagnostic {
+fn unresolved(
+    id: &str,
+    attr: &AttrExpr,
+    reason: &str,
+    node: Option<crate::facts::expr::NodeId>,
+    name: &str,
+) -> Diagnostic {
     Diagnostic::warning(
         "unresolved-remote-state",
         format!("cannot resolve the state location of `data.terraform_remote_state.{name}`: {reason}; no dependency edge is created"),
@@ -601,9 +609,13 @@ fn unresolved(id: &str, attr: &AttrExpr, reason: &str, node: Option<crate::facts
 }
 
 fn eval_error(id: &str, attr: &AttrExpr, err: &EvalError) -> Diagnostic {
-    Diagnostic::new(crate::diagnostic::Severity::Warning, err.code, err.message.clone())
-        .with_module(id)
-        .with_anchor(attr.anchor(err.node))
+    Diagnostic::new(
+        crate::diagnostic::Severity::Warning,
+        err.code,
+        err.message.clone(),
+    )
+    .with_module(id)
+    .with_anchor(attr.anchor(err.node))
 }
 
 fn expand_remote_state(
@@ -638,11 +650,18 @@ fn expand_remote_state(
                             match &item {
                                 Value::String(s) => keyed.push((s.clone(), item.clone())),
                                 Value::Unknown(u) => {
-                                    out.diagnostics.push(unresolved(id, fe, &u.reason, u.at, &rs.name));
+                                    out.diagnostics
+                                        .push(unresolved(id, fe, &u.reason, u.at, &rs.name));
                                     return;
                                 }
                                 _ => {
-                                    out.diagnostics.push(unresolved(id, fe, "`for_each` over a set needs strings", None, &rs.name));
+                                    out.diagnostics.push(unresolved(
+                                        id,
+                                        fe,
+                                        "`for_each` over a set needs strings",
+                                        None,
+                                        &rs.name,
+                                    ));
                                     return;
                                 }
                             }
@@ -650,11 +669,23 @@ fn expand_remote_state(
                         keyed
                     }
                     Value::Unknown(u) => {
-                        out.diagnostics.push(unresolved(id, fe, &format!("`for_each` is unknown: {}", u.reason), u.at, &rs.name));
+                        out.diagnostics.push(unresolved(
+                            id,
+                            fe,
+                            &format!("`for_each` is unknown: {}", u.reason),
+                            u.at,
+                            &rs.name,
+                        ));
                         return;
                     }
                     Value::Null => {
-                        out.diagnostics.push(unresolved(id, fe, "`for_each` is null", None, &rs.name));
+                        out.diagnostics.push(unresolved(
+                            id,
+                            fe,
+                            "`for_each` is null",
+                            None,
+                            &rs.name,
+                        ));
                         return;
                     }
                     Value::List(_) => {
@@ -662,7 +693,13 @@ fn expand_remote_state(
                         return;
                     }
                     _ => {
-                        out.diagnostics.push(unresolved(id, fe, "`for_each` needs a map or a set of strings", None, &rs.name));
+                        out.diagnostics.push(unresolved(
+                            id,
+                            fe,
+                            "`for_each` needs a map or a set of strings",
+                            None,
+                            &rs.name,
+                        ));
                         return;
                     }
                 };
@@ -671,7 +708,10 @@ fn expand_remote_state(
                         ("key".to_owned(), Value::String(key.clone())),
                         ("value".to_owned(), value),
                     ]));
-                    instances.push((format!("{}[\"{key}\"]", rs.name), vec![("each".into(), each)]));
+                    instances.push((
+                        format!("{}[\"{key}\"]", rs.name),
+                        vec![("each".into(), each)],
+                    ));
                 }
             }
         }
@@ -691,11 +731,23 @@ fn expand_remote_state(
                 }
             }
             Ok(Value::Unknown(u)) => {
-                out.diagnostics.push(unresolved(id, count, &format!("`count` is unknown: {}", u.reason), u.at, &rs.name));
+                out.diagnostics.push(unresolved(
+                    id,
+                    count,
+                    &format!("`count` is unknown: {}", u.reason),
+                    u.at,
+                    &rs.name,
+                ));
                 return;
             }
             Ok(_) => {
-                out.diagnostics.push(unresolved(id, count, "`count` must be a whole number between 0 and 1024", None, &rs.name));
+                out.diagnostics.push(unresolved(
+                    id,
+                    count,
+                    "`count` must be a whole number between 0 and 1024",
+                    None,
+                    &rs.name,
+                ));
                 return;
             }
         }
@@ -715,7 +767,13 @@ fn expand_remote_state(
         let Some(config_attr) = &rs.config else {
             let anchor_attr = rs.backend.as_ref().or(rs.for_each.as_ref());
             if let Some(attr) = anchor_attr {
-                out.diagnostics.push(unresolved(id, attr, "the block has no `config`", None, &rs.name));
+                out.diagnostics.push(unresolved(
+                    id,
+                    attr,
+                    "the block has no `config`",
+                    None,
+                    &rs.name,
+                ));
             }
             continue;
         };
@@ -724,11 +782,18 @@ fn expand_remote_state(
             Some(b) => match evaluate(&b.expr, &ctx(scope, dir)) {
                 Ok(Value::String(s)) => Some(s),
                 Ok(Value::Unknown(u)) => {
-                    out.diagnostics.push(unresolved(id, b, &u.reason, u.at, &rs.name));
+                    out.diagnostics
+                        .push(unresolved(id, b, &u.reason, u.at, &rs.name));
                     continue;
                 }
                 Ok(_) => {
-                    out.diagnostics.push(unresolved(id, b, "`backend` must be a string", None, &rs.name));
+                    out.diagnostics.push(unresolved(
+                        id,
+                        b,
+                        "`backend` must be a string",
+                        None,
+                        &rs.name,
+                    ));
                     continue;
                 }
                 Err(err) => {
@@ -740,11 +805,18 @@ fn expand_remote_state(
         let config = match evaluate(&config_attr.expr, &ctx(scope, dir)) {
             Ok(Value::Map(m)) => m,
             Ok(Value::Unknown(u)) => {
-                out.diagnostics.push(unresolved(id, config_attr, &u.reason, u.at, &rs.name));
+                out.diagnostics
+                    .push(unresolved(id, config_attr, &u.reason, u.at, &rs.name));
                 continue;
             }
             Ok(_) => {
-                out.diagnostics.push(unresolved(id, config_attr, "`config` must be an object", None, &rs.name));
+                out.diagnostics.push(unresolved(
+                    id,
+                    config_attr,
+                    "`config` must be an object",
+                    None,
+                    &rs.name,
+                ));
                 continue;
             }
             Err(err) => {
@@ -767,24 +839,45 @@ fn expand_remote_state(
         let path = match config.get(field) {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Unknown(u)) => {
-                out.diagnostics.push(unresolved(id, config_attr, &u.reason, u.at, &rs.name));
+                out.diagnostics
+                    .push(unresolved(id, config_attr, &u.reason, u.at, &rs.name));
                 continue;
             }
             Some(other) => {
-                out.diagnostics.push(unresolved(id, config_attr, &format!("`config.{field}` must be a string, got {}", type_name(other)), None, &rs.name));
+                out.diagnostics.push(unresolved(
+                    id,
+                    config_attr,
+                    &format!(
+                        "`config.{field}` must be a string, got {}",
+                        type_name(other)
+                    ),
+                    None,
+                    &rs.name,
+                ));
                 continue;
             }
             None => {
-                out.diagnostics.push(unresolved(id, config_attr, &format!("`config` has no `{field}`"), None, &rs.name));
+                out.diagnostics.push(unresolved(
+                    id,
+                    config_attr,
+                    &format!("`config` has no `{field}`"),
+                    None,
+                    &rs.name,
+                ));
                 continue;
             }
         };
-        let workspace = match rs.workspace.as_ref().map(|w| evaluate(&w.expr, &ctx(scope, dir))) {
+        let workspace = match rs
+            .workspace
+            .as_ref()
+            .map(|w| evaluate(&w.expr, &ctx(scope, dir)))
+        {
             None => "default".to_owned(),
             Some(Ok(Value::String(s))) => s,
             Some(Ok(Value::Unknown(u))) => {
                 let w = rs.workspace.as_ref().expect("checked above");
-                out.diagnostics.push(unresolved(id, w, &u.reason, u.at, &rs.name));
+                out.diagnostics
+                    .push(unresolved(id, w, &u.reason, u.at, &rs.name));
                 continue;
             }
             Some(_) => "default".to_owned(),
@@ -968,7 +1061,13 @@ fn match_reference(r: &StateReference, from: &str, depth: usize, index: &Identit
         }
         let mut found: Vec<String> = contexts
             .iter()
-            .map(|c| if c.is_empty() { normalised.clone() } else { format!("{c}/{normalised}") })
+            .map(|c| {
+                if c.is_empty() {
+                    normalised.clone()
+                } else {
+                    format!("{c}/{normalised}")
+                }
+            })
             .filter(|c| index.ids.contains(c))
             .collect();
         found.sort();
@@ -984,12 +1083,23 @@ fn match_reference(r: &StateReference, from: &str, depth: usize, index: &Identit
 
 /// Spec §4.3 rule 2: strip workspace prefixes and state file suffixes.
 pub fn normalise_state_path(r: &StateReference) -> String {
-    let mut p = r.path.trim().trim_start_matches("./").trim_start_matches('/').to_owned();
+    let mut p = r
+        .path
+        .trim()
+        .trim_start_matches("./")
+        .trim_start_matches('/')
+        .to_owned();
     if let Some(rest) = p.strip_prefix("env:/") {
-        p = rest.split_once('/').map(|(_, r)| r.to_owned()).unwrap_or_default();
+        p = rest
+            .split_once('/')
+            .map(|(_, r)| r.to_owned())
+            .unwrap_or_default();
     } else if let Some(prefix) = &r.workspace_key_prefix {
         if let Some(rest) = p.strip_prefix(&format!("{prefix}/")) {
-            p = rest.split_once('/').map(|(_, r)| r.to_owned()).unwrap_or_default();
+            p = rest
+                .split_once('/')
+                .map(|(_, r)| r.to_owned())
+                .unwrap_or_default();
         }
     }
     if let Some(i) = p.rfind("env:") {

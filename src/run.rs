@@ -65,7 +65,9 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
     match dispatch(cli, io) {
         Ok(code) => code,
         Err(err) => {
-            let code = err.downcast_ref::<Failure>().map_or(exit::ERROR, |f| f.code);
+            let code = err
+                .downcast_ref::<Failure>()
+                .map_or(exit::ERROR, |f| f.code);
             let _ = writeln!(io.stderr, "error: {err:#}");
             code
         }
@@ -107,7 +109,10 @@ pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<U
     let dir = global.dir.clone().unwrap_or_else(|| Utf8PathBuf::from("."));
     let abs = system.absolute(&dir)?;
     if !system.is_dir(&abs) {
-        return Err(fail(exit::ERROR, format!("project directory `{dir}` does not exist")));
+        return Err(fail(
+            exit::ERROR,
+            format!("project directory `{dir}` does not exist"),
+        ));
     }
     Ok(abs)
 }
@@ -119,7 +124,8 @@ pub fn load_workspace(
 ) -> anyhow::Result<Workspace> {
     let root = project_dir(system, global)?;
     let config_path = find_config_file(system, &root, global.config.as_deref());
-    let config = load_config(system, config_path.as_deref()).map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let config = load_config(system, config_path.as_deref())
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
     let mut diagnostics: Vec<Diagnostic> = config
         .warnings
         .iter()
@@ -205,7 +211,10 @@ pub fn load_workspace(
 
 impl Workspace {
     /// Resolves anchors to positions, sorts and deduplicates.
-    pub fn finish_diagnostics(&self, diags: impl IntoIterator<Item = Diagnostic>) -> Vec<Diagnostic> {
+    pub fn finish_diagnostics(
+        &self,
+        diags: impl IntoIterator<Item = Diagnostic>,
+    ) -> Vec<Diagnostic> {
         let mut out: Vec<Diagnostic> = diags
             .into_iter()
             .map(|mut d| {
@@ -247,7 +256,12 @@ impl Workspace {
                 );
             }
         }
-        all.extend(dependency_graph(db, self.project).diagnostics.iter().cloned());
+        all.extend(
+            dependency_graph(db, self.project)
+                .diagnostics
+                .iter()
+                .cloned(),
+        );
         self.finish_diagnostics(all)
     }
 
@@ -258,7 +272,12 @@ impl Workspace {
         text.lines().nth(line.checked_sub(1)?).map(str::to_owned)
     }
 
-    pub fn print_diagnostics(&self, diags: &[Diagnostic], quiet: bool, err: &mut dyn Write) -> std::io::Result<()> {
+    pub fn print_diagnostics(
+        &self,
+        diags: &[Diagnostic],
+        quiet: bool,
+        err: &mut dyn Write,
+    ) -> std::io::Result<()> {
         for d in diags {
             if quiet && d.severity != Severity::Error {
                 continue;
@@ -404,8 +423,14 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
                     "diagnostics".into(),
                     serde_json::Value::Array(diagnostics.iter().map(diagnostic_json).collect()),
                 );
-                obj.insert("changed_files".into(), serde_json::to_value(&changed_files_list)?);
-                obj.insert("changed_modules".into(), serde_json::to_value(&affected.changed_modules)?);
+                obj.insert(
+                    "changed_files".into(),
+                    serde_json::to_value(&changed_files_list)?,
+                );
+                obj.insert(
+                    "changed_modules".into(),
+                    serde_json::to_value(&affected.changed_modules)?,
+                );
                 let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
                 obj.insert(
                     "affected".into(),
@@ -457,7 +482,12 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
                     if needs.is_empty() {
                         s.push_str(&format!("  [{}] {}\n", j.level, j.name));
                     } else {
-                        s.push_str(&format!("  [{}] {} <- {}\n", j.level, j.name, needs.join(", ")));
+                        s.push_str(&format!(
+                            "  [{}] {} <- {}\n",
+                            j.level,
+                            j.name,
+                            needs.join(", ")
+                        ));
                     }
                 }
                 s
@@ -473,7 +503,9 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
         command_line: io.argv.join(" "),
     };
     let rendered = match provider {
-        crate::render::Provider::Gitlab => crate::render::render_gitlab(&plan, &ws.config.config, &header),
+        crate::render::Provider::Gitlab => {
+            crate::render::render_gitlab(&plan, &ws.config.config, &header)
+        }
         crate::render::Provider::Github => {
             crate::render::render_github(&plan, &ws.config.config, &header, args.force)
         }
@@ -504,8 +536,13 @@ fn select_provider(
     config: &crate::config::Config,
 ) -> anyhow::Result<crate::render::Provider> {
     use crate::render::Provider;
-    if let Some(p) = flag.map(str::to_owned).or_else(|| system.env_var("TERRACI_PROVIDER")) {
-        return p.parse::<Provider>().map_err(|e| fail(exit::USAGE, e.to_string()));
+    if let Some(p) = flag
+        .map(str::to_owned)
+        .or_else(|| system.env_var("TERRACI_PROVIDER"))
+    {
+        return p
+            .parse::<Provider>()
+            .map_err(|e| fail(exit::USAGE, e.to_string()));
     }
     if system.env_var("GITHUB_ACTIONS").as_deref() == Some("true") {
         return Ok(Provider::Github);
@@ -519,8 +556,15 @@ fn select_provider(
     }
 }
 
-fn changed_files(_system: &dyn System, _root: &Utf8Path, _args: &GenerateArgs) -> anyhow::Result<Vec<String>> {
-    Err(fail(exit::ERROR, "--changed-only is not available in this build"))
+fn changed_files(
+    _system: &dyn System,
+    _root: &Utf8Path,
+    _args: &GenerateArgs,
+) -> anyhow::Result<Vec<String>> {
+    Err(fail(
+        exit::ERROR,
+        "--changed-only is not available in this build",
+    ))
 }
 
 fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
@@ -532,7 +576,10 @@ fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow
     let infos: Vec<_> = ws.project.modules(db).iter().map(|m| m.info(db)).collect();
     let roots = infos.iter().filter(|i| i.is_root()).count();
     let libraries = infos.iter().filter(|i| i.role == Role::Library).count();
-    let submodules = infos.iter().filter(|i| i.is_root() && i.submodule.is_some()).count();
+    let submodules = infos
+        .iter()
+        .filter(|i| i.is_root() && i.submodule.is_some())
+        .count();
     let targets = infos
         .iter()
         .filter(|i| i.is_root() && filters.allows(&i.id, &i.components))
@@ -545,8 +592,14 @@ fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow
     )?;
     writeln!(out, "edges: {}", graph.edges.len())?;
     ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
-    let errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
-    let warnings = diagnostics.iter().filter(|d| d.severity == Severity::Warning).count();
+    let errors = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning)
+        .count();
     writeln!(out, "diagnostics: {errors} errors, {warnings} warnings")?;
     if !graph.cycles.is_empty() {
         writeln!(out, "cycles: {}", graph.cycles.len())?;
@@ -558,7 +611,10 @@ fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow
         write!(out, "{}", render_levels(&ws.graph_view(Vec::new())))?;
     }
     if args.strict && (warnings > 0 || errors > 0) {
-        writeln!(io.stderr, "error: validation failed (--strict): {errors} errors, {warnings} warnings")?;
+        writeln!(
+            io.stderr,
+            "error: validation failed (--strict): {errors} errors, {warnings} warnings"
+        )?;
         return Ok(exit::VALIDATION);
     }
     if errors > 0 {
@@ -598,7 +654,6 @@ fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> anyhow::Resu
     write_output(io, args.output.as_deref(), &text)?;
     Ok(exit::OK)
 }
-
 
 /// The command line for the generated file's header: `terraci` plus the arguments.
 pub fn display_argv(argv: &[String]) -> Vec<String> {

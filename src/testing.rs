@@ -62,9 +62,15 @@ mod incremental {
             .to(FileContents::Text(edited.into()));
         assert_eq!(edges(&ws), before);
         let log = ws.db.take_log();
-        assert!(ran(&log, "parsed_file"), "the edited file is parsed again: {log:?}");
+        assert!(
+            ran(&log, "parsed_file"),
+            "the edited file is parsed again: {log:?}"
+        );
         assert!(ran(&log, "file_facts"), "{log:?}");
-        assert!(!ran(&log, "module_facts"), "facts were equal, so nothing after them runs: {log:?}");
+        assert!(
+            !ran(&log, "module_facts"),
+            "facts were equal, so nothing after them runs: {log:?}"
+        );
         assert!(!ran(&log, "dependency_graph"), "{log:?}");
     }
 

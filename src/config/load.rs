@@ -6,8 +6,12 @@ use super::{Config, Pattern};
 use crate::system::System;
 
 /// Looked up in the project directory in this order.
-pub const CONFIG_FILE_NAMES: [&str; 4] =
-    [".terraci.yaml", ".terraci.yml", "terraci.yaml", "terraci.yml"];
+pub const CONFIG_FILE_NAMES: [&str; 4] = [
+    ".terraci.yaml",
+    ".terraci.yml",
+    "terraci.yaml",
+    "terraci.yml",
+];
 
 #[derive(Debug, Clone)]
 pub struct LoadedConfig {
@@ -257,7 +261,10 @@ mod tests {
         let err = parse_config("execution:\n  parallelism: many\n", ".terraci.yaml")
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("execution.parallelism: invalid type"), "{err}");
+        assert!(
+            err.starts_with("execution.parallelism: invalid type"),
+            "{err}"
+        );
         assert!(err.contains(".terraci.yaml:2:16"), "{err}");
     }
 }

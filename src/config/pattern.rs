@@ -67,9 +67,18 @@ mod tests {
 
     #[test]
     fn rejects_bad_patterns() {
-        assert_eq!(Pattern::parse("").unwrap_err(), "the pattern has no segments");
-        assert!(Pattern::parse("{a}/{a}").unwrap_err().contains("more than once"));
-        assert!(Pattern::parse("{a}/b").unwrap_err().contains("name in braces"));
-        assert!(Pattern::parse("{a}/x{b}").unwrap_err().contains("name in braces"));
+        assert_eq!(
+            Pattern::parse("").unwrap_err(),
+            "the pattern has no segments"
+        );
+        assert!(Pattern::parse("{a}/{a}")
+            .unwrap_err()
+            .contains("more than once"));
+        assert!(Pattern::parse("{a}/b")
+            .unwrap_err()
+            .contains("name in braces"));
+        assert!(Pattern::parse("{a}/x{b}")
+            .unwrap_err()
+            .contains("name in braces"));
     }
 }

@@ -18,7 +18,9 @@ pub enum EntryKind {
     File,
     Dir,
     /// A symbolic link (never followed for directories).
-    Symlink { to_dir: bool },
+    Symlink {
+        to_dir: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,10 @@
+//! CLI tests: a fixture repo copied into a temp dir, the real binary run on it, its
+//! redacted stdout, stderr and exit code snapshotted.
+#![allow(clippy::disallowed_methods)]
+
+mod support;
+
+mod generate;
+mod graph;
+mod robustness;
+mod validate;

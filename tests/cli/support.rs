@@ -1,0 +1,123 @@
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// A copy of `fixtures/<name>`.
+    pub fn fixture(name: &str) -> Project {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name);
+        let dir = tempfile::tempdir().expect("temp dir");
+        copy_dir(&src, dir.path());
+        Project { dir }
+    }
+
+    pub fn empty() -> Project {
+        Project {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) {
+        let p = self.dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().expect("file has a parent")).expect("mkdir");
+        std::fs::write(p, contents).expect("write");
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(rel)).expect("read")
+    }
+
+    /// Runs `terraci ARGS` with the project as the working directory and a clean
+    /// environment (no CI variables leak in from the machine running the tests).
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.run_env(args, &[])
+    }
+
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_terraci"));
+        cmd.args(args)
+            .current_dir(self.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.path());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run terraci");
+        let redact = |s: &[u8]| {
+            let text = String::from_utf8_lossy(s).into_owned();
+            let real = self
+                .path()
+                .canonicalize()
+                .unwrap_or(self.path().to_path_buf());
+            text.replace(&real.display().to_string(), "[PROJECT]")
+                .replace(&self.path().display().to_string(), "[PROJECT]")
+                .replace(env!("CARGO_PKG_VERSION"), "[VERSION]")
+        };
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: redact(&out.stdout),
+            stderr: redact(&out.stderr),
+        }
+    }
+}
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// The snapshot form: exit code, stdout, stderr.
+    pub fn snapshot(&self) -> String {
+        format!(
+            "exit: {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).expect("mkdir");
+    for entry in std::fs::read_dir(src).expect("read fixture dir") {
+        let entry = entry.expect("dir entry");
+        let to = dst.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).expect("copy");
+        }
+    }
+}
+
+/// The crate's CI client binary `name` (installed by `.ci/clients.sh`).
+pub fn client(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tools/ci-clients/node_modules/.bin")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run `bash .ci/clients.sh` first",
+        p.display()
+    );
+    p
+}
+
+#[macro_export]
+macro_rules! snap {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({snapshot_path => "../../snapshots/cli", prepend_module_to_snapshot => false}, {
+            insta::assert_snapshot!($name, $value);
+        })
+    };
+}

@@ -1,0 +1,58 @@
+use crate::snap;
+use crate::support::Project;
+
+#[test]
+fn validate_the_example() {
+    let p = Project::fixture("example");
+    let out = p.run(&["validate", "-v"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    snap!("validate_example", out.snapshot());
+}
+
+#[test]
+fn validate_exits_3_on_cycles() {
+    let p = Project::fixture("cycle");
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 3);
+    assert!(
+        out.stderr.contains("circular dependency detected"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn strict_fails_on_warnings() {
+    let p = Project::fixture("diagnostics");
+    assert_eq!(p.run(&["validate"]).code, 0);
+    assert_eq!(p.run(&["validate", "--strict"]).code, 3);
+}
+
+#[test]
+fn unknown_config_key_is_named_with_a_suggestion() {
+    let p = Project::empty();
+    p.write(".terraci.yaml", "structur:\n  pattern: \"{a}/{b}\"\n");
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stderr,
+        "error: unknown key `structur` at .terraci.yaml:1:1, did you mean `structure`?\n"
+    );
+}
+
+#[test]
+fn config_is_found_through_env_and_flags() {
+    let p = Project::fixture("example");
+    std::fs::rename(p.path().join(".terraci.yaml"), p.path().join("ci.yaml")).unwrap();
+    // Without the config the default pattern still finds the modules; the library is not
+    // listed, so `_modules/kafka` (depth 2) is not a module at all.
+    let out = p.run(&["graph", "--format", "list"]);
+    assert!(!out.stdout.contains("_modules"));
+    let with_flag = p.run(&["-c", "ci.yaml", "graph", "--format", "json"]);
+    let with_env = p.run_env(
+        &["graph", "--format", "json"],
+        &[("TERRACI_CONFIG", "ci.yaml")],
+    );
+    assert!(with_flag.stdout.contains("\"library\": true"));
+    assert_eq!(with_flag.stdout, with_env.stdout);
+}
