@@ -3,3 +3,4 @@ pub mod eval;
 pub mod facts;
 pub mod system;
 pub mod ir;
+pub mod exec;
