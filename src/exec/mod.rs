@@ -42,6 +42,7 @@
 //!   succeeded (not level by level), lowest IR position first. A failed job skips its
 //!   transitive dependents, naming the failed job; independent jobs carry on.
 //! - Logs: `<log_dir>/<job>.log` holds each command line and its stdout and stderr.
+//!   The logs of the selected jobs are removed first, so a skipped job has none.
 //! - Progress: [`ProgressStyle::Terminal`] draws an indicatif bar on stderr (done,
 //!   running, failed, skipped, the running jobs) and prints failures above it;
 //!   [`ProgressStyle::Plain`] writes one line per event to the writer. Both end with the
@@ -256,6 +257,11 @@ pub fn run_with(
         path: log_dir.clone(),
         source,
     })?;
+
+    // A log left by an earlier run would pass for this run's log of a skipped job.
+    for task in &tasks {
+        let _ = std::fs::remove_file(log_dir.join(format!("{}.log", task.job)));
+    }
 
     let started = Instant::now();
     let mut progress = report::progress(options.progress, &tasks, &options.log_dir);

@@ -523,7 +523,8 @@ fn ctrl_c_forwards_sigint_to_running_commands_and_waits_for_them() {
     let slow = project.root.join("bin/slow");
     std::fs::write(
         &slow,
-        "#!/bin/sh\ntrap 'echo got SIGINT; exit 130' INT\nsleep 5 &\nwait $!\n",
+        // A background command of a script ignores SIGINT: the trap ends it.
+        "#!/bin/sh\nsleep 5 &\ntrap 'kill $!; echo got SIGINT; exit 130' INT\nwait $!\n",
     )
     .expect("slow script");
     {
