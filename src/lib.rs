@@ -1,3 +1,8 @@
+//! terraci: a Terraform/OpenTofu monorepo to a dependency-ordered CI pipeline.
+//!
+//! Reading the modules top to bottom reads the pipeline: config -> discover -> parse ->
+//! facts -> eval/resolve -> graph -> changes -> ir -> render, with `run` as the driver.
+
 pub mod changes;
 pub mod cli;
 pub mod config;
@@ -5,6 +10,7 @@ pub mod db;
 pub mod diagnostic;
 pub mod discover;
 pub mod eval;
+pub mod exec;
 pub mod facts;
 pub mod files;
 pub mod filter;

@@ -1,0 +1,207 @@
+//! From IR jobs to tasks: the jobs a mode selects, their needs among those, and the
+//! exact commands and variables each one runs.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use camino::Utf8PathBuf;
+
+use super::{ExecOptions, Mode};
+use crate::ir::{Job, JobKind, JobPlan};
+
+pub(super) const PLAN_FILE: &str = "plan.tfplan";
+
+/// One program invocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandLine {
+    pub program: String,
+    pub args: Vec<String>,
+}
+
+impl CommandLine {
+    /// The full command line, shell-quoted.
+    pub fn display(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|s| shell_quote(s))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// `terraform plan`: the program's file name and the subcommand, for messages.
+    pub fn display_short(&self) -> String {
+        let program = self.program.rsplit('/').next().unwrap_or(&self.program);
+        match self.args.first() {
+            Some(sub) => format!("{program} {sub}"),
+            None => program.to_owned(),
+        }
+    }
+}
+
+/// A job as local-exec runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub job: String,
+    pub kind: JobKind,
+    pub module: String,
+    /// `project_dir/module`.
+    pub dir: Utf8PathBuf,
+    /// Added to the inherited environment, in order (later wins).
+    pub env: Vec<(String, String)>,
+    pub commands: Vec<CommandLine>,
+    /// Indices of the tasks this one waits for.
+    pub needs: Vec<usize>,
+    /// An apply without its plan in the same run reads the plan file of an earlier one.
+    pub needs_plan_file: bool,
+}
+
+fn selected(mode: Mode, kind: JobKind) -> bool {
+    match mode {
+        Mode::Plan => kind == JobKind::Plan,
+        Mode::Apply => kind == JobKind::Apply,
+        Mode::Run => true,
+    }
+}
+
+/// The tasks of `plan` that `options.mode` selects, in IR order (a topological order:
+/// jobs are sorted by level and a job's needs sit on lower levels).
+pub(super) fn tasks(plan: &JobPlan, options: &ExecOptions) -> Vec<Task> {
+    let index: std::collections::HashMap<&str, usize> = plan
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.name.as_str(), i))
+        .collect();
+    // For every IR job, the selected jobs it waits for, looking through left-out jobs:
+    // in `plan` mode `plan-B -> apply-A -> plan-A` becomes `plan-B -> plan-A`.
+    let mut waits: Vec<BTreeSet<usize>> = Vec::with_capacity(plan.jobs.len());
+    for job in &plan.jobs {
+        let mut set = BTreeSet::new();
+        for need in &job.needs {
+            // The IR never names a job outside itself, and needs point backwards.
+            let Some(&n) = index.get(need.job.as_str()) else {
+                continue;
+            };
+            if n >= waits.len() {
+                continue;
+            }
+            if selected(options.mode, plan.jobs[n].kind) {
+                set.insert(n);
+            } else {
+                set.extend(waits[n].iter().copied());
+            }
+        }
+        waits.push(set);
+    }
+
+    let mut position = vec![usize::MAX; plan.jobs.len()];
+    let mut tasks = Vec::new();
+    for (i, job) in plan.jobs.iter().enumerate() {
+        if !selected(options.mode, job.kind) {
+            continue;
+        }
+        position[i] = tasks.len();
+        let needs = waits[i].iter().map(|&n| position[n]).collect();
+        tasks.push(task(plan, job, needs, options));
+    }
+    tasks
+}
+
+fn task(plan: &JobPlan, job: &Job, needs: Vec<usize>, options: &ExecOptions) -> Task {
+    let program = options
+        .binary
+        .clone()
+        .unwrap_or_else(|| plan.binary.command().to_owned());
+    let command = |args: &[&str]| CommandLine {
+        program: program.clone(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+    };
+    // In `run` the plan job just initialised this directory.
+    let init = plan.init_enabled && !(options.mode == Mode::Run && job.kind == JobKind::Apply);
+    let mut commands = Vec::new();
+    if init {
+        commands.push(command(&["init", "-input=false", "-no-color"]));
+    }
+    let plan_out = format!("-out={PLAN_FILE}");
+    commands.push(match job.kind {
+        JobKind::Plan => command(&["plan", "-input=false", "-no-color", &plan_out]),
+        JobKind::Apply => command(&["apply", "-input=false", "-no-color", PLAN_FILE]),
+    });
+
+    let mut env = vec![("TF_MODULE_PATH".to_owned(), job.module.clone())];
+    for segment in &plan.segments {
+        if let Some(value) = job.components.get(segment) {
+            env.push((format!("TF_{}", segment.to_uppercase()), value.clone()));
+        }
+    }
+    env.extend(plan.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env.extend(options.env.iter().cloned());
+
+    Task {
+        job: job.name.clone(),
+        kind: job.kind,
+        module: job.module.clone(),
+        dir: options.project_dir.join(&job.module),
+        env,
+        commands,
+        needs,
+        needs_plan_file: options.mode == Mode::Apply,
+    }
+}
+
+/// `--dry-run`: each task as a shell block, in the order a single worker would run them.
+pub(super) fn print_dry_run(
+    tasks: &[Task],
+    options: &ExecOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut text = format!(
+        "# terraci local-exec {} --dry-run: {} jobs, up to {} at once, from the project directory\n",
+        options.mode.as_str(),
+        tasks.len(),
+        options.parallelism.max(1)
+    );
+    for task in tasks {
+        let needs: Vec<&str> = task.needs.iter().map(|&n| tasks[n].job.as_str()).collect();
+        text.push('\n');
+        if needs.is_empty() {
+            let _ = writeln!(text, "# {}", task.job);
+        } else {
+            let _ = writeln!(text, "# {} (after {})", task.job, needs.join(", "));
+        }
+        text.push_str("(\n");
+        let _ = writeln!(text, "  cd {}", shell_quote(&task.module));
+        for (key, value) in &task.env {
+            let _ = writeln!(text, "  export {key}={}", shell_quote(value));
+        }
+        for command in &task.commands {
+            let _ = writeln!(text, "  {}", command.display());
+        }
+        text.push_str(")\n");
+    }
+    out.write_all(text.as_bytes())
+}
+
+/// Quotes `s` for a POSIX shell when it holds anything but safe characters.
+fn shell_quote(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("eu-central-1/vpc"), "eu-central-1/vpc");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}
