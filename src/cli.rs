@@ -53,6 +53,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Print the dependency graph
     Graph(GraphArgs),
+    /// Run the pipeline on this machine: terraform init/plan/apply per module, in order
+    LocalExec(LocalExecArgs),
     /// Print every diagnostic code with its meaning
     ExplainCodes,
     /// Print the version
@@ -97,18 +99,8 @@ pub struct GenerateArgs {
     /// Write to FILE (atomically; an unchanged file is left untouched)
     #[arg(short = 'o', long)]
     pub output: Option<Utf8PathBuf>,
-    /// Only modules affected by the change against the base ref
-    #[arg(long)]
-    pub changed_only: bool,
-    /// Base ref for --changed-only
-    #[arg(long)]
-    pub base_ref: Option<String>,
-    /// Ignore uncommitted and untracked files
-    #[arg(long)]
-    pub committed_only: bool,
-    /// Also include the changed modules' dependencies
-    #[arg(long)]
-    pub include_dependencies: bool,
+    #[command(flatten)]
+    pub changes: ChangeArgs,
     /// Say why each module is in the pipeline
     #[arg(long)]
     pub explain: bool,
@@ -134,6 +126,57 @@ pub struct GenerateArgs {
     /// Write a GitHub workflow even over GitHub's size limit
     #[arg(long)]
     pub force: bool,
+}
+
+/// `--changed-only` and its companions, shared by `generate` and `local-exec`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ChangeArgs {
+    /// Only modules affected by the change against the base ref
+    #[arg(long)]
+    pub changed_only: bool,
+    /// Base ref for --changed-only
+    #[arg(long)]
+    pub base_ref: Option<String>,
+    /// Ignore uncommitted and untracked files
+    #[arg(long)]
+    pub committed_only: bool,
+    /// Also include the changed modules' dependencies
+    #[arg(long)]
+    pub include_dependencies: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ExecMode {
+    /// init + plan per module
+    Plan,
+    /// apply the saved plans
+    Apply,
+    /// plan then apply, per module in order
+    Run,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LocalExecArgs {
+    #[arg(value_enum)]
+    pub mode: ExecMode,
+    #[command(flatten)]
+    pub changes: ChangeArgs,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+    /// Only this module (repeatable)
+    #[arg(short = 'm', long = "module")]
+    pub module: Vec<String>,
+    /// Modules run at once (default: execution.parallelism)
+    #[arg(long)]
+    pub parallelism: Option<usize>,
+    /// Print the commands instead of running them
+    #[arg(long)]
+    pub dry_run: bool,
+    /// terraform or tofu binary to run (default: execution.binary)
+    #[arg(long)]
+    pub binary: Option<String>,
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -11,8 +11,8 @@ use anyhow::{anyhow, Context as _};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::cli::{
-    Cli, Command, EvalArgs, GenerateArgs, GlobalArgs, GraphArgs, GraphFormat, OutputFormat,
-    SelectArgs, ValidateArgs,
+    ChangeArgs, Cli, Command, EvalArgs, ExecMode, GenerateArgs, GlobalArgs, GraphArgs, GraphFormat,
+    LocalExecArgs, OutputFormat, SelectArgs, ValidateArgs,
 };
 use crate::config::{find_config_file, load_config, LoadedConfig};
 use crate::db::Database;
@@ -89,6 +89,7 @@ fn dispatch(cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
         Command::Generate(args) => generate(&cli.global, args, io),
         Command::Validate(args) => validate(&cli.global, args, io),
         Command::Graph(args) => graph(&cli.global, args, io),
+        Command::LocalExec(args) => local_exec(&cli.global, args, io),
     }
 }
 
@@ -379,14 +380,7 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
         ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
         return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
     }
-    let changes = if args.changed_only {
-        Some(ChangeInput {
-            files: changed_files(io.system, &ws.root, args)?,
-            include_dependencies: args.include_dependencies,
-        })
-    } else {
-        None
-    };
+    let changes = change_input(io.system, &ws.root, &args.changes)?;
     let changed_files_list = changes.as_ref().map(|c| c.files.clone());
     let selection = Selection::new(
         &ws.db,
@@ -556,15 +550,68 @@ fn select_provider(
     }
 }
 
-fn changed_files(
+fn change_input(
     _system: &dyn System,
     _root: &Utf8Path,
-    _args: &GenerateArgs,
-) -> anyhow::Result<Vec<String>> {
+    args: &ChangeArgs,
+) -> anyhow::Result<Option<ChangeInput>> {
+    if !args.changed_only {
+        return Ok(None);
+    }
     Err(fail(
         exit::ERROR,
         "--changed-only is not available in this build",
     ))
+}
+
+fn local_exec(global: &GlobalArgs, args: &LocalExecArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    use crate::exec::{ExecOptions, Mode, ProgressStyle};
+    let ws = load_workspace(io.system, global, &args.eval)?;
+    let mut select = args.select.clone();
+    select.include.extend(
+        args.module
+            .iter()
+            .map(|m| m.trim_end_matches('/').to_owned()),
+    );
+    let filters = ws.filters(&select)?;
+    let diagnostics = ws.all_diagnostics();
+    ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+    let graph = dependency_graph(&ws.db, ws.project);
+    if !graph.cycles.is_empty() {
+        return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
+    }
+    let changes = change_input(io.system, &ws.root, &args.changes)?;
+    let selection = Selection::new(&ws.db, filters, PlanOptions::default(), changes);
+    let plan = job_plan(&ws.db, ws.project, selection)
+        .clone()
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let ci = io.system.env_var("CI").is_some();
+    let options = ExecOptions {
+        project_dir: ws.root.clone(),
+        mode: match args.mode {
+            ExecMode::Plan => Mode::Plan,
+            ExecMode::Apply => Mode::Apply,
+            ExecMode::Run => Mode::Run,
+        },
+        parallelism: args
+            .parallelism
+            .unwrap_or(ws.config.config.execution.parallelism)
+            .max(1),
+        dry_run: args.dry_run,
+        binary: args.binary.clone(),
+        log_dir: ".terraci/logs".into(),
+        progress: ProgressStyle::detect(global.quiet || ci),
+        env: Vec::new(),
+    };
+    let summary = crate::exec::run(&plan, &options, io.stdout)
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    Ok(if summary.interrupted {
+        130
+    } else if summary.failed() {
+        exit::ERROR
+    } else {
+        exit::OK
+    })
 }
 
 fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
