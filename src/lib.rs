@@ -1,5 +1,6 @@
 pub mod config;
 pub mod eval;
 pub mod facts;
-pub mod system;
 pub mod ir;
+pub mod render;
+pub mod system;
