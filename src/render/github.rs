@@ -1,0 +1,351 @@
+//! GitHub Actions renderer [spec 7.3].
+//!
+//! Input: a [`JobPlan`] and `extensions.github`. Output: a workflow file. Key order is
+//! fixed: header, `name`, `on`, `permissions`, `env`, `jobs`; each job as `needs`,
+//! `runs-on`, `container`, `environment`, `if`, `concurrency`, `env`, `steps`.
+//!
+//! The plan file travels from plan to apply as an artifact named after the plan job
+//! (`terraci-plan-<module>`), unique per module because job names are.
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use serde_yaml::{Mapping, Value};
+
+use super::yaml::{write_document, Style};
+use super::{
+    job_commands, job_variables, string, string_map, strings, to_value, Header, RenderError,
+    Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
+};
+use crate::config::{Binary, Config, GitHub, GitHubJobConfig, GitHubStep, Image, OverwriteType};
+use crate::ir::{Job, JobKind, JobPlan};
+
+/// GitHub rejects workflow files larger than this.
+pub const GITHUB_MAX_BYTES: usize = 512_000;
+
+const DEFAULT_NAME: &str = "Terraform";
+const DEFAULT_RUNS_ON: &str = "ubuntu-latest";
+const DEFAULT_BRANCH: &str = "main";
+
+/// Renders a GitHub Actions workflow. Over [`GITHUB_MAX_BYTES`] it is an error unless
+/// `force`, then a warning.
+pub fn render_github(
+    plan: &JobPlan,
+    config: &Config,
+    header: &Header,
+    force: bool,
+) -> Result<Rendered, RenderError> {
+    let github = config.extensions.github.clone().unwrap_or_default();
+    let mut warnings = Vec::new();
+    if github.pr.is_some() {
+        warnings.push(
+            "extensions.github.pr (pull-request comments) is not implemented by terraci; \
+             the section is ignored"
+                .to_owned(),
+        );
+    }
+
+    let mut doc = Mapping::new();
+    doc.insert(
+        string("name"),
+        string(github.name.as_deref().unwrap_or(DEFAULT_NAME)),
+    );
+    doc.insert(string("on"), triggers(&github));
+    let permissions = if github.permissions.is_empty() {
+        IndexMap::from([("contents".to_owned(), "read".to_owned())])
+    } else {
+        github.permissions.clone()
+    };
+    doc.insert(string("permissions"), string_map(&permissions));
+    let mut env = IndexMap::new();
+    // TerraCi's scripts run `${TERRAFORM_BINARY}`; users' own steps may still do.
+    env.insert(
+        "TERRAFORM_BINARY".to_owned(),
+        plan.binary.command().to_owned(),
+    );
+    env.extend(github.env.clone());
+    doc.insert(string("env"), string_map(&env));
+
+    let mut jobs = Mapping::new();
+    if plan.is_empty() {
+        jobs.insert(string(NO_CHANGES_JOB), no_changes_job(&github));
+    } else {
+        let ids = job_ids(plan, &mut warnings)?;
+        for job in &plan.jobs {
+            jobs.insert(
+                string(ids[job.name.as_str()].as_str()),
+                render_job(plan, job, &github, &ids),
+            );
+        }
+    }
+    doc.insert(string("jobs"), Value::Mapping(jobs));
+
+    let text = write_document(
+        &header.comment_lines(),
+        &doc,
+        &Style {
+            plain_keys: &["on"],
+            spaced_children: &["jobs"],
+        },
+    );
+    if text.len() > GITHUB_MAX_BYTES {
+        if !force {
+            return Err(RenderError::TooLarge {
+                size: text.len(),
+                limit: GITHUB_MAX_BYTES,
+            });
+        }
+        warnings.push(format!(
+            "the workflow is {} bytes, over GitHub's limit of {GITHUB_MAX_BYTES} bytes; \
+             GitHub will refuse to run it",
+            text.len()
+        ));
+    }
+    Ok(Rendered { text, warnings })
+}
+
+/// `on:` from the config, else pull requests, pushes to the default branch and manual runs.
+fn triggers(github: &GitHub) -> Value {
+    if let Some(on) = &github.on {
+        return on.clone();
+    }
+    let mut push = Mapping::new();
+    push.insert(
+        string("branches"),
+        strings(&[github.default_branch.as_deref().unwrap_or(DEFAULT_BRANCH)]),
+    );
+    let mut on = Mapping::new();
+    on.insert(string("pull_request"), Value::Null);
+    on.insert(string("push"), Value::Mapping(push));
+    on.insert(string("workflow_dispatch"), Value::Null);
+    Value::Mapping(on)
+}
+
+/// Job ids are the job names; GitHub allows only letters, digits, `-` and `_` in them, so
+/// any other character (a `.` in a directory name) becomes `_`.
+fn job_ids<'a>(
+    plan: &'a JobPlan,
+    warnings: &mut Vec<String>,
+) -> Result<BTreeMap<&'a str, String>, RenderError> {
+    let mut ids = BTreeMap::new();
+    let mut owners: BTreeMap<String, &str> = BTreeMap::new();
+    for job in &plan.jobs {
+        let id: String = job
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if id != job.name {
+            warnings.push(format!(
+                "job `{}` is named `{id}` in the GitHub workflow: job ids may only hold \
+                 letters, digits, `-` and `_`",
+                job.name
+            ));
+        }
+        if let Some(first) = owners.insert(id.clone(), &job.name) {
+            return Err(RenderError::Config(format!(
+                "jobs `{first}` and `{}` both become the GitHub job id `{id}`; rename one \
+                 of the directories",
+                job.name
+            )));
+        }
+        ids.insert(job.name.as_str(), id);
+    }
+    Ok(ids)
+}
+
+fn no_changes_job(github: &GitHub) -> Value {
+    let runs_on = github
+        .job_defaults
+        .as_ref()
+        .and_then(|d| d.runs_on.clone())
+        .or_else(|| github.runs_on.clone())
+        .unwrap_or_else(|| DEFAULT_RUNS_ON.to_owned());
+    let mut step = Mapping::new();
+    step.insert(string("name"), string("No Terraform changes"));
+    step.insert(
+        string("run"),
+        string(format!("echo \"{NO_CHANGES_MESSAGE}\"")),
+    );
+    let mut job = Mapping::new();
+    job.insert(string("runs-on"), string(runs_on));
+    job.insert(string("steps"), Value::Sequence(vec![Value::Mapping(step)]));
+    Value::Mapping(job)
+}
+
+/// The job after `job_defaults` and matching `overwrites`: set keys replace, `env` merges
+/// key by key.
+fn effective_config(github: &GitHub, kind: JobKind) -> GitHubJobConfig {
+    let mut out = github.job_defaults.clone().unwrap_or_default();
+    let wanted = match kind {
+        JobKind::Plan => OverwriteType::Plan,
+        JobKind::Apply => OverwriteType::Apply,
+    };
+    for overwrite in github.overwrites.iter().filter(|o| o.job_type == wanted) {
+        let layer = overwrite.job_config();
+        macro_rules! replace {
+            ($($field:ident),*) => {$(
+                if layer.$field.is_some() {
+                    out.$field = layer.$field.clone();
+                }
+            )*};
+        }
+        replace!(
+            runs_on,
+            container,
+            if_,
+            environment,
+            steps_before,
+            steps_after
+        );
+        out.env.extend(layer.env);
+    }
+    out
+}
+
+fn artifact_name(job: &Job) -> String {
+    format!(
+        "terraci-{}",
+        super::super::ir::job_name(JobKind::Plan, &job.module)
+    )
+}
+
+fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, String>) -> Value {
+    let user = effective_config(github, job.kind);
+    let mut m = Mapping::new();
+    if !job.needs.is_empty() {
+        let needs: Vec<&str> = job
+            .needs
+            .iter()
+            .map(|n| {
+                ids.get(n.job.as_str())
+                    .map_or(n.job.as_str(), String::as_str)
+            })
+            .collect();
+        m.insert(string("needs"), strings(&needs));
+    }
+    let runs_on = user
+        .runs_on
+        .clone()
+        .or_else(|| github.runs_on.clone())
+        .unwrap_or_else(|| DEFAULT_RUNS_ON.to_owned());
+    m.insert(string("runs-on"), string(runs_on));
+    if let Some(container) = user.container.as_ref().or(github.container.as_ref()) {
+        // GitHub starts job containers with its own entrypoint, so only the image counts.
+        let name = match container {
+            Image::Name(name) | Image::Full { name, .. } => name,
+        };
+        m.insert(string("container"), string(name.as_str()));
+    }
+    if let Some(environment) = &user.environment {
+        m.insert(string("environment"), string(environment.as_str()));
+    }
+    if let Some(condition) = &user.if_ {
+        m.insert(string("if"), string(condition.as_str()));
+    }
+    let mut concurrency = Mapping::new();
+    concurrency.insert(string("group"), string(job.module.as_str()));
+    concurrency.insert(string("cancel-in-progress"), Value::Bool(false));
+    m.insert(string("concurrency"), Value::Mapping(concurrency));
+
+    let mut env = job_variables(plan, job);
+    env.extend(user.env.clone());
+    m.insert(string("env"), string_map(&env));
+
+    let mut steps = vec![step(&[
+        ("name", "Checkout"),
+        ("uses", "actions/checkout@v4"),
+    ])];
+    if github.setup_step.unwrap_or(true) {
+        steps.push(setup_step(plan.binary, github.terraform_version.as_deref()));
+    }
+    if job.kind == JobKind::Apply {
+        let mut s = step(&[
+            ("name", "Download plan"),
+            ("uses", "actions/download-artifact@v4"),
+        ]);
+        let mut with = Mapping::new();
+        with.insert(string("name"), string(artifact_name(job)));
+        with.insert(string("path"), string(job.module.as_str()));
+        s.insert(string("with"), Value::Mapping(with));
+        steps.push(s);
+    }
+    steps.extend(user_steps(user.steps_before.as_deref()));
+    let verb = match job.kind {
+        JobKind::Plan => "Plan",
+        JobKind::Apply => "Apply",
+    };
+    let mut run = String::new();
+    for command in job_commands(plan, job) {
+        run.push_str(&command);
+        run.push('\n');
+    }
+    let mut run_step = step(&[("name", &format!("{verb} {}", job.module))]);
+    run_step.insert(string("working-directory"), string(job.module.as_str()));
+    run_step.insert(string("run"), string(run));
+    steps.push(run_step);
+    steps.extend(user_steps(user.steps_after.as_deref()));
+    if job.kind == JobKind::Plan {
+        let mut s = step(&[
+            ("name", "Upload plan"),
+            ("uses", "actions/upload-artifact@v4"),
+        ]);
+        let mut with = Mapping::new();
+        with.insert(string("name"), string(artifact_name(job)));
+        with.insert(
+            string("path"),
+            string(format!("{}/{PLAN_FILE}", job.module)),
+        );
+        with.insert(string("if-no-files-found"), string("error"));
+        with.insert(string("retention-days"), Value::Number(1.into()));
+        s.insert(string("with"), Value::Mapping(with));
+        steps.push(s);
+    }
+    m.insert(
+        string("steps"),
+        Value::Sequence(steps.into_iter().map(Value::Mapping).collect()),
+    );
+    Value::Mapping(m)
+}
+
+fn step(pairs: &[(&str, &str)]) -> Mapping {
+    pairs
+        .iter()
+        .map(|(k, v)| (string(*k), string(*v)))
+        .collect()
+}
+
+fn setup_step(binary: Binary, version: Option<&str>) -> Mapping {
+    let (name, uses, input) = match binary {
+        Binary::Terraform => (
+            "Setup Terraform",
+            "hashicorp/setup-terraform@v3",
+            "terraform_version",
+        ),
+        Binary::Tofu => (
+            "Setup OpenTofu",
+            "opentofu/setup-opentofu@v1",
+            "tofu_version",
+        ),
+    };
+    let mut s = step(&[("name", name), ("uses", uses)]);
+    if let Some(version) = version {
+        let mut with = Mapping::new();
+        with.insert(string(input), string(version));
+        s.insert(string("with"), Value::Mapping(with));
+    }
+    s
+}
+
+fn user_steps(steps: Option<&[GitHubStep]>) -> impl Iterator<Item = Mapping> + '_ {
+    steps.unwrap_or_default().iter().map(|s| match to_value(s) {
+        Value::Mapping(m) => m,
+        _ => Mapping::new(),
+    })
+}

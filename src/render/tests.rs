@@ -1,0 +1,275 @@
+//! Fixture sweep: every `fixtures/render/*.yaml` config rendered for both providers over a
+//! small module set, snapshotted under `snapshots/render/`.
+//!
+//! A fixture may start with `# plan: empty|plan-only|parallel-plans` to change the job
+//! plan; `extensions.<provider>.plan_only` in the config is honoured as the driver does.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use indexmap::IndexMap;
+
+use super::*;
+use crate::config::{load_config, Config};
+use crate::ir::{build_job_plan, JobPlan, PlanOptions, Target};
+use crate::system::{MemorySystem, OsSystem, System};
+
+pub(crate) fn crate_dir() -> Utf8PathBuf {
+    Utf8PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub(crate) fn header() -> Header {
+    Header {
+        version: "0.0.0-test".into(),
+        command_line: "terraci generate".into(),
+    }
+}
+
+/// One config fixture.
+pub(crate) struct Case {
+    pub name: String,
+    pub config: Config,
+    pub segments: Vec<String>,
+    pub mode: String,
+}
+
+pub(crate) fn cases() -> Vec<Case> {
+    let dir = crate_dir().join("fixtures/render");
+    let mut entries = OsSystem.read_dir(&dir).expect("fixtures/render exists");
+    entries.retain(|e| e.name.ends_with(".yaml"));
+    entries
+        .iter()
+        .map(|entry| {
+            let path = dir.join(&entry.name);
+            let loaded = load_config(&OsSystem, Some(&path))
+                .unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+            let text = String::from_utf8(OsSystem.read(&path).expect("readable")).expect("utf-8");
+            let mode = text
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("# plan: "))
+                .unwrap_or("default")
+                .trim()
+                .to_owned();
+            Case {
+                name: entry.name.trim_end_matches(".yaml").to_owned(),
+                segments: loaded.pattern.segments().to_vec(),
+                config: loaded.config,
+                mode,
+            }
+        })
+        .collect()
+}
+
+/// The module set of every fixture: two environments, a chain vpc <- eks <- app, with ids
+/// cut to the pattern's depth.
+const MODULES: [(&str, &[&str]); 5] = [
+    ("platform/prod/eu-central-1/vpc", &[]),
+    ("platform/stage/eu-central-1/vpc", &[]),
+    (
+        "platform/stage/eu-central-1/eks",
+        &["platform/stage/eu-central-1/vpc"],
+    ),
+    (
+        "platform/stage/eu-central-1/app",
+        &[
+            "platform/stage/eu-central-1/eks",
+            "platform/stage/eu-central-1/vpc",
+        ],
+    ),
+    ("platform/stage/eu-central-1/app/worker", &[]),
+];
+
+fn cut(id: &str, depth: usize, submodule: bool) -> String {
+    let parts: Vec<&str> = id.split('/').collect();
+    let keep = if submodule { depth + 1 } else { depth };
+    parts[parts.len().saturating_sub(keep)..].join("/")
+}
+
+pub(crate) fn targets(segments: &[String]) -> Vec<Target> {
+    let depth = segments.len();
+    MODULES
+        .iter()
+        .map(|(id, deps)| {
+            let submodule = id.split('/').count() > 4;
+            let short = cut(id, depth, submodule);
+            let parts: Vec<&str> = short.split('/').collect();
+            let mut components: IndexMap<String, String> = segments
+                .iter()
+                .zip(&parts)
+                .map(|(s, p)| (s.clone(), (*p).to_owned()))
+                .collect();
+            if submodule {
+                components.insert("submodule".into(), parts[depth..].join("/"));
+            }
+            Target {
+                id: short,
+                components,
+                dependencies: deps.iter().map(|d| cut(d, depth, false)).collect(),
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn job_plan(case: &Case, provider: Provider) -> JobPlan {
+    let mut options = PlanOptions {
+        plan_only: provider.config_plan_only(&case.config),
+        parallel_plans: false,
+    };
+    let targets = match case.mode.as_str() {
+        "empty" => Vec::new(),
+        "plan-only" => {
+            options.plan_only = true;
+            targets(&case.segments)
+        }
+        "parallel-plans" => {
+            options.plan_only = true;
+            options.parallel_plans = true;
+            targets(&case.segments)
+        }
+        _ => targets(&case.segments),
+    };
+    build_job_plan(
+        &targets,
+        options,
+        case.config.execution.binary,
+        case.config.execution.init_enabled,
+        case.config.execution.env.clone(),
+        case.segments.clone(),
+    )
+    .expect("fixture job names are distinct")
+}
+
+pub(crate) fn render(case: &Case, provider: Provider) -> Result<Rendered, RenderError> {
+    let plan = job_plan(case, provider);
+    match provider {
+        Provider::Gitlab => render_gitlab(&plan, &case.config, &header()),
+        Provider::Github => render_github(&plan, &case.config, &header(), false),
+    }
+}
+
+/// Rendered text, then the warnings as comments, as one reviewable snapshot.
+fn snapshot_text(rendered: &Result<Rendered, RenderError>) -> String {
+    match rendered {
+        Ok(r) => {
+            let mut out = r.text.clone();
+            for w in &r.warnings {
+                out.push_str(&format!("# WARNING: {w}\n"));
+            }
+            out
+        }
+        Err(e) => format!("ERROR: {e}\n"),
+    }
+}
+
+#[test]
+fn fixtures_render_to_their_snapshots() {
+    let cases = cases();
+    assert!(cases.len() > 5, "fixtures/render holds the config fixtures");
+    for case in &cases {
+        for provider in Provider::ALL {
+            let rendered = render(case, provider);
+            let name = format!("{}.{}", case.name, provider.as_str());
+            insta::with_settings!({
+                snapshot_path => "../../snapshots/render",
+                prepend_module_to_snapshot => false,
+                omit_expression => true,
+                description => format!("fixtures/render/{}.yaml", case.name),
+            }, {
+                insta::assert_snapshot!(name, snapshot_text(&rendered));
+            });
+        }
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    for case in cases() {
+        for provider in Provider::ALL {
+            let a = snapshot_text(&render(&case, provider));
+            let b = snapshot_text(&render(&case, provider));
+            assert_eq!(a, b, "{} {provider}", case.name);
+        }
+    }
+}
+
+fn config_error(text: &str) -> String {
+    let system = MemorySystem::new();
+    let path = Utf8Path::new("/p/.terraci.yaml");
+    system.write_file(path, text);
+    match load_config(&system, Some(path)) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn config_mistakes_name_the_key_and_line() {
+    let text = "extensions:\n  gitlab:\n    overwrites:\n      - type: plan\n        tags: [a]\n      - type: aply\n";
+    insta::assert_snapshot!(config_error(text), @r#"extensions.gitlab.overwrites[1].type: expected plan or apply, got "aply" (at .terraci.yaml:6:15)"#);
+    let text = "extensions:\n  gitlab:\n    job_defaults:\n      tgas: [a]\n";
+    insta::assert_snapshot!(config_error(text), @"unknown key `extensions.gitlab.job_defaults.tgas` at .terraci.yaml:4:7, did you mean `tags`?");
+    let text = "extensions:\n  gitlab:\n    cache:\n      policy: pull-pull\n";
+    insta::assert_snapshot!(config_error(text), @"extensions.gitlab.cache.policy: unknown variant `pull-pull`, expected one of `pull`, `push`, `pull-push` (at .terraci.yaml:4:15)");
+    let text = "extensions:\n  github:\n    job_defaults:\n      steps_before:\n        - name: x\n          uses: a/b@v1\n          whith: {k: v}\n";
+    insta::assert_snapshot!(config_error(text), @"unknown key `extensions.github.job_defaults.steps_before[0].whith` at .terraci.yaml:7:11, did you mean `with`?");
+    let text =
+        "extensions:\n  gitlab:\n    overwrites:\n      - type: apply\n        when: later\n";
+    insta::assert_snapshot!(config_error(text), @"extensions.gitlab.overwrites[0].when: unknown variant `later`, expected one of `on_success`, `on_failure`, `always`, `never`, `manual`, `delayed` (at .terraci.yaml:5:15)");
+}
+
+#[test]
+fn unknown_cache_placeholder_is_an_error_naming_the_key() {
+    let system = MemorySystem::new();
+    let path = Utf8Path::new("/p/.terraci.yaml");
+    system.write_file(
+        path,
+        "extensions:\n  gitlab:\n    cache:\n      key: \"tf-{enviroment}\"\n",
+    );
+    let config = load_config(&system, Some(path)).unwrap();
+    let case = Case {
+        name: "x".into(),
+        segments: config.pattern.segments().to_vec(),
+        config: config.config,
+        mode: "default".into(),
+    };
+    let err = render(&case, Provider::Gitlab).unwrap_err();
+    insta::assert_snapshot!(err, @r#"extensions.gitlab.cache.key: unknown placeholder {enviroment} in "tf-{enviroment}"; valid placeholders: {module_path}, {service}, {environment}, {region}, {module}"#);
+}
+
+#[test]
+fn github_workflow_over_the_size_limit_needs_force() {
+    let segments: Vec<String> = ["service", "environment", "region", "module"]
+        .map(String::from)
+        .to_vec();
+    let targets: Vec<Target> = (0..1500)
+        .map(|i| Target {
+            id: format!("svc/env/region/module-{i:04}"),
+            components: IndexMap::new(),
+            dependencies: Vec::new(),
+        })
+        .collect();
+    let plan = build_job_plan(
+        &targets,
+        PlanOptions::default(),
+        crate::config::Binary::Terraform,
+        true,
+        IndexMap::new(),
+        segments,
+    )
+    .unwrap();
+    let config = Config::default();
+    let err = render_github(&plan, &config, &header(), false).unwrap_err();
+    assert!(matches!(err, RenderError::TooLarge { .. }), "{err}");
+    let forced = render_github(&plan, &config, &header(), true).unwrap();
+    assert!(forced.text.len() > GITHUB_MAX_BYTES);
+    assert_eq!(forced.warnings.len(), 1, "{:?}", forced.warnings);
+}
+
+#[test]
+fn provider_names() {
+    assert_eq!("gitlab".parse::<Provider>(), Ok(Provider::Gitlab));
+    assert_eq!("GitHub".parse::<Provider>(), Ok(Provider::Github));
+    insta::assert_snapshot!("jenkins".parse::<Provider>().unwrap_err(), @"unknown provider `jenkins`; valid providers: gitlab, github");
+    for p in Provider::ALL {
+        assert_eq!(p.as_str().parse::<Provider>(), Ok(p));
+    }
+}

@@ -1,0 +1,290 @@
+//! A small YAML writer for generated pipelines.
+//!
+//! Input: a `serde_yaml::Value` tree whose mappings keep insertion order. Output: block
+//! YAML with two-space indentation, sequences indented under their key, multi-line
+//! strings as literal blocks, and a blank line between top-level entries. serde_yaml's own
+//! writer is valid but hard to read (unindented sequences), so terraci writes its own.
+//!
+//! Strings are quoted whenever a YAML 1.1 reader (GitLab's Ruby parser) or a YAML 1.2
+//! reader could read them as anything but the same string.
+
+use serde_yaml::{Mapping, Value};
+
+/// Formatting choices of one document.
+pub(crate) struct Style<'a> {
+    /// Keys written plain even though YAML 1.1 reads them as booleans (GitHub's `on`).
+    pub plain_keys: &'a [&'a str],
+    /// Top-level keys whose own entries are separated by a blank line (GitHub's `jobs`).
+    pub spaced_children: &'a [&'a str],
+}
+
+/// Writes `doc` as a YAML document after `comment_lines` (each written as `# line`).
+pub(crate) fn write_document(comment_lines: &[String], doc: &Mapping, style: &Style) -> String {
+    let mut out = String::new();
+    for line in comment_lines {
+        out.push_str("# ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    for (i, (key, value)) in doc.iter().enumerate() {
+        if i > 0 || !comment_lines.is_empty() {
+            out.push('\n');
+        }
+        let spaced = key
+            .as_str()
+            .is_some_and(|k| style.spaced_children.contains(&k));
+        match value {
+            Value::Mapping(children) if spaced && !children.is_empty() => {
+                write_key(&mut out, 0, key, style);
+                out.push('\n');
+                for (j, (k, v)) in children.iter().enumerate() {
+                    if j > 0 {
+                        out.push('\n');
+                    }
+                    write_entry(&mut out, 2, k, v, style);
+                }
+            }
+            _ => write_entry(&mut out, 0, key, value, style),
+        }
+    }
+    out
+}
+
+fn write_key(out: &mut String, indent: usize, key: &Value, style: &Style) {
+    push_indent(out, indent);
+    match key {
+        Value::String(s) if style.plain_keys.contains(&s.as_str()) => out.push_str(s),
+        other => out.push_str(&inline_scalar(other)),
+    }
+    out.push(':');
+}
+
+fn write_entry(out: &mut String, indent: usize, key: &Value, value: &Value, style: &Style) {
+    write_key(out, indent, key, style);
+    write_value(out, indent, value, style);
+}
+
+/// Writes what follows `key:` or `- ` at `indent` (the indent of the key or dash).
+fn write_value(out: &mut String, indent: usize, value: &Value, style: &Style) {
+    match value {
+        Value::Null => out.push('\n'),
+        Value::Mapping(m) if m.is_empty() => out.push_str(" {}\n"),
+        Value::Sequence(s) if s.is_empty() => out.push_str(" []\n"),
+        Value::Mapping(m) => {
+            out.push('\n');
+            for (k, v) in m {
+                write_entry(out, indent + 2, k, v, style);
+            }
+        }
+        Value::Sequence(items) => {
+            out.push('\n');
+            write_sequence(out, indent + 2, items, style);
+        }
+        Value::String(s) if block_literal_ok(s) => {
+            let (indicator, body) = match s.strip_suffix('\n') {
+                Some(body) => ("|", body),
+                None => ("|-", s.as_str()),
+            };
+            out.push(' ');
+            out.push_str(indicator);
+            out.push('\n');
+            for line in body.split('\n') {
+                if !line.is_empty() {
+                    push_indent(out, indent + 2);
+                    out.push_str(line);
+                }
+                out.push('\n');
+            }
+        }
+        Value::Tagged(t) => write_value(out, indent, &t.value, style),
+        scalar => {
+            out.push(' ');
+            out.push_str(&inline_scalar(scalar));
+            out.push('\n');
+        }
+    }
+}
+
+fn write_sequence(out: &mut String, indent: usize, items: &[Value], style: &Style) {
+    for item in items {
+        match item {
+            Value::Mapping(m) if !m.is_empty() => {
+                // Written as a mapping one level deeper, then its first indent becomes
+                // the dash: `- key: value`.
+                let mut inner = String::new();
+                for (k, v) in m {
+                    write_entry(&mut inner, indent + 2, k, v, style);
+                }
+                push_indent(out, indent);
+                out.push_str("- ");
+                out.push_str(&inner[indent + 2..]);
+            }
+            Value::Sequence(s) if !s.is_empty() => {
+                let mut inner = String::new();
+                write_sequence(&mut inner, indent + 2, s, style);
+                push_indent(out, indent);
+                out.push_str("- ");
+                out.push_str(&inner[indent + 2..]);
+            }
+            Value::Null => {
+                push_indent(out, indent);
+                out.push_str("- null\n");
+            }
+            other => {
+                push_indent(out, indent);
+                out.push('-');
+                write_value(out, indent, other, style);
+            }
+        }
+    }
+}
+
+fn push_indent(out: &mut String, n: usize) {
+    out.extend(std::iter::repeat_n(' ', n));
+}
+
+/// A scalar on one line: plain when unambiguous, else quoted.
+fn inline_scalar(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => quote(s),
+        Value::Tagged(t) => inline_scalar(&t.value),
+        // Collections never reach here: callers handle them.
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+fn quote(s: &str) -> String {
+    if plain_ok(s) {
+        s.to_owned()
+    } else if !s.chars().any(char::is_control) {
+        format!("'{}'", s.replace('\'', "''"))
+    } else {
+        serde_json::to_string(s).expect("a string always serialises to JSON")
+    }
+}
+
+/// Whether `s` reads back as the same string when written plain, in YAML 1.1 and 1.2.
+fn plain_ok(s: &str) -> bool {
+    let Some(first) = s.chars().next() else {
+        return false;
+    };
+    if s.trim() != s || s.chars().any(char::is_control) {
+        return false;
+    }
+    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
+        return false;
+    }
+    if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
+        return false;
+    }
+    let lower = s.to_ascii_lowercase();
+    const SPECIAL: [&str; 16] = [
+        "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", ".inf", "-.inf", "+.inf",
+        ".nan", "=", "<<",
+    ];
+    if SPECIAL.contains(&lower.as_str()) {
+        return false;
+    }
+    // Anything number-like (`1.6`, `0x1F`, `1_000`, `12:30`, `1e3`) stays a string only
+    // when quoted.
+    if (first.is_ascii_digit() || "+-.".contains(first))
+        && s.chars()
+            .all(|c| c.is_ascii_hexdigit() || "xXoO._:+-".contains(c))
+    {
+        return false;
+    }
+    matches!(serde_yaml::from_str::<Value>(s), Ok(Value::String(back)) if back == s)
+}
+
+/// Multi-line text that a literal block (`|`/`|-`) reproduces exactly.
+fn block_literal_ok(s: &str) -> bool {
+    s.contains('\n')
+        && !s.ends_with("\n\n")
+        && !s.starts_with(' ')
+        && !s.starts_with('\n')
+        && !s.chars().any(|c| c.is_control() && c != '\n')
+        && s.split('\n').all(|line| line.trim_end() == line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(value: &Value) {
+        let Value::Mapping(m) = value else {
+            panic!("test documents are mappings")
+        };
+        let text = write_document(
+            &[],
+            m,
+            &Style {
+                plain_keys: &[],
+                spaced_children: &[],
+            },
+        );
+        let back: Value = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(&back, value, "{text}");
+    }
+
+    #[test]
+    fn ambiguous_strings_are_quoted_and_read_back() {
+        for s in [
+            "1.6",
+            "yes",
+            "on",
+            "No",
+            "null",
+            "~",
+            "",
+            " lead",
+            "trail ",
+            "a: b",
+            "a #b",
+            "#x",
+            "-x",
+            "- x",
+            "0x1F",
+            "1_000",
+            "12:30",
+            "1e3",
+            ".inf",
+            "'q'",
+            "\"dq\"",
+            "tab\there",
+            "it's",
+            "x:",
+        ] {
+            let mut m = Mapping::new();
+            m.insert("k".into(), Value::String(s.into()));
+            m.insert(
+                "list".into(),
+                Value::Sequence(vec![Value::String(s.into())]),
+            );
+            roundtrip(&Value::Mapping(m));
+        }
+    }
+
+    #[test]
+    fn plain_where_readable() {
+        for s in [
+            "hashicorp/terraform:1.6",
+            "cd platform/stage/eu-central-1/vpc",
+            "${TERRAFORM_BINARY} plan -out=plan.tfplan",
+            "$CI_PIPELINE_SOURCE == \"merge_request_event\"",
+            "1 day",
+            "${{ github.ref == 'refs/heads/main' }}",
+        ] {
+            assert!(plain_ok(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn nested_structures_and_blocks_read_back() {
+        let text = "a:\n  - x: 1\n    y: [1, [2, 3], {}]\n  - [p, q]\n  - run: \"l1\\nl2\\n\"\n  - \"l1\\nl2\"\n  - \"l1\\n\\n\"\nb: {}\nc: null\n";
+        let value: Value = serde_yaml::from_str(text).unwrap();
+        roundtrip(&value);
+    }
+}
