@@ -1,5 +1,5 @@
 use crate::snap;
-use crate::support::Project;
+use crate::support::{actionlint, gitlab_ci_local_list, Project};
 
 #[test]
 fn gitlab_pipeline_of_the_example() {
@@ -7,6 +7,11 @@ fn gitlab_pipeline_of_the_example() {
     let out = p.run(&["generate"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     snap!("generate_example_gitlab", out.snapshot());
+    let jobs = gitlab_ci_local_list(&out.stdout).expect("gitlab-ci-local accepts the pipeline");
+    assert!(
+        jobs.contains("apply-platform-stage-eu-central-1-app"),
+        "{jobs}"
+    );
 }
 
 #[test]
@@ -15,6 +20,7 @@ fn github_workflow_of_the_example() {
     let out = p.run_env(&["generate"], &[("TERRACI_PROVIDER", "github")]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     snap!("generate_example_github", out.snapshot());
+    assert_eq!(actionlint(&out.stdout), "");
 }
 
 #[test]

@@ -121,3 +121,71 @@ macro_rules! snap {
         })
     };
 }
+
+/// actionlint's findings on a workflow (empty when it passes).
+pub fn actionlint(workflow: &str) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let wf = dir.path().join(".github/workflows");
+    std::fs::create_dir_all(&wf).expect("mkdir");
+    std::fs::write(wf.join("terraform.yml"), workflow).expect("write");
+    let out = Command::new(client("actionlint"))
+        .arg(".github/workflows/terraform.yml")
+        .current_dir(dir.path())
+        .output()
+        .expect("actionlint runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() && report.trim().is_empty() {
+        return "actionlint failed without output".into();
+    }
+    report
+}
+
+/// `gitlab-ci-local --list` on a pipeline: Ok(job list) or Err(its complaint).
+pub fn gitlab_ci_local_list(pipeline: &str) -> Result<String, String> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join(".gitlab-ci.yml"), pipeline).expect("write");
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("git runs")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&[
+        "remote",
+        "add",
+        "origin",
+        "https://gitlab.example.com/infra/live.git",
+    ]);
+    git(&["add", "-A"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "commit",
+        "-q",
+        "-m",
+        "p",
+    ]);
+    let out = Command::new(client("gitlab-ci-local"))
+        .arg("--list")
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("gitlab-ci-local runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(stdout)
+    } else {
+        Err(format!("{stdout}{}", String::from_utf8_lossy(&out.stderr)))
+    }
+}
