@@ -149,7 +149,7 @@ pub fn default_image(binary: Binary, version: Option<&str>) -> String {
 }
 
 /// The plan file, relative to the module directory.
-pub(crate) const PLAN_FILE: &str = "plan.tfplan";
+pub const PLAN_FILE: &str = "plan.tfplan";
 
 /// `TF_<SEGMENT>`: upper-cased, anything but letters, digits and `_` becomes `_`.
 pub(crate) fn segment_variable(segment: &str) -> String {
