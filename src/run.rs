@@ -382,11 +382,12 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
     }
     let changes = change_input(io.system, &ws.root, &args.changes)?;
     let changed_files_list = changes.as_ref().map(|c| c.files.clone());
+    let provider = select_provider(io.system, args.provider.as_deref(), &ws.config.config)?;
     let selection = Selection::new(
         &ws.db,
         filters,
         PlanOptions {
-            plan_only: args.plan_only,
+            plan_only: args.plan_only || provider.config_plan_only(&ws.config.config),
             parallel_plans: args.parallel_plans,
         },
         changes,
@@ -491,7 +492,6 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
         return Ok(exit::OK);
     }
 
-    let provider = select_provider(io.system, args.provider.as_deref(), &ws.config.config)?;
     let header = crate::render::Header {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         command_line: io.argv.join(" "),
