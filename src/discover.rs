@@ -47,6 +47,7 @@ pub fn discover_modules(
         .filter(|p| !p.is_empty())
         .collect();
     let mut out = Discovered::default();
+    let mut ignores = IgnoreRules::default();
     let mut stack: Vec<String> = vec![String::new()];
     // Depth-first, sorted: directories are popped in reverse push order.
     let mut module_dirs: Vec<(String, Vec<DiscoveredFile>)> = Vec::new();
@@ -67,6 +68,11 @@ pub fn discover_modules(
                 continue;
             }
         };
+        if entries.iter().any(|e| e.name == ".gitignore") {
+            if let Ok(bytes) = system.read(&abs.join(".gitignore")) {
+                ignores.add(&rel, &String::from_utf8_lossy(&bytes));
+            }
+        }
         let mut files: Vec<DiscoveredFile> = Vec::new();
         let mut subdirs: Vec<String> = Vec::new();
         for entry in entries {
@@ -78,6 +84,13 @@ pub fn discover_modules(
             } else {
                 format!("{rel}/{}", entry.name)
             };
+            let is_dir = matches!(
+                entry.kind,
+                EntryKind::Dir | EntryKind::Symlink { to_dir: true }
+            );
+            if ignores.is_ignored(&child, is_dir) {
+                continue;
+            }
             match entry.kind {
                 EntryKind::Dir => subdirs.push(child),
                 EntryKind::Symlink { to_dir: true } => {}
@@ -164,6 +177,79 @@ pub fn discover_modules(
     out
 }
 
+/// `.gitignore` files met during the walk (those inside the project dir), applied as git
+/// does: later and deeper rules win, `!` re-includes, a trailing `/` matches only
+/// directories, a pattern with a `/` is anchored to its `.gitignore`'s directory, one
+/// without matches a name at any depth below it.
+#[derive(Default)]
+struct IgnoreRules {
+    rules: Vec<IgnoreRule>,
+}
+
+struct IgnoreRule {
+    base: String,
+    glob: String,
+    anchored: bool,
+    dir_only: bool,
+    negate: bool,
+}
+
+impl IgnoreRules {
+    fn add(&mut self, base: &str, text: &str) {
+        for line in text.lines() {
+            let line = line.trim_end();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (negate, line) = match line.strip_prefix('!') {
+                Some(rest) => (true, rest),
+                None => (false, line.strip_prefix('\\').unwrap_or(line)),
+            };
+            let dir_only = line.ends_with('/');
+            let line = line.trim_end_matches('/');
+            let anchored = line.contains('/');
+            let glob = line.trim_start_matches('/').to_owned();
+            if glob.is_empty() {
+                continue;
+            }
+            self.rules.push(IgnoreRule {
+                base: base.to_owned(),
+                glob,
+                anchored,
+                dir_only,
+                negate,
+            });
+        }
+    }
+
+    fn is_ignored(&self, path: &str, is_dir: bool) -> bool {
+        let mut ignored = false;
+        for r in &self.rules {
+            if r.dir_only && !is_dir {
+                continue;
+            }
+            let rel = if r.base.is_empty() {
+                path
+            } else if let Some(rest) = path.strip_prefix(&r.base).and_then(|p| p.strip_prefix('/'))
+            {
+                rest
+            } else {
+                continue;
+            };
+            let hit = if r.anchored {
+                crate::filter::glob_matches(&r.glob, rel)
+            } else {
+                let name = rel.rsplit('/').next().unwrap_or(rel);
+                crate::filter::match_segment(&r.glob, name)
+            };
+            if hit {
+                ignored = !r.negate;
+            }
+        }
+        ignored
+    }
+}
+
 /// OpenTofu: `x.tofu` replaces `x.tf`, `x.tofu.json` replaces `x.tf.json`.
 fn apply_tofu_shadowing(files: Vec<DiscoveredFile>) -> Vec<DiscoveredFile> {
     let names: Vec<String> = files
@@ -247,6 +333,26 @@ mod tests {
         let addons = &d.modules[3].info;
         assert_eq!(addons.submodule.as_deref(), Some("addons"));
         assert_eq!(addons.components["module"], "eks");
+    }
+
+    #[test]
+    fn gitignored_directories_and_files_are_skipped() {
+        let fs = MemorySystem::new();
+        fs.write_file(
+            "/p/.gitignore",
+            "build/\n*.generated.tf\nscratch\n!scratch/keep\n",
+        );
+        fs.write_file("/p/a/main.tf", "");
+        fs.write_file("/p/a/x.generated.tf", "");
+        fs.write_file("/p/build/b/main.tf", "");
+        fs.write_file("/p/c/.gitignore", "/d\n");
+        fs.write_file("/p/c/d/main.tf", "");
+        fs.write_file("/p/c/e/d/main.tf", "");
+        let pattern = Pattern::parse("{module}").unwrap();
+        let d = discover_modules(&fs, "/p".into(), &pattern, &[]);
+        assert_eq!(ids(&d), ["a", "c/e/d"]);
+        let names: Vec<&str> = d.modules[0].files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(names, ["a/main.tf"]);
     }
 
     #[test]

@@ -26,7 +26,7 @@ fn match_segments(g: &[&str], s: &[&str]) -> bool {
     }
 }
 
-fn match_segment(pattern: &str, text: &str) -> bool {
+pub fn match_segment(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     // Iterative wildcard matching with backtracking to the last `*`.
