@@ -1,2 +1,3 @@
 pub mod eval;
 pub mod facts;
+pub mod vcs;
