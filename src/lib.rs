@@ -22,3 +22,4 @@ pub mod resolve;
 pub mod run;
 pub mod system;
 pub mod testing;
+pub mod vcs;

@@ -1,0 +1,944 @@
+//! Change detection (spec §6): which files differ between the base of a change and the
+//! working tree.
+//!
+//! Input: a [`ChangeRequest`] (project directory, base ref, CI environment). Output: a
+//! [`ChangeSet`] of project-relative paths. Git is read in-process with gix; this runs
+//! outside salsa queries and its result becomes an input, so any commit, checkout, index
+//! or working-tree edit invalidates it and the caller simply runs it again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use gix::bstr::{BStr, ByteSlice};
+use gix::ObjectId;
+
+/// The environment variables that pick the base ref, in the order they are consulted.
+pub const ENV_VARS: [&str; 2] = [MR_DIFF_BASE_SHA, GITHUB_BASE_REF];
+
+const MR_DIFF_BASE_SHA: &str = "CI_MERGE_REQUEST_DIFF_BASE_SHA";
+const GITHUB_BASE_REF: &str = "GITHUB_BASE_REF";
+
+/// Base refs tried, in order, when nothing names one and `origin/HEAD` is missing.
+const FALLBACK_REFS: [&str; 4] = ["origin/main", "origin/master", "main", "master"];
+const ORIGIN_HEAD: &str = "refs/remotes/origin/HEAD";
+
+/// What to compare: the project, the base to compare against and how much of the
+/// working tree counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeRequest {
+    /// Absolute path of the project; the repository may be this directory or any parent.
+    pub project_dir: Utf8PathBuf,
+    /// `--base-ref`: wins over everything else.
+    pub base_ref: Option<String>,
+    /// `--committed-only`: ignore staged, unstaged and untracked files.
+    pub committed_only: bool,
+    /// The CI variables of [`ENV_VARS`], as read by the caller; empty values count as unset.
+    pub env: BTreeMap<String, String>,
+}
+
+/// The files that changed between the merge base of the base ref and HEAD, plus the
+/// working tree unless only committed changes were asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeSet {
+    /// The base ref as it was chosen, e.g. `origin/main` or a commit id from CI.
+    /// Empty when HEAD has no commit and nothing named a base.
+    pub base: String,
+    /// The commit the base ref resolved to (hex); empty when no base was found.
+    pub base_commit: String,
+    /// The merge base of the base commit and HEAD (hex); empty when HEAD has no commit.
+    pub merge_base: String,
+    /// Sorted, deduplicated paths relative to the project directory, `/`-separated.
+    /// Deleted files are included, and a rename is both its old and its new path.
+    pub changed_files: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VcsError {
+    #[error("{path} is not inside a git repository: {reason}")]
+    NotARepository { path: Utf8PathBuf, reason: String },
+    #[error(
+        "unknown base ref: tried {} (from {origin}); pass an existing ref with --base-ref, \
+         or fetch the base branch (e.g. `git fetch origin main`)",
+        quote_list(tried)
+    )]
+    UnknownRef {
+        /// Every ref looked up, in order.
+        tried: Vec<String>,
+        /// Where the ref(s) came from: `--base-ref`, an environment variable, or the defaults.
+        origin: String,
+    },
+    #[error(
+        "the merge base of `{base}` and HEAD is not in this shallow clone; run \
+         `git fetch --unshallow` (GitLab CI: set `GIT_DEPTH: 0`; GitHub Actions: \
+         `fetch-depth: 0` in actions/checkout)"
+    )]
+    ShallowClone { base: String },
+    #[error("git: {0}")]
+    Git(String),
+}
+
+fn quote_list(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|item| format!("`{item}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Wraps a gix error with what we were doing; `{:#}` keeps gix's cause chain on one line.
+fn git_err(context: &str) -> impl FnOnce(gix::Error) -> VcsError + '_ {
+    move |err| VcsError::Git(format!("{context}: {err:#}"))
+}
+
+/// Computes the changed files of `req` (spec §6).
+pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
+    let repo =
+        gix::discover(req.project_dir.as_std_path()).map_err(|err| VcsError::NotARepository {
+            path: req.project_dir.clone(),
+            reason: format!("{err}"),
+        })?;
+    let prefix = project_prefix(&repo, &req.project_dir)?;
+    let head = head_commit(&repo)?;
+
+    let mut paths = BTreeSet::new();
+    let (base, base_commit, merge_base) = match head {
+        Some(head) => {
+            let base = resolve_base(&repo, req)?;
+            let merge_base = merge_base(&repo, &base, head)?;
+            diff_commits(&repo, merge_base, head, &mut paths)?;
+            (base.name, base.commit.to_string(), merge_base.to_string())
+        }
+        // Nothing is committed yet, so there is no history to compare; the base is still
+        // reported when one exists, and an explicitly named one must exist.
+        None => match resolve_base(&repo, req) {
+            Ok(base) => (base.name, base.commit.to_string(), String::new()),
+            Err(VcsError::UnknownRef { .. }) if base_origin(req).1 == DEFAULTS => {
+                (String::new(), String::new(), String::new())
+            }
+            Err(err) => return Err(err),
+        },
+    };
+    if !req.committed_only {
+        worktree_changes(&repo, &mut paths)?;
+    }
+
+    let changed_files = paths
+        .iter()
+        .filter_map(|path| rebase(path, &prefix))
+        .collect();
+    Ok(ChangeSet {
+        base,
+        base_commit,
+        merge_base,
+        changed_files,
+    })
+}
+
+/// The project directory relative to the repository work tree, `/`-separated, empty when
+/// they are the same directory.
+fn project_prefix(repo: &gix::Repository, project_dir: &Utf8Path) -> Result<String, VcsError> {
+    let workdir = repo.workdir().ok_or_else(|| {
+        VcsError::Git(format!(
+            "the repository at {} has no working tree",
+            repo.git_dir().display()
+        ))
+    })?;
+    // Both sides are canonicalised: a symlinked temp dir or a `..` would otherwise make a
+    // project inside the repository look like it is outside.
+    let canonical = |path: &Path| {
+        std::fs::canonicalize(path)
+            .map_err(|err| VcsError::Git(format!("cannot resolve {}: {err}", path.display())))
+    };
+    let workdir = canonical(workdir)?;
+    let project = canonical(project_dir.as_std_path())?;
+    let relative = project.strip_prefix(&workdir).map_err(|_| {
+        VcsError::Git(format!(
+            "{project_dir} is outside the working tree {}",
+            workdir.display()
+        ))
+    })?;
+    let parts: Vec<&str> = relative
+        .components()
+        .map(|part| {
+            part.as_os_str()
+                .to_str()
+                .ok_or_else(|| VcsError::Git(format!("{project_dir} has a path that is not UTF-8")))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(parts.join("/"))
+}
+
+/// Maps a repository-relative path onto the project directory, dropping paths outside it.
+fn rebase(path: &str, prefix: &str) -> Option<String> {
+    if prefix.is_empty() {
+        return Some(path.to_owned());
+    }
+    path.strip_prefix(prefix)?
+        .strip_prefix('/')
+        .map(str::to_owned)
+}
+
+/// The commit HEAD points at, `None` on an unborn branch. A detached HEAD is fine.
+fn head_commit(repo: &gix::Repository) -> Result<Option<ObjectId>, VcsError> {
+    let mut head = repo.head().map_err(git_err("cannot read HEAD"))?;
+    let id = head
+        .try_peel_to_id()
+        .map_err(git_err("cannot resolve HEAD"))?;
+    Ok(id.map(|id| id.detach()))
+}
+
+/// The base ref as chosen and the commit it resolves to.
+struct Base {
+    name: String,
+    commit: ObjectId,
+}
+
+const DEFAULTS: &str = "the defaults: origin/HEAD, then origin/main, origin/master, main, master";
+
+/// The explicitly named base ref and where it came from, or `None` and [`DEFAULTS`].
+fn base_origin(req: &ChangeRequest) -> (Option<String>, &'static str) {
+    let env = |key: &str| {
+        req.env
+            .get(key)
+            .map(|value| value.trim())
+            .filter(|value| !value.is_empty())
+    };
+    if let Some(name) = req.base_ref.as_deref().filter(|name| !name.is_empty()) {
+        (Some(name.to_owned()), "--base-ref")
+    } else if let Some(sha) = env(MR_DIFF_BASE_SHA) {
+        (Some(sha.to_owned()), MR_DIFF_BASE_SHA)
+    } else if let Some(branch) = env(GITHUB_BASE_REF) {
+        (Some(format!("origin/{branch}")), GITHUB_BASE_REF)
+    } else {
+        (None, DEFAULTS)
+    }
+}
+
+fn resolve_base(repo: &gix::Repository, req: &ChangeRequest) -> Result<Base, VcsError> {
+    let (named, origin) = base_origin(req);
+    if let Some(name) = named {
+        return match resolve_commit(repo, &name) {
+            Some(commit) => Ok(Base { name, commit }),
+            // A CI-provided commit that is missing is almost always a too-shallow fetch.
+            None if is_hex_id(&name) && is_shallow(repo) => {
+                Err(VcsError::ShallowClone { base: name })
+            }
+            None => Err(VcsError::UnknownRef {
+                tried: vec![name],
+                origin: origin.to_owned(),
+            }),
+        };
+    }
+
+    let mut tried = Vec::new();
+    if let Some(base) = origin_head(repo, &mut tried) {
+        return Ok(base);
+    }
+    for name in FALLBACK_REFS {
+        tried.push(name.to_owned());
+        if let Some(commit) = resolve_commit(repo, name) {
+            return Ok(Base {
+                name: name.to_owned(),
+                commit,
+            });
+        }
+    }
+    Err(VcsError::UnknownRef {
+        tried,
+        origin: origin.to_owned(),
+    })
+}
+
+/// The branch `origin/HEAD` points at (`git clone` sets it to the remote's default
+/// branch), named by its short form, e.g. `origin/main`.
+fn origin_head(repo: &gix::Repository, tried: &mut Vec<String>) -> Option<Base> {
+    tried.push("origin/HEAD".to_owned());
+    let reference = repo.try_find_reference(ORIGIN_HEAD).ok()??;
+    let name = match reference.target().try_name() {
+        Some(target) => target.shorten().to_str_lossy().into_owned(),
+        None => "origin/HEAD".to_owned(),
+    };
+    let commit = resolve_commit(repo, ORIGIN_HEAD)?;
+    Some(Base { name, commit })
+}
+
+/// The commit `spec` names (a ref, a commit id or any rev-spec), peeling tags.
+fn resolve_commit(repo: &gix::Repository, spec: &str) -> Option<ObjectId> {
+    let id = repo.rev_parse_single(spec).ok()?;
+    let commit = id.object().ok()?.peel_to_commit().ok()?;
+    Some(commit.id)
+}
+
+fn is_hex_id(name: &str) -> bool {
+    name.len() >= 7 && name.bytes().all(|byte| byte.is_ascii_hexdigit())
+}
+
+fn is_shallow(repo: &gix::Repository) -> bool {
+    repo.is_shallow().unwrap_or(false)
+}
+
+fn merge_base(repo: &gix::Repository, base: &Base, head: ObjectId) -> Result<ObjectId, VcsError> {
+    let shallow = || VcsError::ShallowClone {
+        base: base.name.clone(),
+    };
+    match repo.merge_base(base.commit, head) {
+        Ok(Some(id)) => Ok(id.detach()),
+        // In a shallow clone the walk stops (or fails on a missing parent) at the
+        // boundary, so a missing merge base there means missing history.
+        Ok(None) | Err(_) if is_shallow(repo) => Err(shallow()),
+        Ok(None) => Err(VcsError::Git(format!(
+            "`{}` and HEAD have no common history",
+            base.name
+        ))),
+        Err(err) => Err(git_err("cannot compute the merge base")(err)),
+    }
+}
+
+/// Adds every path that differs between the trees of `old` and `new`. Rename tracking is
+/// off: a rename is a deletion plus an addition, and both paths matter.
+fn diff_commits(
+    repo: &gix::Repository,
+    old: ObjectId,
+    new: ObjectId,
+    paths: &mut BTreeSet<String>,
+) -> Result<(), VcsError> {
+    let tree_of = |id: ObjectId| {
+        repo.find_commit(id)
+            .and_then(|commit| commit.tree())
+            .map_err(git_err("cannot read a commit tree"))
+    };
+    let old_tree = tree_of(old)?;
+    let new_tree = tree_of(new)?;
+    let changes = repo
+        .diff_tree_to_tree(&old_tree, &new_tree, gix::diff::Options::default())
+        .map_err(git_err("cannot diff the merge base against HEAD"))?;
+    for change in changes {
+        use gix::object::tree::diff::ChangeDetached as Change;
+        // Directory entries show up next to the files inside them; only the files count,
+        // but a file that became a directory (or the reverse) is a changed path too.
+        match change {
+            Change::Addition {
+                location,
+                entry_mode,
+                ..
+            }
+            | Change::Deletion {
+                location,
+                entry_mode,
+                ..
+            } => {
+                if !entry_mode.is_tree() {
+                    insert(paths, location.as_ref());
+                }
+            }
+            Change::Modification {
+                location,
+                previous_entry_mode,
+                entry_mode,
+                ..
+            } => {
+                if !(previous_entry_mode.is_tree() && entry_mode.is_tree()) {
+                    insert(paths, location.as_ref());
+                }
+            }
+            Change::Rewrite {
+                source_location,
+                source_entry_mode,
+                location,
+                entry_mode,
+                ..
+            } => {
+                if !source_entry_mode.is_tree() {
+                    insert(paths, source_location.as_ref());
+                }
+                if !entry_mode.is_tree() {
+                    insert(paths, location.as_ref());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds staged (HEAD vs index), unstaged (index vs working tree) and untracked, not
+/// ignored files.
+fn worktree_changes(repo: &gix::Repository, paths: &mut BTreeSet<String>) -> Result<(), VcsError> {
+    use gix::status::{index_worktree, tree_index::TrackRenames, Item};
+
+    // Every untracked file is listed one by one, whatever `status.showUntrackedFiles` says.
+    let dirwalk = repo
+        .dirwalk_options()
+        .map_err(git_err("cannot configure the directory walk"))?
+        .emit_untracked(gix::dir::walk::EmissionMode::Matching);
+    let status = repo
+        .status(gix::progress::Discard)
+        .map_err(git_err("cannot read the working tree status"))?
+        // Submodule contents are not project files; a moved submodule pointer still shows
+        // up as a staged or committed change of its path.
+        .index_worktree_submodules(None)
+        .index_worktree_rewrites(None)
+        .tree_index_track_renames(TrackRenames::Disabled)
+        .index_worktree_options_mut(|options| options.dirwalk_options = Some(dirwalk));
+    let items = status
+        .into_iter(Vec::new())
+        .map_err(git_err("cannot read the working tree status"))?;
+    for item in items {
+        let item = item.map_err(git_err("cannot read the working tree status"))?;
+        match &item {
+            Item::TreeIndex(change) => {
+                if let gix::diff::index::ChangeRef::Rewrite {
+                    source_location, ..
+                } = change
+                {
+                    insert(paths, source_location.as_ref());
+                }
+                insert(paths, change.location());
+            }
+            Item::IndexWorktree(index_worktree::Item::Modification { status, .. }) => {
+                // `NeedsUpdate` means only the file's stat changed, not its content.
+                if !matches!(
+                    status,
+                    gix::status::plumbing::index_as_worktree::EntryStatus::NeedsUpdate(_)
+                ) {
+                    insert(paths, item.location());
+                }
+            }
+            Item::IndexWorktree(index_worktree::Item::DirectoryContents { entry, .. }) => {
+                if entry.status == gix::dir::entry::Status::Untracked {
+                    insert(paths, entry.rela_path.as_ref());
+                }
+            }
+            Item::IndexWorktree(index_worktree::Item::Rewrite {
+                source,
+                dirwalk_entry,
+                ..
+            }) => {
+                insert(paths, source.rela_path());
+                insert(paths, dirwalk_entry.rela_path.as_ref());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn insert(paths: &mut BTreeSet<String>, path: &BStr) {
+    // Non-UTF-8 names cannot match a module path; lossy is enough to still report them.
+    paths.insert(path.to_str_lossy().into_owned());
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    /// A throwaway repository driven by the `git` CLI; the code under test only uses gix.
+    struct Repo {
+        _tmp: tempfile::TempDir,
+        root: Utf8PathBuf,
+    }
+
+    impl Repo {
+        /// A repository on `main` with one commit holding `files`.
+        fn new(files: &[(&str, &str)]) -> Self {
+            let repo = Self::empty();
+            repo.write_all(files);
+            repo.commit_all("initial");
+            repo
+        }
+
+        fn empty() -> Self {
+            let tmp = tempfile::tempdir().expect("temp dir");
+            let root = Utf8PathBuf::from_path_buf(tmp.path().join("repo")).expect("utf-8 temp dir");
+            std::fs::create_dir(&root).expect("create repo dir");
+            git(&root, &["init", "-q"]);
+            Self { _tmp: tmp, root }
+        }
+
+        /// A sibling directory of the repository, for remotes and clones.
+        fn sibling(&self, name: &str) -> Utf8PathBuf {
+            self.root.parent().expect("repo has a parent").join(name)
+        }
+
+        fn git(&self, args: &[&str]) -> String {
+            git(&self.root, args)
+        }
+
+        fn write(&self, path: &str, content: &str) {
+            let path = self.root.join(path);
+            std::fs::create_dir_all(path.parent().expect("file has a parent")).expect("mkdir");
+            std::fs::write(path, content).expect("write file");
+        }
+
+        fn write_all(&self, files: &[(&str, &str)]) {
+            for (path, content) in files {
+                self.write(path, content);
+            }
+        }
+
+        fn commit_all(&self, message: &str) -> String {
+            self.git(&["add", "-A"]);
+            self.git(&["commit", "-q", "-m", message]);
+            self.rev("HEAD")
+        }
+
+        fn rev(&self, spec: &str) -> String {
+            self.git(&["rev-parse", spec])
+        }
+
+        fn request(&self) -> ChangeRequest {
+            ChangeRequest {
+                project_dir: self.root.clone(),
+                base_ref: None,
+                committed_only: false,
+                env: BTreeMap::new(),
+            }
+        }
+
+        fn changes(&self, base_ref: &str) -> Vec<String> {
+            let req = ChangeRequest {
+                base_ref: Some(base_ref.to_owned()),
+                ..self.request()
+            };
+            changed(&req)
+        }
+
+        fn committed(&self, base_ref: &str) -> Vec<String> {
+            let req = ChangeRequest {
+                base_ref: Some(base_ref.to_owned()),
+                committed_only: true,
+                ..self.request()
+            };
+            changed(&req)
+        }
+    }
+
+    fn git(dir: &Utf8Path, args: &[&str]) -> String {
+        let output = Command::new("git")
+            .current_dir(dir)
+            .args([
+                "-c",
+                "init.defaultBranch=main",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .output()
+            .expect("run git");
+        assert!(
+            output.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout)
+            .expect("utf-8 git output")
+            .trim()
+            .to_owned()
+    }
+
+    fn changed(req: &ChangeRequest) -> Vec<String> {
+        changed_files(req).expect("changed files").changed_files
+    }
+
+    const BASE_FILES: &[(&str, &str)] = &[
+        (".gitignore", "*.tfstate\n.terraform/\n"),
+        ("vpc/main.tf", "# vpc\n"),
+        ("vpc/vars.tf", "# vars\n"),
+        ("eks/main.tf", "# eks\n"),
+        ("rds/main.tf", "# rds\n"),
+    ];
+
+    #[test]
+    fn committed_changes_are_diffed_from_the_merge_base() {
+        let repo = Repo::new(BASE_FILES);
+        let fork = repo.rev("HEAD");
+        repo.git(&["checkout", "-q", "-b", "feature"]);
+        repo.write("vpc/main.tf", "# vpc v2\n");
+        repo.write("s3/main.tf", "# new module\n");
+        repo.commit_all("feature work");
+        // main moves on after the fork: its changes are not the branch's.
+        repo.git(&["checkout", "-q", "main"]);
+        repo.write("rds/main.tf", "# rds on main\n");
+        let main = repo.commit_all("main work");
+        repo.git(&["checkout", "-q", "feature"]);
+
+        let req = ChangeRequest {
+            base_ref: Some("main".to_owned()),
+            ..repo.request()
+        };
+        let set = changed_files(&req).expect("changed files");
+        assert_eq!(
+            set,
+            ChangeSet {
+                base: "main".to_owned(),
+                base_commit: main,
+                merge_base: fork,
+                changed_files: vec!["s3/main.tf".to_owned(), "vpc/main.tf".to_owned()],
+            }
+        );
+    }
+
+    #[test]
+    fn working_tree_adds_staged_unstaged_and_untracked_but_not_ignored_files() {
+        let repo = Repo::new(BASE_FILES);
+        repo.git(&["checkout", "-q", "-b", "feature"]);
+        repo.write("vpc/main.tf", "# committed\n");
+        repo.commit_all("feature work");
+        repo.write("eks/main.tf", "# staged\n");
+        repo.git(&["add", "eks/main.tf"]);
+        repo.write("rds/main.tf", "# unstaged\n");
+        repo.write("s3/new/main.tf", "# untracked in a new directory\n");
+        repo.write("vpc/terraform.tfstate", "{}");
+        repo.write("vpc/.terraform/providers.lock", "ignored directory");
+        // Same content, new mtime: git sees no change, neither must we.
+        repo.write("vpc/vars.tf", "# vars\n");
+
+        assert_eq!(
+            repo.changes("main"),
+            [
+                "eks/main.tf",
+                "rds/main.tf",
+                "s3/new/main.tf",
+                "vpc/main.tf"
+            ]
+        );
+        assert_eq!(repo.committed("main"), ["vpc/main.tf"]);
+    }
+
+    #[test]
+    fn a_rename_is_reported_as_both_paths_and_a_deleted_directory_as_its_files() {
+        let repo = Repo::new(BASE_FILES);
+        repo.git(&["checkout", "-q", "-b", "feature"]);
+        repo.git(&["mv", "vpc/vars.tf", "vpc/variables.tf"]);
+        repo.git(&["rm", "-q", "-r", "eks"]);
+        repo.commit_all("rename and delete");
+        assert_eq!(
+            repo.committed("main"),
+            ["eks/main.tf", "vpc/variables.tf", "vpc/vars.tf"]
+        );
+
+        // The same holds while the rename is only staged or only on disk.
+        repo.git(&["mv", "rds/main.tf", "rds/rds.tf"]);
+        std::fs::rename(
+            repo.root.join("vpc/main.tf"),
+            repo.root.join("vpc/network.tf"),
+        )
+        .expect("rename on disk");
+        assert_eq!(
+            repo.changes("main"),
+            [
+                "eks/main.tf",
+                "rds/main.tf",
+                "rds/rds.tf",
+                "vpc/main.tf",
+                "vpc/network.tf",
+                "vpc/variables.tf",
+                "vpc/vars.tf"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_project_in_a_subdirectory_sees_only_its_own_files_relative_to_itself() {
+        let repo = Repo::new(&[
+            ("README.md", "readme\n"),
+            ("infra/vpc/main.tf", "# vpc\n"),
+            ("infra-other/main.tf", "# same prefix, other directory\n"),
+            ("app/main.go", "package main\n"),
+        ]);
+        repo.git(&["checkout", "-q", "-b", "feature"]);
+        repo.write("README.md", "changed\n");
+        repo.write("infra/vpc/main.tf", "# vpc v2\n");
+        repo.write("infra-other/main.tf", "# changed\n");
+        repo.commit_all("feature work");
+        repo.write("app/main.go", "package app\n");
+        repo.write("infra/eks/main.tf", "# untracked\n");
+
+        let req = ChangeRequest {
+            project_dir: repo.root.join("infra"),
+            base_ref: Some("main".to_owned()),
+            ..repo.request()
+        };
+        assert_eq!(changed(&req), ["eks/main.tf", "vpc/main.tf"]);
+    }
+
+    #[test]
+    fn base_defaults_to_origin_main() {
+        let repo = Repo::new(BASE_FILES);
+        repo.git(&["update-ref", "refs/remotes/origin/main", "HEAD"]);
+        // A local `main` that moved on must not win over `origin/main`.
+        repo.write("rds/main.tf", "# local main only\n");
+        repo.commit_all("local main");
+        repo.git(&["checkout", "-q", "-b", "feature"]);
+        repo.write("eks/main.tf", "# feature\n");
+        repo.commit_all("feature");
+
+        let set = changed_files(&ChangeRequest {
+            committed_only: true,
+            ..repo.request()
+        })
+        .expect("changed files");
+        assert_eq!(set.base, "origin/main");
+        assert_eq!(set.changed_files, ["eks/main.tf", "rds/main.tf"]);
+    }
+
+    #[test]
+    fn base_defaults_to_the_target_of_origin_head_in_a_clone() {
+        let origin = Repo::new(BASE_FILES);
+        origin.git(&["branch", "-m", "trunk"]);
+        let clone = origin.sibling("clone");
+        git(
+            origin.root.parent().expect("parent"),
+            &[
+                "clone",
+                "-q",
+                &format!("file://{}", origin.root),
+                clone.as_str(),
+            ],
+        );
+        git(&clone, &["checkout", "-q", "-b", "feature"]);
+        std::fs::write(clone.join("vpc/main.tf"), "# feature\n").expect("write");
+
+        let set = changed_files(&ChangeRequest {
+            project_dir: clone,
+            ..origin.request()
+        })
+        .expect("changed files");
+        assert_eq!(set.base, "origin/trunk");
+        assert_eq!(set.base_commit, origin.rev("trunk"));
+        assert_eq!(set.changed_files, ["vpc/main.tf"]);
+    }
+
+    #[test]
+    fn ci_variables_pick_the_base_and_base_ref_wins_over_them() {
+        let repo = Repo::new(BASE_FILES);
+        let first = repo.rev("HEAD");
+        repo.write("vpc/main.tf", "# second\n");
+        let second = repo.commit_all("second");
+        repo.git(&["update-ref", "refs/remotes/origin/release", &second]);
+        repo.write("eks/main.tf", "# third\n");
+        repo.commit_all("third");
+
+        let env = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect()
+        };
+        let with = |base_ref: Option<&str>, vars: &[(&str, &str)]| {
+            changed_files(&ChangeRequest {
+                base_ref: base_ref.map(str::to_owned),
+                env: env(vars),
+                ..repo.request()
+            })
+            .expect("changed files")
+        };
+
+        let set = with(
+            None,
+            &[(MR_DIFF_BASE_SHA, &first), (GITHUB_BASE_REF, "release")],
+        );
+        assert_eq!(set.base, first);
+        assert_eq!(set.changed_files, ["eks/main.tf", "vpc/main.tf"]);
+
+        // GitHub sets GITHUB_BASE_REF to "" outside pull requests: empty means unset.
+        let set = with(
+            None,
+            &[(MR_DIFF_BASE_SHA, ""), (GITHUB_BASE_REF, "release")],
+        );
+        assert_eq!(set.base, "origin/release");
+        assert_eq!(set.changed_files, ["eks/main.tf"]);
+
+        let set = with(Some("HEAD~1"), &[(MR_DIFF_BASE_SHA, &first)]);
+        assert_eq!(set.base, "HEAD~1");
+        assert_eq!(set.changed_files, ["eks/main.tf"]);
+    }
+
+    #[test]
+    fn an_unknown_ref_names_everything_tried() {
+        let repo = Repo::new(BASE_FILES);
+        let err = changed_files(&ChangeRequest {
+            base_ref: Some("origin/nope".to_owned()),
+            ..repo.request()
+        })
+        .expect_err("unknown ref");
+        assert!(
+            matches!(&err, VcsError::UnknownRef { tried, origin } if tried == &["origin/nope"] && origin == "--base-ref"),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "unknown base ref: tried `origin/nope` (from --base-ref); pass an existing ref with \
+             --base-ref, or fetch the base branch (e.g. `git fetch origin main`)"
+        );
+
+        let err = changed_files(&ChangeRequest {
+            env: [(GITHUB_BASE_REF.to_owned(), "develop".to_owned())].into(),
+            ..repo.request()
+        })
+        .expect_err("unknown ref");
+        assert!(
+            err.to_string()
+                .contains("`origin/develop` (from GITHUB_BASE_REF)"),
+            "{err}"
+        );
+
+        repo.git(&["branch", "-m", "trunk"]);
+        let err = changed_files(&repo.request()).expect_err("no default base");
+        let VcsError::UnknownRef { tried, .. } = err else {
+            panic!("expected UnknownRef, got {err:?}");
+        };
+        assert_eq!(
+            tried,
+            [
+                "origin/HEAD",
+                "origin/main",
+                "origin/master",
+                "main",
+                "master"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_shallow_clone_works_while_the_merge_base_is_there() {
+        let origin = Repo::new(BASE_FILES);
+        origin.write("vpc/main.tf", "# second\n");
+        origin.commit_all("second");
+        let clone = origin.sibling("clone");
+        git(
+            origin.root.parent().expect("parent"),
+            &[
+                "clone",
+                "-q",
+                "--depth",
+                "1",
+                &format!("file://{}", origin.root),
+                clone.as_str(),
+            ],
+        );
+        git(&clone, &["checkout", "-q", "-b", "feature"]);
+        std::fs::write(clone.join("eks/main.tf"), "# feature\n").expect("write");
+        git(&clone, &["commit", "-q", "-am", "feature"]);
+
+        let req = ChangeRequest {
+            project_dir: clone,
+            ..origin.request()
+        };
+        let set = changed_files(&req).expect("changed files");
+        assert_eq!(set.base, "origin/main");
+        assert_eq!(set.changed_files, ["eks/main.tf"]);
+    }
+
+    #[test]
+    fn a_shallow_clone_without_the_merge_base_says_how_to_fix_it() {
+        let origin = Repo::new(BASE_FILES);
+        origin.git(&["checkout", "-q", "-b", "feature"]);
+        origin.write("eks/main.tf", "# feature\n");
+        origin.commit_all("feature");
+        origin.git(&["checkout", "-q", "main"]);
+        origin.write("vpc/main.tf", "# main moved on\n");
+        let main = origin.commit_all("main");
+
+        let clone = origin.sibling("clone");
+        git(
+            origin.root.parent().expect("parent"),
+            &[
+                "clone",
+                "-q",
+                "--depth",
+                "1",
+                "--no-single-branch",
+                &format!("file://{}", origin.root),
+                clone.as_str(),
+            ],
+        );
+        git(&clone, &["checkout", "-q", "--detach", "origin/feature"]);
+
+        let req = ChangeRequest {
+            project_dir: clone.clone(),
+            ..origin.request()
+        };
+        let err = changed_files(&req).expect_err("merge base is missing");
+        assert!(
+            matches!(&err, VcsError::ShallowClone { base } if base == "origin/main"),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains("git fetch --unshallow"), "{message}");
+        assert!(message.contains("GIT_DEPTH: 0"), "{message}");
+
+        // GitLab's diff base SHA may not even be fetched.
+        let missing = origin.rev("main~1");
+        let err = changed_files(&ChangeRequest {
+            env: [(MR_DIFF_BASE_SHA.to_owned(), missing.clone())].into(),
+            ..req
+        })
+        .expect_err("base commit is missing");
+        assert!(
+            matches!(&err, VcsError::ShallowClone { base } if *base == missing),
+            "{err:?}"
+        );
+        assert_ne!(missing, main);
+    }
+
+    #[test]
+    fn a_detached_head_works_like_a_branch() {
+        let repo = Repo::new(BASE_FILES);
+        repo.git(&["checkout", "-q", "--detach"]);
+        repo.write("vpc/main.tf", "# detached\n");
+        repo.commit_all("detached work");
+        assert_eq!(repo.committed("main"), ["vpc/main.tf"]);
+    }
+
+    #[test]
+    fn a_repository_without_commits_reports_its_working_tree() {
+        let repo = Repo::empty();
+        repo.write_all(BASE_FILES);
+        repo.git(&["add", "vpc"]);
+
+        let set = changed_files(&repo.request()).expect("changed files");
+        assert_eq!(
+            set,
+            ChangeSet {
+                base: String::new(),
+                base_commit: String::new(),
+                merge_base: String::new(),
+                changed_files: vec![
+                    ".gitignore".to_owned(),
+                    "eks/main.tf".to_owned(),
+                    "rds/main.tf".to_owned(),
+                    "vpc/main.tf".to_owned(),
+                    "vpc/vars.tf".to_owned(),
+                ],
+            }
+        );
+        let committed = changed_files(&ChangeRequest {
+            committed_only: true,
+            ..repo.request()
+        })
+        .expect("changed files");
+        assert!(committed.changed_files.is_empty());
+    }
+
+    #[test]
+    fn outside_a_repository_is_an_error() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = Utf8PathBuf::from_path_buf(tmp.path().to_path_buf()).expect("utf-8");
+        let err = changed_files(&ChangeRequest {
+            project_dir: dir,
+            base_ref: None,
+            committed_only: false,
+            env: BTreeMap::new(),
+        })
+        .expect_err("no repository");
+        assert!(matches!(err, VcsError::NotARepository { .. }), "{err:?}");
+    }
+}
