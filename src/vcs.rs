@@ -53,6 +53,7 @@ pub struct ChangeSet {
     pub changed_files: Vec<String>,
 }
 
+/// Why the changed files could not be computed; each message says what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum VcsError {
     #[error("{path} is not inside a git repository: {reason}")]
@@ -113,7 +114,7 @@ pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
         // reported when one exists, and an explicitly named one must exist.
         None => match resolve_base(&repo, req) {
             Ok(base) => (base.name, base.commit.to_string(), String::new()),
-            Err(VcsError::UnknownRef { .. }) if base_origin(req).1 == DEFAULTS => {
+            Err(VcsError::UnknownRef { .. }) if base_origin(req).0.is_none() => {
                 (String::new(), String::new(), String::new())
             }
             Err(err) => return Err(err),
@@ -887,6 +888,15 @@ mod tests {
             "{err:?}"
         );
         assert_ne!(missing, main);
+    }
+
+    #[test]
+    fn names_are_reported_verbatim_and_on_the_base_itself_nothing_is_committed() {
+        let repo = Repo::new(BASE_FILES);
+        assert!(repo.committed("main").is_empty());
+        repo.write("eks/prod eu.tfvars", "# space\n");
+        repo.write("eks/größe.tf", "# non-ASCII\n");
+        assert_eq!(repo.changes("main"), ["eks/größe.tf", "eks/prod eu.tfvars"]);
     }
 
     #[test]
