@@ -551,17 +551,34 @@ fn select_provider(
 }
 
 fn change_input(
-    _system: &dyn System,
-    _root: &Utf8Path,
+    system: &dyn System,
+    root: &Utf8Path,
     args: &ChangeArgs,
 ) -> anyhow::Result<Option<ChangeInput>> {
     if !args.changed_only {
+        if args.base_ref.is_some() || args.committed_only || args.include_dependencies {
+            return Err(fail(
+                exit::USAGE,
+                "--base-ref, --committed-only and --include-dependencies need --changed-only",
+            ));
+        }
         return Ok(None);
     }
-    Err(fail(
-        exit::ERROR,
-        "--changed-only is not available in this build",
-    ))
+    let env = crate::vcs::ENV_VARS
+        .iter()
+        .filter_map(|name| system.env_var(name).map(|v| ((*name).to_owned(), v)))
+        .collect();
+    let set = crate::vcs::changed_files(&crate::vcs::ChangeRequest {
+        project_dir: root.to_owned(),
+        base_ref: args.base_ref.clone(),
+        committed_only: args.committed_only,
+        env,
+    })
+    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    Ok(Some(ChangeInput {
+        files: set.changed_files,
+        include_dependencies: args.include_dependencies,
+    }))
 }
 
 fn local_exec(global: &GlobalArgs, args: &LocalExecArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
