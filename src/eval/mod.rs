@@ -33,7 +33,7 @@ pub(crate) mod limits {
     /// Elements `range()` may produce, as in Terraform.
     pub const MAX_RANGE: usize = 1024;
     /// Work units for one evaluation: one per node, element or 16 bytes of copied string.
-    pub const FUEL: u64 = 20_000_000;
+    pub const FUEL: u64 = 10_000_000;
     /// Compiled-program size for one regular expression.
     pub const REGEX_SIZE: usize = 2 * 1024 * 1024;
     /// Source length of one regular expression.

@@ -782,3 +782,327 @@ fn deep_nesting_is_a_limit_not_a_crash() {
         }
     }
 }
+
+fn limit_code(src: &str) -> &'static str {
+    match eval(src) {
+        Err(e) => e.code,
+        Ok(v) => panic!("`{src}` evaluated to {}", show(&v)),
+    }
+}
+
+#[test]
+fn runaway_work_ends_in_a_limit() {
+    let started = std::time::Instant::now();
+    for src in [
+        // 10^9 iterations.
+        "[for a in range(1000) : [for b in range(1000) : [for c in range(1000) : 1]]]",
+        // Strings doubling past 16 MiB.
+        "join(\"\", [for i in range(1000) : join(\"\", [for j in range(1000) : \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"])])",
+        "replace(replace(replace(replace(replace(replace(\"aaaaaaaaaaaaaaaaaaaa\", \"a\", \"aaaaaaaaaaaaaaaaaaaa\"), \"a\", \"aaaaaaaaaaaaaaaaaaaa\"), \"a\", \"aaaaaaaaaaaaaaaaaaaa\"), \"a\", \"aaaaaaaaaaaaaaaaaaaa\"), \"a\", \"aaaaaaaaaaaaaaaaaaaa\"), \"a\", \"aaaaaaaaaaaaaaaaaaaa\")",
+        "replace(replace(replace(replace(replace(replace(\"aaaaaaaaaaaaaaaaaaaa\", \"/a/\", \"$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0\"), \"/a/\", \"$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0\"), \"/a/\", \"$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0\"), \"/a/\", \"$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0\"), \"/a/\", \"$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0\"), \"/a/\", \"$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0$0\")",
+        "setproduct(range(1000), range(1000), range(1000))",
+        "flatten(setproduct(range(1000), range(1000), [1, 2, 3]))",
+        "indent(16000000, \"a\\nb\\nc\")",
+        "format(\"%99999d\", 1)",
+        "range(1025)",
+        "regex(\"((((a{100}){100}){100}){100})\", \"a\")",
+    ] {
+        assert_eq!(limit_code(src), "evaluation-limit", "{src}");
+    }
+    assert!(started.elapsed().as_secs() < 60, "limits took too long");
+}
+
+/// A deterministic xorshift generator: the same trees on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const FUNCTION_NAMES: &[&str] = &[
+    "format",
+    "formatlist",
+    "join",
+    "split",
+    "lower",
+    "upper",
+    "title",
+    "trim",
+    "trimprefix",
+    "trimsuffix",
+    "trimspace",
+    "chomp",
+    "replace",
+    "substr",
+    "regex",
+    "regexall",
+    "startswith",
+    "endswith",
+    "strcontains",
+    "strrev",
+    "indent",
+    "templatestring",
+    "element",
+    "length",
+    "lookup",
+    "concat",
+    "contains",
+    "keys",
+    "values",
+    "merge",
+    "flatten",
+    "distinct",
+    "compact",
+    "coalesce",
+    "coalescelist",
+    "index",
+    "one",
+    "range",
+    "reverse",
+    "slice",
+    "sort",
+    "setproduct",
+    "setunion",
+    "setintersection",
+    "setsubtract",
+    "transpose",
+    "zipmap",
+    "chunklist",
+    "tolist",
+    "toset",
+    "tomap",
+    "sum",
+    "alltrue",
+    "anytrue",
+    "matchkeys",
+    "abs",
+    "ceil",
+    "floor",
+    "max",
+    "min",
+    "log",
+    "pow",
+    "parseint",
+    "signum",
+    "jsonencode",
+    "jsondecode",
+    "yamlencode",
+    "yamldecode",
+    "base64encode",
+    "base64decode",
+    "urlencode",
+    "csvdecode",
+    "md5",
+    "sha1",
+    "sha256",
+    "sha512",
+    "base64sha256",
+    "tostring",
+    "tonumber",
+    "tobool",
+    "abspath",
+    "basename",
+    "dirname",
+    "pathexpand",
+    "file",
+    "fileexists",
+    "fileset",
+    "templatefile",
+    "try",
+    "can",
+    "nope",
+    "timestamp",
+];
+
+fn random_expr(rng: &mut Rng, depth: usize) -> crate::facts::expr::Expr {
+    use crate::facts::expr::{
+        BinaryOp, Expr, ExprKind, ForExpr, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
+    };
+    let leaf = depth == 0 || rng.below(4) == 0;
+    let kind = if leaf {
+        match rng.below(9) {
+            0 => ExprKind::Null,
+            1 => ExprKind::Bool(rng.below(2) == 0),
+            2 => ExprKind::Number(Num::new(
+                [0.0, 1.0, -1.0, 2.5, 1e300, -0.0, 3.0, 1024.0, f64::NAN][rng.below(9)],
+            )),
+            3 => ExprKind::String(
+                rng.pick(&[
+                    "",
+                    "a",
+                    "a,b",
+                    "/x/",
+                    "${",
+                    "%{",
+                    "(a)+",
+                    "1",
+                    "true",
+                    "{\"a\":1}",
+                    "é👍🏽",
+                ])
+                .into(),
+            ),
+            4 => ExprKind::Variable(
+                rng.pick(&["var", "local", "path", "x", "data", "each"])
+                    .into(),
+            ),
+            5 => ExprKind::Traversal(
+                Box::new(Expr {
+                    id: Default::default(),
+                    kind: ExprKind::Variable(rng.pick(&["var", "local", "data"]).into()),
+                }),
+                vec![Traverser::Attr(
+                    rng.pick(&[
+                        "env", "list", "objs", "key", "tags", "nothing", "unset", "nope",
+                    ])
+                    .into(),
+                )],
+            ),
+            6 => ExprKind::Array(Vec::new()),
+            7 => ExprKind::Object(Vec::new()),
+            _ => ExprKind::Variable("x".into()),
+        }
+    } else {
+        let d = depth - 1;
+        match rng.below(12) {
+            0 => ExprKind::Array((0..rng.below(4)).map(|_| random_expr(rng, d)).collect()),
+            1 => ExprKind::Object(
+                (0..rng.below(3))
+                    .map(|_| {
+                        let key = if rng.below(2) == 0 {
+                            ObjectKey::Ident(rng.pick(&["a", "b", "c"]).into())
+                        } else {
+                            ObjectKey::Expr(random_expr(rng, d))
+                        };
+                        (key, random_expr(rng, d))
+                    })
+                    .collect(),
+            ),
+            2 => ExprKind::Template(
+                (0..rng.below(4))
+                    .map(|_| match rng.below(4) {
+                        0 => TemplatePart::Literal("lit".into()),
+                        1 => TemplatePart::If {
+                            cond: random_expr(rng, d),
+                            then: vec![TemplatePart::Interpolation(random_expr(rng, d))],
+                            otherwise: vec![TemplatePart::Literal("no".into())],
+                        },
+                        2 => TemplatePart::For {
+                            key_var: None,
+                            value_var: "x".into(),
+                            collection: random_expr(rng, d),
+                            body: vec![TemplatePart::Interpolation(random_expr(rng, d))],
+                        },
+                        _ => TemplatePart::Interpolation(random_expr(rng, d)),
+                    })
+                    .collect(),
+            ),
+            3 => ExprKind::Traversal(
+                Box::new(random_expr(rng, d)),
+                (0..1 + rng.below(3))
+                    .map(|_| match rng.below(5) {
+                        0 => Traverser::Attr(rng.pick(&["a", "name", "env"]).into()),
+                        1 => Traverser::Index(random_expr(rng, d)),
+                        2 => Traverser::LegacyIndex(rng.below(3) as u64),
+                        3 => Traverser::AttrSplat,
+                        _ => Traverser::FullSplat,
+                    })
+                    .collect(),
+            ),
+            4..=6 => ExprKind::FuncCall {
+                name: rng.pick(FUNCTION_NAMES).into(),
+                args: (0..rng.below(4)).map(|_| random_expr(rng, d)).collect(),
+                expand_final: rng.below(8) == 0,
+            },
+            7 => ExprKind::Conditional(
+                Box::new(random_expr(rng, d)),
+                Box::new(random_expr(rng, d)),
+                Box::new(random_expr(rng, d)),
+            ),
+            8 => ExprKind::Unary(
+                if rng.below(2) == 0 {
+                    UnaryOp::Neg
+                } else {
+                    UnaryOp::Not
+                },
+                Box::new(random_expr(rng, d)),
+            ),
+            9 => ExprKind::Binary(
+                [
+                    BinaryOp::Eq,
+                    BinaryOp::NotEq,
+                    BinaryOp::Less,
+                    BinaryOp::Plus,
+                    BinaryOp::Mul,
+                    BinaryOp::Div,
+                    BinaryOp::Mod,
+                    BinaryOp::And,
+                    BinaryOp::Or,
+                ][rng.below(9)],
+                Box::new(random_expr(rng, d)),
+                Box::new(random_expr(rng, d)),
+            ),
+            10 => ExprKind::For(Box::new(ForExpr {
+                key_var: (rng.below(2) == 0).then(|| "k".to_string()),
+                value_var: "x".into(),
+                collection: random_expr(rng, d),
+                key_expr: (rng.below(2) == 0).then(|| random_expr(rng, d)),
+                value_expr: random_expr(rng, d),
+                cond: (rng.below(3) == 0).then(|| random_expr(rng, d)),
+                grouping: rng.below(3) == 0,
+            })),
+            _ => ExprKind::Paren(Box::new(random_expr(rng, d))),
+        }
+    };
+    Expr {
+        id: Default::default(),
+        kind,
+    }
+}
+
+#[test]
+fn random_expressions_never_panic() {
+    let host = MemHost(
+        [("/m/t.tpl", "${x}"), ("/m/a", "a,b\n1,2")]
+            .into_iter()
+            .map(|(p, c)| (Utf8PathBuf::from(p), c.to_string()))
+            .collect(),
+    );
+    let scope = scope();
+    let ctx = EvalContext {
+        scope: &scope,
+        module_dir: Utf8PathBuf::from("/m"),
+        host: &host,
+    };
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut outcomes = BTreeMap::<&str, usize>::new();
+    for _ in 0..3000 {
+        let expr = random_expr(&mut rng, 6);
+        let key = match evaluate(&expr, &ctx) {
+            Ok(Value::Unknown(_)) => "unknown",
+            Ok(_) => "value",
+            Err(e) => e.code,
+        };
+        *outcomes.entry(key).or_default() += 1;
+    }
+    // The generator must exercise both successes and errors to be worth anything.
+    assert!(
+        outcomes.get("value").copied().unwrap_or(0) > 300,
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.get("evaluation-error").copied().unwrap_or(0) > 300,
+        "{outcomes:?}"
+    );
+}

@@ -192,7 +192,11 @@ pub fn total_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     match (a, b) {
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-        (Value::Number(x), Value::Number(y)) => x.partial_cmp(y).unwrap_or_else(|| x.total_cmp(y)),
+        // NaN sorts last and equal to itself, so the order stays total (sorting needs it).
+        (Value::Number(x), Value::Number(y)) => match (x.is_nan(), y.is_nan()) {
+            (false, false) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+            (a, b) => a.cmp(&b),
+        },
         (Value::String(x), Value::String(y)) => x.cmp(y),
         (Value::Unknown(x), Value::Unknown(y)) => x.reason.cmp(&y.reason),
         (Value::List(x), Value::List(y)) | (Value::Set(x), Value::Set(y)) => {

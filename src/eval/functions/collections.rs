@@ -357,7 +357,7 @@ fn set_args(a: &mut Args) -> R<Vec<Vec<Value>>> {
         .collect()
 }
 
-pub(super) fn setproduct(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
+pub(super) fn setproduct(ev: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     if a.len() < 2 {
         return Err(a.fail("at least two arguments are required"));
     }
@@ -370,6 +370,7 @@ pub(super) fn setproduct(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     if total > limits::MAX_ELEMENTS {
         return Err(a.limit("the product has too many elements"));
     }
+    ev.charge(a.node, (total as u64).saturating_mul(sets.len() as u64))?;
     let mut out: Vec<Vec<Value>> = vec![Vec::new()];
     for s in &sets {
         let mut next = Vec::with_capacity(out.len() * s.len());
