@@ -153,10 +153,201 @@ pub fn unify_map(map: BTreeMap<String, Value>) -> Result<BTreeMap<String, Value>
 
 /// Converts a variable's value to its declared type constraint (`string`, `list(string)`,
 /// `map(object({...}))`, `optional(...)`, `any`...), as Terraform does on assignment.
-pub fn convert_to_type(
-    value: Value,
-    type_expr: &crate::facts::expr::Expr,
-) -> Result<Value, String> {
-    let _ = type_expr;
-    Ok(value)
+/// Unknown values pass through; object attributes not in the type are dropped, missing
+/// `optional` ones take their default (or null).
+pub fn convert_to_type(value: Value, type_expr: &Expr) -> Result<Value, String> {
+    convert(value, type_expr, 0)
+}
+
+use crate::facts::expr::{Expr, ExprKind, ObjectKey};
+
+const MAX_TYPE_DEPTH: usize = 64;
+
+/// The name and arguments of a type expression: `string` -> ("string", []),
+/// `list(string)` -> ("list", [string]); legacy quoted forms (`"string"`) too.
+fn type_parts(t: &Expr) -> Result<(&str, &[Expr]), String> {
+    match &t.kind {
+        ExprKind::Variable(name) => Ok((name, &[])),
+        ExprKind::String(name) => Ok((name, &[])),
+        ExprKind::FuncCall { name, args, .. } => Ok((name, args)),
+        ExprKind::Paren(inner) => type_parts(inner),
+        _ => Err("invalid type constraint".into()),
+    }
+}
+
+fn one_arg<'e>(name: &str, args: &'e [Expr]) -> Result<Option<&'e Expr>, String> {
+    match args {
+        [] => Ok(None),
+        [t] => Ok(Some(t)),
+        _ => Err(format!("the {name} type constructor requires one argument")),
+    }
+}
+
+fn convert(value: Value, t: &Expr, depth: usize) -> Result<Value, String> {
+    if depth > MAX_TYPE_DEPTH {
+        return Err("the type constraint is nested too deeply".into());
+    }
+    if matches!(value, Value::Unknown(_) | Value::Null) {
+        return Ok(value);
+    }
+    let (name, args) = type_parts(t)?;
+    match name {
+        "any" => Ok(value),
+        "string" => to_string_primitive(&value).map(Value::String),
+        "number" => to_number(&value).map(Value::Number),
+        "bool" => to_bool(&value).map(Value::Bool),
+        "list" | "set" => {
+            let elem = one_arg(name, args)?;
+            let items = match value {
+                Value::List(items) | Value::Set(items) => items,
+                other => {
+                    return Err(format!(
+                        "{name} of {} required, but have {}",
+                        elem_name(elem),
+                        other.type_name()
+                    ))
+                }
+            };
+            let items = convert_elements(items, elem, depth)?;
+            Ok(if name == "set" {
+                Value::set(items)
+            } else {
+                Value::List(items)
+            })
+        }
+        "map" => {
+            let elem = one_arg(name, args)?;
+            let Value::Map(map) = value else {
+                return Err(format!(
+                    "map of {} required, but have {}",
+                    elem_name(elem),
+                    value.type_name()
+                ));
+            };
+            let (keys, values): (Vec<String>, Vec<Value>) = map.into_iter().unzip();
+            let values = convert_elements(values, elem, depth)
+                .map_err(|m| m.replacen("element", "map element", 1))?;
+            Ok(Value::Map(keys.into_iter().zip(values).collect()))
+        }
+        "tuple" => {
+            let [Expr {
+                kind: ExprKind::Array(types),
+                ..
+            }] = args
+            else {
+                return Err("the tuple type constructor requires a list of element types".into());
+            };
+            let (Value::List(items) | Value::Set(items)) = value else {
+                return Err(format!("tuple required, but have {}", value.type_name()));
+            };
+            if items.len() != types.len() {
+                return Err(format!(
+                    "tuple required with {} elements, but have {}",
+                    types.len(),
+                    items.len()
+                ));
+            }
+            items
+                .into_iter()
+                .zip(types)
+                .enumerate()
+                .map(|(i, (v, t))| {
+                    convert(v, t, depth + 1).map_err(|m| format!("element {i}: {m}"))
+                })
+                .collect::<Result<_, _>>()
+                .map(Value::List)
+        }
+        "object" => {
+            let [Expr {
+                kind: ExprKind::Object(attrs),
+                ..
+            }] = args
+            else {
+                return Err(
+                    "the object type constructor requires an object of attribute types".into(),
+                );
+            };
+            let Value::Map(mut map) = value else {
+                return Err(format!("object required, but have {}", value.type_name()));
+            };
+            let mut out = BTreeMap::new();
+            for (key, attr_type) in attrs {
+                let key = match key {
+                    ObjectKey::Ident(k) => k.clone(),
+                    ObjectKey::Expr(Expr {
+                        kind: ExprKind::String(k),
+                        ..
+                    }) => k.clone(),
+                    ObjectKey::Expr(_) => {
+                        return Err("object attribute names must be literal".into())
+                    }
+                };
+                let (attr_type, optional, default) = match type_parts(attr_type)? {
+                    ("optional", [t]) => (t, true, None),
+                    ("optional", [t, d]) => (t, true, Some(d)),
+                    _ => (attr_type, false, None),
+                };
+                let v = match map.remove(&key) {
+                    Some(Value::Null) | None if optional => match default {
+                        Some(d) => literal(d)?,
+                        None => Value::Null,
+                    },
+                    Some(v) => v,
+                    None => return Err(format!("attribute \"{key}\" is required")),
+                };
+                let v = convert(v, attr_type, depth + 1)
+                    .map_err(|m| format!("attribute \"{key}\": {m}"))?;
+                out.insert(key, v);
+            }
+            Ok(Value::Map(out))
+        }
+        other => Err(format!(
+            "the keyword \"{other}\" is not a valid type constraint"
+        )),
+    }
+}
+
+fn elem_name(elem: Option<&Expr>) -> String {
+    match elem.map(type_parts) {
+        Some(Ok((name, []))) => name.to_string(),
+        Some(Ok((name, _))) => name.to_string(),
+        _ => "any single type".to_string(),
+    }
+}
+
+/// Converts every element to `elem`; without an element type (`list(any)`, bare `list`)
+/// the elements are unified to one type as Terraform does.
+fn convert_elements(
+    items: Vec<Value>,
+    elem: Option<&Expr>,
+    depth: usize,
+) -> Result<Vec<Value>, String> {
+    let is_any = match elem {
+        None => true,
+        Some(t) => matches!(type_parts(t), Ok(("any", []))),
+    };
+    if is_any {
+        return unify(items);
+    }
+    let t = elem.expect("checked above");
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| convert(v, t, depth + 1).map_err(|m| format!("element {i}: {m}")))
+        .collect()
+}
+
+/// The value of an `optional(type, default)` default, which must be a constant.
+fn literal(e: &Expr) -> Result<Value, String> {
+    let scope = BTreeMap::new();
+    let ctx = super::EvalContext {
+        scope: &scope,
+        module_dir: camino::Utf8PathBuf::from("/"),
+        host: &super::NoFilesystem,
+    };
+    match super::evaluate(e, &ctx) {
+        Ok(v) if v.first_unknown().is_none() => Ok(v),
+        Ok(_) => Err("an optional attribute's default must be a constant".into()),
+        Err(e) => Err(e.message),
+    }
 }

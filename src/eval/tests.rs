@@ -1106,3 +1106,88 @@ fn random_expressions_never_panic() {
         "{outcomes:?}"
     );
 }
+
+fn converted(value_src: &str, type_src: &str) -> String {
+    let value = eval(value_src).expect("value evaluates");
+    let t = parse_expr(type_src).expect("type parses");
+    match super::convert_to_type(value, &t) {
+        Ok(v) => show(&v),
+        Err(m) => format!("!{m}"),
+    }
+}
+
+#[test]
+fn type_constraints_convert_like_terraform() {
+    let cases = [
+        ("\"a\"", "string", "\"a\""),
+        ("1", "string", "\"1\""),
+        ("true", "string", "\"true\""),
+        ("\"1.5\"", "number", "1.5"),
+        ("\"x\"", "number", "!cannot convert \"x\" to number"),
+        ("\"true\"", "bool", "true"),
+        ("[1]", "string", "!string required"),
+        ("null", "string", "null"),
+        (
+            "local.key",
+            "list(string)",
+            "(unknown: `data.aws_caller_identity.me.account_id` is only known after apply)",
+        ),
+        ("[1, \"a\"]", "list(string)", "[\"1\", \"a\"]"),
+        (
+            "[\"b\", \"a\", \"b\"]",
+            "set(string)",
+            "toset([\"a\", \"b\"])",
+        ),
+        ("[1, \"a\"]", "list(any)", "[\"1\", \"a\"]"),
+        ("[1, \"a\"]", "list", "[\"1\", \"a\"]"),
+        ("[1, [2]]", "any", "[1, [2]]"),
+        ("{a = 1}", "map(string)", "{\"a\" = \"1\"}"),
+        (
+            "{a = [1]}",
+            "map(string)",
+            "!map element 0: string required",
+        ),
+        (
+            "\"x\"",
+            "list(string)",
+            "!list of string required, but have string",
+        ),
+        ("[1, \"a\"]", "tuple([number, string])", "[1, \"a\"]"),
+        (
+            "[1]",
+            "tuple([number, string])",
+            "!tuple required with 2 elements",
+        ),
+        (
+            "{name = \"x\", extra = 1}",
+            "object({name = string, size = optional(number, 3), tags = optional(map(string))})",
+            "{\"name\" = \"x\", \"size\" = 3, \"tags\" = null}",
+        ),
+        (
+            "{size = 1}",
+            "object({name = string})",
+            "!attribute \"name\" is required",
+        ),
+        (
+            "{a = {name = 1}}",
+            "map(object({name = string}))",
+            "{\"a\" = {\"name\" = \"1\"}}",
+        ),
+        ("\"a\"", "\"string\"", "\"a\""),
+        ("\"a\"", "strin", "!not a valid type constraint"),
+    ];
+    let mut failures = Vec::new();
+    for (value, t, want) in cases {
+        let got = converted(value, t);
+        let ok = match want.strip_prefix('!') {
+            Some(fragment) => got.starts_with('!') && got.contains(fragment),
+            None => got == want,
+        };
+        if !ok {
+            failures.push(format!(
+                "  {value} as {t}\n    want: {want}\n    got:  {got}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
+}
