@@ -252,9 +252,9 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                         return Ok(Value::Bool(decisive));
                     }
                 }
-                let l = known!(l);
-                let _ = known!(r);
-                let _ = l;
+                if let Some(u) = [l, r].into_iter().find(Value::is_unknown) {
+                    return Ok(u);
+                }
                 Ok(Value::Bool(!decisive))
             }
             _ => {
