@@ -6,9 +6,39 @@
 //! reason it is unknown, or an [`EvalError`] for a real error (type error, unknown function,
 //! evaluation limit). Pure: no IO except through the host, no global state.
 
+mod convert;
+mod evaluator;
+mod functions;
+mod lower;
 mod value;
 
-pub use value::{Unknown, Value};
+#[cfg(test)]
+mod tests;
+
+pub use convert::convert_to_type;
+pub use value::{format_number, Unknown, Value};
+
+/// Bounds that keep evaluation finite on any input.
+pub(crate) mod limits {
+    /// Nesting of expression nodes, template directives and splats.
+    pub const MAX_DEPTH: usize = 256;
+    /// Stack bytes one evaluation may use, well under the 2 MiB of a spawned thread.
+    pub const MAX_STACK: usize = 1024 * 1024;
+    /// Nesting of the resulting value (it can grow through chains of locals).
+    pub const MAX_VALUE_DEPTH: usize = 512;
+    /// Elements of one collection.
+    pub const MAX_ELEMENTS: usize = 1_000_000;
+    /// Bytes of one string.
+    pub const MAX_STRING: usize = 16 * 1024 * 1024;
+    /// Elements `range()` may produce, as in Terraform.
+    pub const MAX_RANGE: usize = 1024;
+    /// Work units for one evaluation: one per node, element or 16 bytes of copied string.
+    pub const FUEL: u64 = 10_000_000;
+    /// Compiled-program size for one regular expression.
+    pub const REGEX_SIZE: usize = 2 * 1024 * 1024;
+    /// Source length of one regular expression.
+    pub const MAX_REGEX_LEN: usize = 64 * 1024;
+}
 
 use std::collections::BTreeMap;
 
@@ -60,13 +90,22 @@ pub struct EvalError {
 }
 
 /// Evaluates `expr` in `ctx`.
+///
+/// Never panics and always terminates: deep nesting, huge collections, long strings and
+/// expensive computations end in an `evaluation-limit` error.
 pub fn evaluate(expr: &Expr, ctx: &EvalContext<'_>) -> Result<Value, EvalError> {
-    let _ = (expr, ctx);
-    Err(EvalError {
-        node: expr.id,
-        code: "evaluation-error",
-        message: "the evaluator is not written yet".into(),
-    })
+    let value = evaluator::Evaluator::new(ctx).eval(expr)?;
+    if value.depth() > limits::MAX_VALUE_DEPTH {
+        return Err(EvalError {
+            node: expr.id,
+            code: "evaluation-limit",
+            message: format!(
+                "the value is nested more than {} levels deep",
+                limits::MAX_VALUE_DEPTH
+            ),
+        });
+    }
+    Ok(value)
 }
 
 /// Converts `value` to the type written in a `variable` block's `type` (placeholder until

@@ -55,3 +55,168 @@ impl Value {
         }
     }
 }
+
+impl Value {
+    /// Terraform's name for the value's type, for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Unknown(_) => "unknown",
+            Value::Bool(_) => "bool",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::List(_) => "tuple",
+            Value::Set(_) => "set",
+            Value::Map(_) => "object",
+        }
+    }
+
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, Value::Unknown(_))
+    }
+
+    /// A set built from arbitrary elements: sorted and deduplicated.
+    pub fn set(mut items: Vec<Value>) -> Value {
+        items.sort_by(total_cmp);
+        items.dedup_by(|a, b| total_cmp(a, b).is_eq());
+        Value::Set(items)
+    }
+
+    /// Sets `at` on every unknown (nested ones included) that does not have it yet.
+    pub fn stamp_unknowns(&mut self, at: NodeId) {
+        let mut stack = vec![self];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Unknown(u) if u.at.is_none() => u.at = Some(at),
+                Value::List(items) | Value::Set(items) => stack.extend(items.iter_mut()),
+                Value::Map(map) => stack.extend(map.values_mut()),
+                _ => {}
+            }
+        }
+    }
+
+    /// Points every unknown (nested ones included) at `at`, for values computed from text
+    /// whose node ids mean nothing to the caller (rendered templates).
+    pub fn repoint_unknowns(&mut self, at: NodeId) {
+        let mut stack = vec![self];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Unknown(u) => u.at = Some(at),
+                Value::List(items) | Value::Set(items) => stack.extend(items.iter_mut()),
+                Value::Map(map) => stack.extend(map.values_mut()),
+                _ => {}
+            }
+        }
+    }
+
+    /// Nesting depth (a primitive is 0), computed without recursion.
+    pub fn depth(&self) -> usize {
+        let mut max = 0;
+        let mut stack = vec![(self, 0usize)];
+        while let Some((v, d)) = stack.pop() {
+            max = max.max(d);
+            match v {
+                Value::List(items) | Value::Set(items) => {
+                    stack.extend(items.iter().map(|i| (i, d + 1)))
+                }
+                Value::Map(map) => stack.extend(map.values().map(|i| (i, d + 1))),
+                _ => {}
+            }
+        }
+        max
+    }
+
+    /// Number of nodes in the value, counted without recursion.
+    pub fn size(&self) -> usize {
+        let mut n = 0;
+        let mut stack = vec![self];
+        while let Some(v) = stack.pop() {
+            n += 1;
+            match v {
+                Value::List(items) | Value::Set(items) => stack.extend(items.iter()),
+                Value::Map(map) => stack.extend(map.values()),
+                _ => {}
+            }
+        }
+        n
+    }
+}
+
+/// Terraform's textual form of a number: integers without a fraction, others with up to
+/// 15 significant digits so that `0.1 + 0.2` reads `0.3` as it does with Terraform's
+/// arbitrary-precision numbers.
+pub fn format_number(n: f64) -> String {
+    if n.is_nan() {
+        return "NaN".into();
+    }
+    if n.is_infinite() {
+        return if n > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    if n == n.trunc() && n.abs() < 1e21 {
+        return format!("{n:.0}");
+    }
+    let shortest = format!("{n}");
+    let digits = shortest.chars().filter(char::is_ascii_digit).count();
+    if digits <= 16 {
+        return shortest;
+    }
+    let rounded: f64 = format!("{n:.14e}").parse().unwrap_or(n);
+    let text = format!("{rounded}");
+    if text.chars().filter(char::is_ascii_digit).count() <= 16 {
+        text
+    } else {
+        shortest
+    }
+}
+
+fn rank(v: &Value) -> u8 {
+    match v {
+        Value::Null => 0,
+        Value::Unknown(_) => 1,
+        Value::Bool(_) => 2,
+        Value::Number(_) => 3,
+        Value::String(_) => 4,
+        Value::List(_) => 5,
+        Value::Set(_) => 6,
+        Value::Map(_) => 7,
+    }
+}
+
+/// A total order used to keep sets canonical: numbers numerically, strings lexically,
+/// `false` before `true`, collections element-wise.
+pub fn total_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        // NaN sorts last and equal to itself, so the order stays total (sorting needs it).
+        (Value::Number(x), Value::Number(y)) => match (x.is_nan(), y.is_nan()) {
+            (false, false) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+            (a, b) => a.cmp(&b),
+        },
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        (Value::Unknown(x), Value::Unknown(y)) => x.reason.cmp(&y.reason),
+        (Value::List(x), Value::List(y)) | (Value::Set(x), Value::Set(y)) => {
+            for (i, j) in x.iter().zip(y) {
+                let o = total_cmp(i, j);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            for ((ki, vi), (kj, vj)) in x.iter().zip(y) {
+                let o = ki.cmp(kj).then_with(|| total_cmp(vi, vj));
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
