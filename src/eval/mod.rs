@@ -107,10 +107,3 @@ pub fn evaluate(expr: &Expr, ctx: &EvalContext<'_>) -> Result<Value, EvalError> 
     }
     Ok(value)
 }
-
-/// Converts `value` to the type written in a `variable` block's `type` (placeholder until
-/// the evaluator lands: values pass through unchanged).
-pub fn convert_to_type(value: Value, type_expr: &Expr) -> Result<Value, String> {
-    let _ = type_expr;
-    Ok(value)
-}
