@@ -113,13 +113,17 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         self.charge(node, units)
     }
 
+    /// Goes one level deeper; on error the level is not entered (no `leave` needed).
     pub(crate) fn enter(&mut self, node: NodeId) -> R<()> {
-        self.depth += 1;
         // Frames are large in debug builds and nested `templatefile` calls add many per
         // level, so the node count alone does not bound the stack; measure it as well.
-        if self.depth > limits::MAX_DEPTH
-            || stack_position().abs_diff(self.stack_base) > limits::MAX_STACK
-        {
+        if stack_position().abs_diff(self.stack_base) > limits::MAX_STACK {
+            return Err(limit(
+                node,
+                "the expression is nested too deeply to evaluate (it needs too much stack)",
+            ));
+        }
+        if self.depth >= limits::MAX_DEPTH {
             return Err(limit(
                 node,
                 format!(
@@ -128,6 +132,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                 ),
             ));
         }
+        self.depth += 1;
         Ok(())
     }
 

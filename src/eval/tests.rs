@@ -9,7 +9,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use super::lower::parse_expr;
 use super::value::format_number;
 use super::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
-use crate::facts::expr::NodeId;
+use crate::facts::expr::{Expr, ExprKind, NodeId};
 
 /// A small in-memory filesystem for the file functions.
 pub(crate) struct MemHost(pub BTreeMap<Utf8PathBuf, String>);
@@ -777,23 +777,91 @@ fn filesystem_functions() {
     );
 }
 
+/// `depth` levels of `wrap` around a string literal, built directly: hcl-edit's parser
+/// refuses more than 64 levels, but the evaluator must hold on any tree it is given.
+fn nested(depth: usize, wrap: &dyn Fn(Expr) -> ExprKind) -> Expr {
+    let mut e = Expr {
+        id: NodeId(0),
+        kind: ExprKind::String("x".into()),
+    };
+    for _ in 0..depth {
+        e = Expr {
+            id: NodeId(0),
+            kind: wrap(e),
+        };
+    }
+    e
+}
+
+type Wrap = Box<dyn Fn(Expr) -> ExprKind>;
+
 #[test]
 fn deep_nesting_is_a_limit_not_a_crash() {
-    for depth in [50usize, 100, 200, 255, 300, 1000, 5000] {
-        let src = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
-        // The parser itself recurses; keep the input within what it handles.
-        let Ok(expr) = parse_expr(&src) else { continue };
-        let scope = scope();
-        let ctx = EvalContext {
-            scope: &scope,
-            module_dir: Utf8PathBuf::from("/m"),
-            host: &NoFilesystem,
-        };
-        let r = evaluate(&expr, &ctx);
-        if depth < 200 {
-            assert!(r.is_ok(), "depth {depth}: {r:?}");
-        } else if depth > 256 {
-            assert_eq!(r.unwrap_err().code, "evaluation-limit", "depth {depth}");
+    use crate::facts::expr::{ForExpr, TemplatePart};
+    let scope = scope();
+    let ctx = EvalContext {
+        scope: &scope,
+        module_dir: Utf8PathBuf::from("/m"),
+        host: &NoFilesystem,
+    };
+    let call = |name: &'static str| -> Wrap {
+        Box::new(move |e| ExprKind::FuncCall {
+            name: name.into(),
+            args: vec![e],
+            expand_final: false,
+        })
+    };
+    let shapes: Vec<(&str, Wrap)> = vec![
+        ("array", Box::new(|e| ExprKind::Array(vec![e]))),
+        ("paren", Box::new(|e| ExprKind::Paren(Box::new(e)))),
+        ("call", call("lower")),
+        ("try", call("try")),
+        ("tostring", call("tostring")),
+        (
+            "for",
+            Box::new(|e| {
+                ExprKind::For(Box::new(ForExpr {
+                    key_var: None,
+                    value_var: "x".into(),
+                    collection: nested(1, &|e| ExprKind::Array(vec![e])),
+                    key_expr: None,
+                    value_expr: e,
+                    cond: None,
+                    grouping: false,
+                }))
+            }),
+        ),
+        (
+            "template-if",
+            Box::new(|e| {
+                ExprKind::Template(vec![TemplatePart::If {
+                    cond: Expr {
+                        id: NodeId(0),
+                        kind: ExprKind::Bool(true),
+                    },
+                    then: vec![
+                        TemplatePart::Literal("a".into()),
+                        TemplatePart::Interpolation(e),
+                    ],
+                    otherwise: Vec::new(),
+                }])
+            }),
+        ),
+    ];
+    for (name, wrap) in &shapes {
+        for depth in [60usize, 120, 250, 300, 5_000, 50_000] {
+            let expr = nested(depth, wrap.as_ref());
+            match evaluate(&expr, &ctx) {
+                Ok(_) => assert!(depth <= 256, "{name} at depth {depth} evaluated"),
+                Err(e) => {
+                    assert!(depth > 100, "{name} at depth {depth}: {}", e.message);
+                    assert_eq!(e.code, "evaluation-limit", "{name} at depth {depth}");
+                }
+            }
+            // Dropping a very deep tree recurses too; that is the tree owner's concern.
+            if depth > 1_000 {
+                std::mem::forget(expr);
+            }
         }
     }
 }
