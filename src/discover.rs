@@ -156,7 +156,9 @@ pub fn discover_modules(
                 components.insert(name.clone(), (*value).to_owned());
             }
             if parts.len() > depth {
-                submodule = Some(parts[depth..].join("/"));
+                let rest = parts[depth..].join("/");
+                components.insert("submodule".to_owned(), rest.clone());
+                submodule = Some(rest);
             }
         }
         let parent = (1..parts.len())

@@ -349,11 +349,7 @@ pub fn job_plan(
     for &m in project.modules(db) {
         let info = m.info(db);
         if info.is_root() {
-            let mut c = info.components.clone();
-            if let Some(sub) = &info.submodule {
-                c.insert("submodule".into(), sub.clone());
-            }
-            components.insert(info.id.as_str(), c);
+            components.insert(info.id.as_str(), info.components.clone());
         }
     }
     let targets: std::collections::BTreeSet<&str> = affected

@@ -403,6 +403,16 @@ impl Lowerer {
     }
 }
 
+/// Lowers a template parsed from a JSON string (`"${local.a}/b"`).
+pub fn lower_template(template: &Template) -> Expr {
+    let mut lowerer = Lowerer::default();
+    let id = lowerer.next(None);
+    Expr {
+        id,
+        kind: lowerer.template_kind(template),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,15 +451,5 @@ mod tests {
     fn line_col_counts_characters() {
         assert_eq!(line_col("ab\ncé d", 7), (2, 4));
         assert_eq!(line_col("x", 0), (1, 1));
-    }
-}
-
-/// Lowers a template parsed from a JSON string (`"${local.a}/b"`).
-pub fn lower_template(template: &Template) -> Expr {
-    let mut lowerer = Lowerer::default();
-    let id = lowerer.next(None);
-    Expr {
-        id,
-        kind: lowerer.template_kind(template),
     }
 }

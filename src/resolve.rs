@@ -76,10 +76,10 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
     let cli = cli_variables(db, project);
     let mut vars = BTreeMap::new();
     for (name, var) in &facts.variables {
-        let mut value: Option<Value> = match &var.default {
-            Some(d) => Some(eval_or_unknown(&d.expr, &ctx_for_literals)),
-            None => None,
-        };
+        let mut value: Option<Value> = var
+            .default
+            .as_ref()
+            .map(|d| eval_or_unknown(&d.expr, &ctx_for_literals));
         for layer in &facts.tfvars {
             if let Some((_, e)) = layer.iter().rev().find(|(n, _)| n == name) {
                 value = Some(eval_or_unknown(&e.expr, &ctx_for_literals));
@@ -896,9 +896,18 @@ fn expand_remote_state(
             path,
             workspace,
             workspace_key_prefix,
-            anchor: config_attr.anchor(config_attr.expr.id),
+            anchor: config_attr.anchor(entry_node(&config_attr.expr, field)),
         });
     }
+}
+
+/// The node of `field`'s value in a literal `config` object (where a diagnostic about the
+/// state path should point), else the whole expression.
+fn entry_node(config: &Expr, field: &str) -> crate::facts::expr::NodeId {
+    crate::facts::object_entries(config)
+        .into_iter()
+        .find(|(k, _)| *k == field)
+        .map_or(config.id, |(_, v)| v.id)
 }
 
 fn type_name(v: &Value) -> &'static str {

@@ -429,6 +429,7 @@ fn insert(paths: &mut BTreeSet<String>, path: &BStr) {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use std::process::Command;
 

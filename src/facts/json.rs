@@ -86,7 +86,7 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
                             facts.backend = Some(BackendFact {
                                 kind: "remote".into(),
                                 config: AttrExpr {
-                                    expr: object_of(&cfg),
+                                    expr: object_of(cfg),
                                     file,
                                     item: path(&["terraform"], &["cloud"]),
                                 },

@@ -23,9 +23,28 @@ fn validate_exits_3_on_cycles() {
 
 #[test]
 fn strict_fails_on_warnings() {
-    let p = Project::fixture("diagnostics");
-    assert_eq!(p.run(&["validate"]).code, 0);
+    let p = Project::fixture("example");
+    p.write(
+        "platform/stage/eu-central-1/extra/main.tf",
+        "data \"terraform_remote_state\" \"x\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key = \"nowhere/terraform.tfstate\"\n  }\n}\n",
+    );
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("unmatched-remote-state"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(p.run(&["validate", "--strict"]).code, 3);
+}
+
+#[test]
+fn error_diagnostics_fail_validation() {
+    // Syntax errors and local cycles are errors, not warnings: validate fails without --strict.
+    let p = Project::fixture("diagnostics");
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 3);
+    snap!("validate_diagnostics", out.snapshot());
 }
 
 #[test]
