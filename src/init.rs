@@ -246,7 +246,7 @@ pub fn render_config(choices: &Choices) -> String {
          \x20 # Directory layout of a root module; the last segment names the module.\n\
          \x20 pattern: {pattern}\n\
          \n\
-         # Globs on module ids (e.g. \"*/sandbox/*\"): matching modules get no jobs.\n\
+         # Globs on module ids (e.g. \"*/sandbox/**\"): matching modules get no jobs.\n\
          exclude: []\n\
          \n\
          library_modules:\n\

@@ -118,12 +118,17 @@ pub struct Extensions {
     pub gitlab: Option<GitLab>,
     /// GitHub Actions settings.
     pub github: Option<GitHub>,
-    /// TerraCi plugin sections below: not implemented by terraci, accepted with a warning.
+    /// TerraCi's cost plugin: not implemented by terraci, accepted with a warning.
     pub cost: Option<Ignored>,
+    /// TerraCi's policy plugin: not implemented by terraci, accepted with a warning.
     pub policy: Option<Ignored>,
+    /// TerraCi's summary plugin: not implemented by terraci, accepted with a warning.
     pub summary: Option<Ignored>,
+    /// TerraCi's tfupdate plugin: not implemented by terraci, accepted with a warning.
     pub tfupdate: Option<Ignored>,
+    /// TerraCi's update plugin: not implemented by terraci, accepted with a warning.
     pub update: Option<Ignored>,
+    /// TerraCi's localexec plugin settings: not used by terraci, accepted with a warning.
     pub localexec: Option<Ignored>,
 }
 
@@ -147,7 +152,7 @@ impl Extensions {
     }
 }
 
-/// Any YAML value, kept only to say it is not used.
+/// Any value: accepted so existing files load, and reported as unused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Ignored(#[schemars(with = "serde_json::Value")] pub serde_yaml::Value);
