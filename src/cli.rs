@@ -57,6 +57,12 @@ pub enum Command {
     LocalExec(LocalExecArgs),
     /// Print every diagnostic code with its meaning
     ExplainCodes,
+    /// Write a starter .terraci.yaml
+    Init(InitArgs),
+    /// Print the JSON Schema of .terraci.yaml
+    Schema(SchemaArgs),
+    /// Print a shell completion script
+    Completion(CompletionArgs),
     /// Print the version
     Version,
 }
@@ -219,4 +225,48 @@ pub struct GraphArgs {
     pub output: Option<Utf8PathBuf>,
     #[command(flatten)]
     pub eval: EvalArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum InitProvider {
+    Gitlab,
+    Github,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum InitBinary {
+    Terraform,
+    Tofu,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct InitArgs {
+    /// Do not ask; use the flags and defaults
+    #[arg(long)]
+    pub ci: bool,
+    /// Overwrite an existing config file
+    #[arg(short = 'f', long)]
+    pub force: bool,
+    /// CI provider to configure (default: gitlab, or github when only .github/ exists)
+    #[arg(long, value_enum)]
+    pub provider: Option<InitProvider>,
+    /// Terraform-compatible binary (default: terraform)
+    #[arg(long, value_enum)]
+    pub binary: Option<InitBinary>,
+    /// Directory pattern (default: {service}/{environment}/{region}/{module})
+    #[arg(long)]
+    pub pattern: Option<String>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct SchemaArgs {
+    /// Write to FILE
+    #[arg(short = 'o', long)]
+    pub output: Option<Utf8PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CompletionArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }

@@ -15,6 +15,7 @@ pub mod facts;
 pub mod files;
 pub mod filter;
 pub mod graph;
+pub mod init;
 pub mod ir;
 pub mod parse;
 pub mod render;

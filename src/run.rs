@@ -90,7 +90,28 @@ fn dispatch(cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
         Command::Validate(args) => validate(&cli.global, args, io),
         Command::Graph(args) => graph(&cli.global, args, io),
         Command::LocalExec(args) => local_exec(&cli.global, args, io),
+        Command::Init(args) => init(&cli.global, args, io),
+        Command::Schema(args) => schema(args, io),
+        Command::Completion(args) => completion(args, io),
     }
+}
+
+fn init(global: &GlobalArgs, args: &crate::cli::InitArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let dir = project_dir(io.system, global)?;
+    crate::init::init(io.system, &dir, global, args, io.stdout, io.stderr)
+        .map_err(|e| fail(e.exit_code(), e.to_string()))?;
+    Ok(exit::OK)
+}
+
+fn schema(args: &crate::cli::SchemaArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    write_output(io, args.output.as_deref(), &crate::config::config_schema())?;
+    Ok(exit::OK)
+}
+
+fn completion(args: &crate::cli::CompletionArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(args.shell, &mut cmd, "terraci", io.stdout);
+    Ok(exit::OK)
 }
 
 /// A loaded project: the database with every input set.

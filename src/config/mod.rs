@@ -1,36 +1,47 @@
 //! `.terraci.yaml`: types, defaults, lookup and validation.
 //!
 //! Input: the config file text (read through `System` by the driver). Output: a validated
-//! [`Config`] plus warnings. The same Rust types parse the file and (later) generate its
+//! [`Config`] plus warnings. The same Rust types parse the file and generate its
 //! JSON Schema, so the two cannot drift apart.
 
 mod load;
 mod pattern;
+mod schema;
 
-pub use load::{find_config_file, load_config, ConfigError, LoadedConfig, CONFIG_FILE_NAMES};
+pub use load::{
+    find_config_file, load_config, parse_config, ConfigError, LoadedConfig, CONFIG_FILE_NAMES,
+};
 pub use pattern::Pattern;
+pub use schema::config_schema;
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Directory for runtime artefacts (cache, logs). TerraCi's key; default `.terraci`.
     pub service_dir: Option<String>,
+    /// How module directories are laid out.
     pub structure: Structure,
     /// Globs on module ids; matching modules get no jobs.
     pub exclude: Vec<String>,
     /// Globs on module ids; when non-empty only matching modules get jobs.
     pub include: Vec<String>,
+    /// Directories whose modules are libraries: dependencies, never targets.
     pub library_modules: LibraryModules,
+    /// How Terraform/OpenTofu is run in the generated jobs.
     pub execution: Execution,
+    /// CI provider settings, and TerraCi plugin sections (accepted, ignored).
     pub extensions: Extensions,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Structure {
+    /// Directory pattern of a root module: `{name}` segments separated by `/`; the last
+    /// segment is the module. Default `{service}/{environment}/{region}/{module}`.
     pub pattern: String,
 }
 
@@ -42,13 +53,15 @@ impl Default for Structure {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LibraryModules {
+    /// Project-relative directories.
     pub paths: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The Terraform-compatible binary the jobs run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Binary {
     #[default]
@@ -65,10 +78,12 @@ impl Binary {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Execution {
+    /// `terraform` or `tofu`.
     pub binary: Binary,
+    /// Run `init` before `plan`/`apply` (default true).
     pub init_enabled: bool,
     /// TerraCi key; accepted, plan jobs are always generated.
     pub plan_enabled: bool,
@@ -77,6 +92,7 @@ pub struct Execution {
     /// Worker pool size for `local-exec`.
     pub parallelism: usize,
     /// Added to every plan and apply job.
+    #[schemars(schema_with = "scalar_map_schema")]
     pub env: IndexMap<String, String>,
 }
 
@@ -95,16 +111,24 @@ impl Default for Execution {
 
 /// `extensions:`. The TerraCi plugin sections terraci does not implement are accepted and
 /// reported as a warning, so an existing `.terraci.yaml` loads unchanged.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Extensions {
+    /// GitLab CI settings.
     pub gitlab: Option<GitLab>,
+    /// GitHub Actions settings.
     pub github: Option<GitHub>,
+    /// TerraCi's cost plugin: not implemented by terraci, accepted with a warning.
     pub cost: Option<Ignored>,
+    /// TerraCi's policy plugin: not implemented by terraci, accepted with a warning.
     pub policy: Option<Ignored>,
+    /// TerraCi's summary plugin: not implemented by terraci, accepted with a warning.
     pub summary: Option<Ignored>,
+    /// TerraCi's tfupdate plugin: not implemented by terraci, accepted with a warning.
     pub tfupdate: Option<Ignored>,
+    /// TerraCi's update plugin: not implemented by terraci, accepted with a warning.
     pub update: Option<Ignored>,
+    /// TerraCi's localexec plugin settings: not used by terraci, accepted with a warning.
     pub localexec: Option<Ignored>,
 }
 
@@ -128,15 +152,15 @@ impl Extensions {
     }
 }
 
-/// Any YAML value, kept only to say it is not used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Any value: accepted so existing files load, and reported as unused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub struct Ignored(pub serde_yaml::Value);
+pub struct Ignored(#[schemars(with = "serde_json::Value")] pub serde_yaml::Value);
 
 impl Eq for Ignored {}
 
 /// `image: name` or `image: {name, entrypoint}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Image {
     Name(String),
@@ -156,7 +180,7 @@ impl Image {
 }
 
 /// Which generated jobs an `overwrites` entry applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OverwriteType {
     Plan,
@@ -186,6 +210,14 @@ impl<'de> Deserialize<'de> for OverwriteType {
     }
 }
 
+/// The schema of a [`scalar_map`] field: string keys, scalar values.
+fn scalar_map_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {"type": ["string", "number", "boolean", "null"]}
+    })
+}
+
 /// A map whose values may be written as YAML strings, numbers or booleans
 /// (`TF_INPUT: false`); they are kept as the strings a CI variable holds.
 fn scalar_map<'de, D: serde::Deserializer<'de>>(
@@ -211,7 +243,7 @@ fn scalar_map<'de, D: serde::Deserializer<'de>>(
 }
 
 /// `extensions.gitlab`: TerraCi's GitLab CI keys.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitLab {
     /// `default.image`; by default the official image of `execution.binary`.
@@ -226,6 +258,7 @@ pub struct GitLab {
     pub parallelism: Option<u32>,
     /// Pipeline-level `variables`.
     #[serde(deserialize_with = "scalar_map")]
+    #[schemars(schema_with = "scalar_map_schema")]
     pub variables: IndexMap<String, String>,
     /// GitLab's limit of `needs` per job (default 50).
     pub needs_limit: Option<usize>,
@@ -251,7 +284,7 @@ pub struct GitLab {
 }
 
 /// `extensions.gitlab.cache`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitLabCache {
     pub enabled: Option<bool>,
@@ -261,7 +294,7 @@ pub struct GitLabCache {
     pub policy: Option<CachePolicy>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum CachePolicy {
     #[serde(rename = "pull")]
     Pull,
@@ -272,7 +305,7 @@ pub enum CachePolicy {
 }
 
 /// GitLab's `when`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GitLabWhen {
     OnSuccess,
@@ -284,15 +317,17 @@ pub enum GitLabWhen {
 }
 
 /// One entry of GitLab `rules` (workflow or job).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitLabRule {
     #[serde(rename = "if", skip_serializing_if = "Option::is_none")]
     pub if_: Option<String>,
     /// A list of globs or `{paths, compare_to}`, passed through.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
     pub changes: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
     pub exists: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub when: Option<GitLabWhen>,
@@ -304,29 +339,35 @@ pub struct GitLabRule {
         deserialize_with = "scalar_map",
         skip_serializing_if = "IndexMap::is_empty"
     )]
+    #[schemars(schema_with = "scalar_map_schema")]
     pub variables: IndexMap<String, String>,
 }
 
 /// `id_tokens.<NAME>`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IdToken {
     /// One audience or a list of them.
+    #[schemars(with = "serde_json::Value")]
     pub aud: serde_yaml::Value,
 }
 
 /// `secrets.<NAME>`: GitLab's secret sources, passed through.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Secret {
     /// `path/to/secret/field@engine` or `{engine: {name, path}, path, field}`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
     pub vault: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
     pub gcp_secret_manager: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
     pub azure_key_vault: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
     pub aws_secrets_manager: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<bool>,
@@ -335,7 +376,7 @@ pub struct Secret {
 }
 
 /// GitLab job `artifacts`. On plan jobs the plan file path is always kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitLabArtifacts {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -356,12 +397,13 @@ pub struct GitLabArtifacts {
     pub public: Option<bool>,
     /// `{terraform: [...], junit: [...], ...}`, passed through.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
     pub reports: Option<serde_yaml::Value>,
 }
 
 /// `extensions.gitlab.job_defaults`. A key that is set replaces the job's value, except
 /// `variables`, merged key by key.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitLabJobConfig {
     pub image: Option<Image>,
@@ -373,12 +415,13 @@ pub struct GitLabJobConfig {
     pub tags: Option<Vec<String>>,
     pub rules: Option<Vec<GitLabRule>>,
     #[serde(deserialize_with = "scalar_map")]
+    #[schemars(schema_with = "scalar_map_schema")]
     pub variables: IndexMap<String, String>,
     pub when: Option<GitLabWhen>,
 }
 
 /// `extensions.gitlab.overwrites[]`: [`GitLabJobConfig`] for the jobs of one `type`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GitLabOverwrite {
     #[serde(rename = "type")]
@@ -400,6 +443,7 @@ pub struct GitLabOverwrite {
     #[serde(default)]
     pub rules: Option<Vec<GitLabRule>>,
     #[serde(default, deserialize_with = "scalar_map")]
+    #[schemars(schema_with = "scalar_map_schema")]
     pub variables: IndexMap<String, String>,
     #[serde(default)]
     pub when: Option<GitLabWhen>,
@@ -424,13 +468,14 @@ impl GitLabOverwrite {
 }
 
 /// `extensions.github`: TerraCi's GitHub Actions keys.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitHub {
     /// Workflow `name` (default `Terraform`).
     pub name: Option<String>,
     /// Workflow triggers, passed through; default pull_request, push to
     /// `default_branch`, workflow_dispatch.
+    #[schemars(with = "Option<serde_json::Value>")]
     pub on: Option<serde_yaml::Value>,
     /// Branch of the default `push` trigger (default `main`).
     pub default_branch: Option<String>,
@@ -443,6 +488,7 @@ pub struct GitHub {
     pub setup_step: Option<bool>,
     /// Workflow-level `env`.
     #[serde(deserialize_with = "scalar_map")]
+    #[schemars(schema_with = "scalar_map_schema")]
     pub env: IndexMap<String, String>,
     pub permissions: IndexMap<String, String>,
     /// Plan jobs only (as `--plan-only`).
@@ -456,7 +502,7 @@ pub struct GitHub {
 }
 
 /// One step of `steps_before` / `steps_after`, passed through.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitHubStep {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -471,6 +517,7 @@ pub struct GitHubStep {
         deserialize_with = "scalar_map",
         skip_serializing_if = "IndexMap::is_empty"
     )]
+    #[schemars(schema_with = "scalar_map_schema")]
     pub with: IndexMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
@@ -482,6 +529,7 @@ pub struct GitHubStep {
         deserialize_with = "scalar_map",
         skip_serializing_if = "IndexMap::is_empty"
     )]
+    #[schemars(schema_with = "scalar_map_schema")]
     pub env: IndexMap<String, String>,
     #[serde(rename = "continue-on-error", skip_serializing_if = "Option::is_none")]
     pub continue_on_error: Option<bool>,
@@ -491,12 +539,13 @@ pub struct GitHubStep {
 
 /// `extensions.github.job_defaults`. A key that is set replaces the job's value, except
 /// `env`, merged key by key.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitHubJobConfig {
     pub runs_on: Option<String>,
     pub container: Option<Image>,
     #[serde(deserialize_with = "scalar_map")]
+    #[schemars(schema_with = "scalar_map_schema")]
     pub env: IndexMap<String, String>,
     #[serde(rename = "if")]
     pub if_: Option<String>,
@@ -506,7 +555,7 @@ pub struct GitHubJobConfig {
 }
 
 /// `extensions.github.overwrites[]`: [`GitHubJobConfig`] for the jobs of one `type`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GitHubOverwrite {
     #[serde(rename = "type")]
@@ -516,6 +565,7 @@ pub struct GitHubOverwrite {
     #[serde(default)]
     pub container: Option<Image>,
     #[serde(default, deserialize_with = "scalar_map")]
+    #[schemars(schema_with = "scalar_map_schema")]
     pub env: IndexMap<String, String>,
     #[serde(default, rename = "if")]
     pub if_: Option<String>,

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod commands;
 mod generate;
 mod graph;
 mod robustness;

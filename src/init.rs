@@ -1,0 +1,346 @@
+//! `terraci init`: writes a starter `.terraci.yaml`.
+//!
+//! Input: the flags, or the answers to three questions on a terminal. Output: a commented
+//! config file, written through `System`, that loads and generates without edits.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::cli::{GlobalArgs, InitArgs, InitBinary, InitProvider};
+use crate::config::{find_config_file, Binary, Pattern, Structure};
+use crate::system::System;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error("config file already exists: {0} (use --force to overwrite)")]
+    Exists(String),
+    #[error("--pattern `{pattern}` is invalid: {reason}")]
+    Pattern { pattern: String, reason: String },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: Utf8PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl InitError {
+    /// A bad flag value is a usage error (2); everything else is an error (1).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            InitError::Pattern { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// What the written file configures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choices {
+    pub provider: InitProvider,
+    pub binary: Binary,
+    pub pattern: String,
+}
+
+/// Writes the config file of `dir`: `-c FILE` if given, else the config file the other
+/// commands would load, else `.terraci.yaml`. Asks on a terminal unless `--ci` or a
+/// choice flag is given (as TerraCi does).
+pub fn init(
+    system: &dyn System,
+    dir: &Utf8Path,
+    global: &GlobalArgs,
+    args: &InitArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), InitError> {
+    let explicit = match &global.config {
+        Some(path) => Some(system.absolute(path)?),
+        None => None,
+    };
+    let target = find_config_file(system, dir, explicit.as_deref())
+        .unwrap_or_else(|| dir.join(".terraci.yaml"));
+    let shown = target
+        .strip_prefix(dir)
+        .map_or_else(|_| target.to_string(), Utf8Path::to_string);
+    // Checked before asking, so nobody answers questions only to be refused.
+    if system.is_file(&target) && !args.force {
+        return Err(InitError::Exists(shown));
+    }
+
+    let defaults = default_choices(system, dir, args);
+    let any_flag = args.provider.is_some() || args.binary.is_some() || args.pattern.is_some();
+    let choices = if !args.ci && !any_flag && std::io::stdin().is_terminal() {
+        ask(&mut std::io::stdin().lock(), stdout, defaults)?
+    } else {
+        defaults
+    };
+    Pattern::parse(&choices.pattern).map_err(|reason| InitError::Pattern {
+        pattern: choices.pattern.clone(),
+        reason,
+    })?;
+
+    system
+        .write_atomic(&target, render_config(&choices).as_bytes())
+        .map_err(|source| InitError::Write {
+            path: shown.clone().into(),
+            source,
+        })?;
+    if !global.quiet {
+        let output = match choices.provider {
+            InitProvider::Gitlab => ".gitlab-ci.yml",
+            InitProvider::Github => ".github/workflows/terraform.yml",
+        };
+        writeln!(
+            stderr,
+            "wrote {shown}\nnext: `terraci validate`, then `terraci generate -o {output}`"
+        )?;
+    }
+    Ok(())
+}
+
+/// The flags, else: gitlab unless the project only has GitHub workflows, terraform, and
+/// the default pattern.
+fn default_choices(system: &dyn System, dir: &Utf8Path, args: &InitArgs) -> Choices {
+    let provider = args.provider.unwrap_or_else(|| {
+        let github = system.is_dir(&dir.join(".github/workflows"));
+        let gitlab = system.is_file(&dir.join(".gitlab-ci.yml"));
+        if github && !gitlab {
+            InitProvider::Github
+        } else {
+            InitProvider::Gitlab
+        }
+    });
+    let binary = match args.binary {
+        Some(InitBinary::Tofu) => Binary::Tofu,
+        Some(InitBinary::Terraform) | None => Binary::Terraform,
+    };
+    Choices {
+        provider,
+        binary,
+        pattern: args
+            .pattern
+            .clone()
+            .unwrap_or_else(|| Structure::default().pattern),
+    }
+}
+
+/// Asks the three questions; an empty answer (or end of input) keeps the default shown in
+/// brackets, an answer that is not a choice asks again.
+pub fn ask(
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    defaults: Choices,
+) -> Result<Choices, InitError> {
+    let provider = ask_choice(
+        input,
+        out,
+        "CI provider",
+        &["gitlab", "github"],
+        match defaults.provider {
+            InitProvider::Gitlab => "gitlab",
+            InitProvider::Github => "github",
+        },
+    )?;
+    let binary = ask_choice(
+        input,
+        out,
+        "Terraform binary",
+        &["terraform", "tofu"],
+        defaults.binary.command(),
+    )?;
+    let pattern = loop {
+        let answer = ask_line(input, out, "Directory pattern", &defaults.pattern)?;
+        match Pattern::parse(&answer) {
+            Ok(_) => break answer,
+            Err(reason) => writeln!(out, "  invalid pattern: {reason}")?,
+        }
+    };
+    Ok(Choices {
+        provider: if provider == "github" {
+            InitProvider::Github
+        } else {
+            InitProvider::Gitlab
+        },
+        binary: if binary == "tofu" {
+            Binary::Tofu
+        } else {
+            Binary::Terraform
+        },
+        pattern,
+    })
+}
+
+fn ask_choice(
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    question: &str,
+    choices: &[&str],
+    default: &str,
+) -> Result<String, InitError> {
+    let prompt = format!("{question} ({})", choices.join("/"));
+    loop {
+        let answer = ask_line(input, out, &prompt, default)?.to_ascii_lowercase();
+        if choices.contains(&answer.as_str()) {
+            return Ok(answer);
+        }
+        writeln!(out, "  please answer one of: {}", choices.join(", "))?;
+    }
+}
+
+fn ask_line(
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    prompt: &str,
+    default: &str,
+) -> Result<String, InitError> {
+    write!(out, "{prompt} [{default}]: ")?;
+    out.flush()?;
+    let mut line = String::new();
+    if input.read_line(&mut line)? == 0 {
+        // End of input: take the default rather than asking forever.
+        writeln!(out)?;
+        return Ok(default.to_owned());
+    }
+    let answer = line.trim();
+    Ok(if answer.is_empty() {
+        default.to_owned()
+    } else {
+        answer.to_owned()
+    })
+}
+
+/// The config text: the chosen keys, the defaults worth seeing, and a comment on each.
+pub fn render_config(choices: &Choices) -> String {
+    let binary = choices.binary.command();
+    let provider = match choices.provider {
+        InitProvider::Gitlab => format!(
+            "  gitlab:\n\
+             \x20   # Image of every job; by default the official image of execution.binary.\n\
+             \x20   image: {image}\n\
+             \x20   # Stages are named <stages_prefix>-<level>.\n\
+             \x20   stages_prefix: deploy\n\
+             \x20   # Per-module .terraform/ cache.\n\
+             \x20   cache_enabled: true\n\
+             \x20   # Apply jobs wait for a click; remove to apply on success.\n\
+             \x20   overwrites:\n\
+             \x20     - type: apply\n\
+             \x20       when: manual\n",
+            image = crate::render::default_image(choices.binary, None),
+        ),
+        InitProvider::Github => "  github:\n\
+             \x20   runs_on: ubuntu-latest\n\
+             \x20   # Branch whose pushes run the workflow (pull requests always do).\n\
+             \x20   default_branch: main\n\
+             \x20   permissions:\n\
+             \x20     contents: read\n\
+             \x20   # Adds the setup-terraform / setup-opentofu step after the checkout.\n\
+             \x20   setup_step: true\n"
+            .to_owned(),
+    };
+    format!(
+        "# terraci configuration. Every key is optional; `terraci schema` describes them all.\n\
+         \n\
+         structure:\n\
+         \x20 # Directory layout of a root module; the last segment names the module.\n\
+         \x20 pattern: {pattern}\n\
+         \n\
+         # Globs on module ids (e.g. \"*/sandbox/**\"): matching modules get no jobs.\n\
+         exclude: []\n\
+         \n\
+         library_modules:\n\
+         \x20 # Directories of shared modules: dependencies, never targets.\n\
+         \x20 paths: []\n\
+         \n\
+         execution:\n\
+         \x20 binary: {binary}\n\
+         \x20 init_enabled: true\n\
+         \n\
+         extensions:\n\
+         {provider}",
+        pattern = yaml_string(&choices.pattern),
+    )
+}
+
+/// A YAML double-quoted scalar (a pattern starts with `{`, which plain YAML reads as a map).
+fn yaml_string(text: &str) -> String {
+    serde_json::to_string(text).expect("a string is always JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::*;
+    use crate::config::{parse_config, GitLabWhen, OverwriteType};
+
+    fn choices(provider: InitProvider, binary: Binary) -> Choices {
+        Choices {
+            provider,
+            binary,
+            pattern: "{team}/{stack}".into(),
+        }
+    }
+
+    #[test]
+    fn the_written_config_loads_with_the_choices() {
+        for provider in [InitProvider::Gitlab, InitProvider::Github] {
+            for binary in [Binary::Terraform, Binary::Tofu] {
+                let text = render_config(&choices(provider, binary));
+                let config = parse_config(&text, ".terraci.yaml").expect("loads");
+                assert_eq!(config.structure.pattern, "{team}/{stack}");
+                assert_eq!(config.execution.binary, binary);
+                assert_eq!(
+                    config.extensions.gitlab.is_some(),
+                    provider == InitProvider::Gitlab
+                );
+                assert_eq!(
+                    config.extensions.github.is_some(),
+                    provider == InitProvider::Github
+                );
+            }
+        }
+        let text = render_config(&choices(InitProvider::Gitlab, Binary::Tofu));
+        let gitlab = parse_config(&text, "t")
+            .expect("loads")
+            .extensions
+            .gitlab
+            .expect("gitlab");
+        assert_eq!(
+            gitlab.image.as_ref().map(|i| i.name().to_owned()),
+            Some(crate::render::default_image(Binary::Tofu, None))
+        );
+        assert_eq!(gitlab.overwrites[0].job_type, OverwriteType::Apply);
+        assert_eq!(gitlab.overwrites[0].when, Some(GitLabWhen::Manual));
+    }
+
+    #[test]
+    fn prompts_take_defaults_and_ask_again_on_a_bad_answer() {
+        let defaults = choices(InitProvider::Gitlab, Binary::Terraform);
+        let mut out = Vec::new();
+        let mut input = Cursor::new("GitHub\nterraformm\ntofu\n{a}/x\n{a}/{b}\n");
+        let got = ask(&mut input, &mut out, defaults.clone()).expect("answers");
+        assert_eq!(
+            got,
+            Choices {
+                provider: InitProvider::Github,
+                binary: Binary::Tofu,
+                pattern: "{a}/{b}".into(),
+            }
+        );
+        let transcript = String::from_utf8(out).expect("utf-8");
+        insta::assert_snapshot!(transcript, @r"
+        CI provider (gitlab/github) [gitlab]: Terraform binary (terraform/tofu) [terraform]:   please answer one of: terraform, tofu
+        Terraform binary (terraform/tofu) [terraform]: Directory pattern [{team}/{stack}]:   invalid pattern: segment `x` must be a name in braces, e.g. `{module}`
+        Directory pattern [{team}/{stack}]:
+        ");
+
+        let mut out = Vec::new();
+        let got = ask(&mut Cursor::new("\n\n"), &mut out, defaults.clone()).expect("answers");
+        assert_eq!(
+            got, defaults,
+            "empty answers and end of input keep defaults"
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! `schema`, `init`, `completion`, and the docs' CI recipes.
+
+use crate::snap;
+use crate::support::{actionlint, gitlab_ci_local_list, Project};
+
+#[test]
+fn schema_prints_the_config_schema() {
+    let p = Project::empty();
+    let out = p.run(&["schema"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let schema: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    snap!("schema", out.snapshot());
+
+    let to_file = p.run(&["schema", "-o", "terraci.schema.json"]);
+    assert_eq!(to_file.code, 0, "{}", to_file.stderr);
+    assert_eq!(to_file.stdout, "");
+    assert_eq!(p.read("terraci.schema.json"), out.stdout);
+}
+
+/// A tiny unconfigured monorepo in the default layout: what a user has before `init`.
+fn unconfigured_repo() -> Project {
+    let p = Project::empty();
+    for module in ["vpc", "eks"] {
+        p.write(
+            &format!("platform/prod/eu-west-1/{module}/main.tf"),
+            "resource \"null_resource\" \"this\" {}\n",
+        );
+    }
+    p
+}
+
+#[test]
+fn init_writes_a_gitlab_config_that_generates_without_edits() {
+    for binary in ["terraform", "tofu"] {
+        let p = unconfigured_repo();
+        let out = p.run(&["init", "--ci", "--binary", binary]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let config = p.read(".terraci.yaml");
+        assert!(config.contains(&format!("binary: {binary}")), "{config}");
+        if binary == "terraform" {
+            snap!(
+                "init_gitlab",
+                format!("{}--- .terraci.yaml\n{config}", out.snapshot())
+            );
+        }
+
+        let generated = p.run(&["generate"]);
+        assert_eq!(generated.code, 0, "{}", generated.stderr);
+        assert_eq!(generated.stderr, "", "the written config draws no warning");
+        assert!(
+            generated.stdout.contains(&format!("{binary} apply")),
+            "{}",
+            generated.stdout
+        );
+        let jobs = gitlab_ci_local_list(&generated.stdout)
+            .expect("gitlab-ci-local accepts the generated pipeline");
+        assert!(jobs.contains("apply-platform-prod-eu-west-1-vpc"), "{jobs}");
+    }
+}
+
+#[test]
+fn init_writes_a_github_config_that_generates_without_edits() {
+    for binary in ["terraform", "tofu"] {
+        let p = unconfigured_repo();
+        let out = p.run(&["init", "--provider", "github", "--binary", binary]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let config = p.read(".terraci.yaml");
+        if binary == "tofu" {
+            snap!(
+                "init_github_tofu",
+                format!("{}--- .terraci.yaml\n{config}", out.snapshot())
+            );
+        }
+
+        // No --provider: the config's only provider section picks GitHub.
+        let generated = p.run(&["generate"]);
+        assert_eq!(generated.code, 0, "{}", generated.stderr);
+        assert_eq!(generated.stderr, "", "the written config draws no warning");
+        assert!(generated.stdout.contains("jobs:"), "{}", generated.stdout);
+        assert_eq!(actionlint(&generated.stdout), "");
+    }
+}
+
+#[test]
+fn init_with_a_pattern_and_a_project_dir() {
+    let p = Project::empty();
+    p.write("live/net/prod/vpc/main.tf", "");
+    let out = p.run(&["-d", "live", "init", "--pattern", "{team}/{env}/{module}"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(p
+        .read("live/.terraci.yaml")
+        .contains("pattern: \"{team}/{env}/{module}\""));
+    let listed = p.run(&["-d", "live", "graph", "--format", "list"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(listed.stdout, "net/prod/vpc\n");
+}
+
+#[test]
+fn init_refuses_to_overwrite_without_force() {
+    let p = Project::empty();
+    p.write(".terraci.yaml", "exclude: [\"*\"]\n");
+    let out = p.run(&["init", "--ci"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stderr,
+        "error: config file already exists: .terraci.yaml (use --force to overwrite)\n"
+    );
+    assert_eq!(p.read(".terraci.yaml"), "exclude: [\"*\"]\n");
+
+    let forced = p.run(&["init", "--ci", "--force"]);
+    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    assert!(p.read(".terraci.yaml").contains("structure:"));
+}
+
+#[test]
+fn init_refuses_to_shadow_another_config_name() {
+    // Writing .terraci.yaml next to terraci.yml would silently replace it for every
+    // other command, so the existing file is the one that is (not) overwritten.
+    let p = Project::empty();
+    p.write("terraci.yml", "exclude: []\n");
+    let out = p.run(&["init", "--ci"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("terraci.yml"), "{}", out.stderr);
+    assert!(!p.path().join(".terraci.yaml").exists());
+    assert_eq!(p.run(&["init", "--ci", "-f", "-q"]).code, 0);
+    assert!(p.read("terraci.yml").contains("structure:"));
+}
+
+#[test]
+fn init_rejects_bad_choices_as_usage_errors() {
+    let p = Project::empty();
+    let bad_pattern = p.run(&["init", "--pattern", "{a}/{a}"]);
+    assert_eq!(bad_pattern.code, 2, "{}", bad_pattern.stderr);
+    assert!(bad_pattern
+        .stderr
+        .starts_with("error: --pattern `{a}/{a}` is invalid"));
+    let bad_provider = p.run(&["init", "--provider", "jenkins"]);
+    assert_eq!(bad_provider.code, 2);
+    assert!(
+        bad_provider
+            .stderr
+            .contains("[possible values: gitlab, github]"),
+        "{}",
+        bad_provider.stderr
+    );
+    assert!(!p.path().join(".terraci.yaml").exists());
+}
+
+#[test]
+fn init_defaults_to_github_in_a_repo_with_only_github_workflows() {
+    let p = Project::empty();
+    p.write(".github/workflows/ci.yml", "on: push\n");
+    let out = p.run(&["init"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let config = p.read(".terraci.yaml");
+    assert!(config.contains("  github:") && !config.contains("gitlab:"));
+}
+
+#[test]
+fn completion_scripts() {
+    let p = Project::empty();
+    let bash = p.run(&["completion", "bash"]);
+    assert_eq!(bash.code, 0, "{}", bash.stderr);
+    assert!(bash.stdout.contains("generate"));
+    assert!(bash.stdout.contains("--changed-only"));
+    for shell in ["zsh", "fish", "powershell", "elvish"] {
+        let out = p.run(&["completion", shell]);
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        assert!(out.stdout.contains("generate"), "{shell}");
+    }
+    assert_eq!(p.run(&["completion", "tcsh"]).code, 2);
+}
+
+/// The YAML block after `<!-- recipe: NAME -->` in docs/recipes.md: the test checks the
+/// text users copy, so the two cannot drift.
+fn recipe(name: &str) -> String {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/recipes.md"),
+    )
+    .expect("docs/recipes.md");
+    let marker = format!("<!-- recipe: {name} -->\n```yaml\n");
+    let start = doc.find(&marker).expect("recipe marker") + marker.len();
+    let len = doc[start..].find("```").expect("end of the YAML block");
+    doc[start..start + len].to_owned()
+}
+
+#[test]
+fn gitlab_parent_pipeline_recipe_is_valid() {
+    let recipe = recipe("gitlab-parent");
+    let jobs = gitlab_ci_local_list(&recipe).expect("gitlab-ci-local accepts the recipe");
+    assert!(jobs.contains("generate-pipeline"), "{jobs}");
+    assert!(jobs.contains("run-pipeline"), "{jobs}");
+    // The trigger must wait for the child and take the generated file as its pipeline.
+    let doc: serde_yaml::Value = serde_yaml::from_str(&recipe).expect("YAML");
+    let trigger = &doc["run-pipeline"]["trigger"];
+    assert_eq!(trigger["strategy"], "depend");
+    assert_eq!(trigger["include"][0]["job"], "generate-pipeline");
+    let artifact = trigger["include"][0]["artifact"]
+        .as_str()
+        .expect("artifact");
+    let paths = doc["generate-pipeline"]["artifacts"]["paths"]
+        .as_sequence()
+        .expect("paths");
+    assert!(
+        paths.iter().any(|p| p == artifact),
+        "the generate job keeps {artifact}"
+    );
+    let script = doc["generate-pipeline"]["script"][1]
+        .as_str()
+        .expect("script");
+    assert!(script.ends_with(&format!("-o {artifact}")), "{script}");
+}
+
+#[test]
+fn github_check_recipe_is_valid() {
+    assert_eq!(actionlint(&recipe("github-check")), "");
+}
+
+#[test]
+fn pre_commit_hooks_run_terraci() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".pre-commit-hooks.yaml"),
+    )
+    .expect(".pre-commit-hooks.yaml");
+    let hooks: Vec<serde_yaml::Value> = serde_yaml::from_str(&text).expect("a list of hooks");
+    let ids: Vec<&str> = hooks.iter().filter_map(|h| h["id"].as_str()).collect();
+    assert_eq!(ids, ["terraci-validate", "terraci-generate"]);
+    for hook in &hooks {
+        assert_eq!(hook["pass_filenames"], false);
+        let entry = hook["entry"].as_str().expect("entry");
+        let args: Vec<&str> = entry.split_whitespace().skip(1).collect();
+        // The entry's arguments parse: `--help` after them is answered, not refused.
+        let p = Project::empty();
+        let mut with_help = args.clone();
+        with_help.push("--help");
+        assert_eq!(p.run(&with_help).code, 0, "{entry}");
+    }
+}
