@@ -38,7 +38,8 @@ pub trait System: Send + Sync {
     fn is_dir(&self, path: &Utf8Path) -> bool;
     fn env_var(&self, name: &str) -> Option<String>;
     fn current_dir(&self) -> io::Result<Utf8PathBuf>;
-    /// Writes `bytes` to `path` atomically (temp file in the same directory, then rename).
+    /// Writes `bytes` to `path` atomically (temp file in the same directory, then rename),
+    /// creating missing parent directories.
     /// Returns `false` and leaves the file untouched if it already holds exactly `bytes`.
     fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool>;
     /// Makes `path` absolute against the current directory and removes `.`/`..` lexically.

@@ -66,6 +66,7 @@ impl System for OsSystem {
             Some(p) if !p.as_str().is_empty() => p.to_owned(),
             _ => Utf8PathBuf::from("."),
         };
+        std::fs::create_dir_all(&dir)?;
         let file_name = path.file_name().unwrap_or("output");
         let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
         let result = (|| {
