@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use camino::Utf8Path;
+use indexmap::IndexMap;
 
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic};
@@ -588,7 +589,15 @@ pub fn module_references(db: &dyn Db, project: Project, module: Module) -> Modul
     let root = project.root(db).clone();
     let scope = module_scope(db, project, module);
     for rs in &facts.remote_states {
-        expand_remote_state(rs, &scope.scope, &dir, &root, &id, &mut out);
+        expand_remote_state(
+            rs,
+            &scope.scope,
+            &dir,
+            &root,
+            &id,
+            &module.info(db).components,
+            &mut out,
+        );
     }
     out
 }
@@ -608,7 +617,31 @@ fn unresolved(
     .with_anchor(attr.anchor(node.unwrap_or(attr.expr.id)))
 }
 
-fn eval_error(id: &str, attr: &AttrExpr, err: &EvalError) -> Diagnostic {
+fn eval_error(
+    id: &str,
+    components: &IndexMap<String, String>,
+    attr: &AttrExpr,
+    err: &EvalError,
+    block: &str,
+) -> Diagnostic {
+    // TerraCi fills undeclared `local.<segment>` from the module's path. Terraform rejects
+    // such a configuration, so terraci does not guess; it names the guess instead.
+    let undeclared = err
+        .message
+        .strip_prefix("`local.")
+        .and_then(|rest| rest.strip_suffix("` is not declared"));
+    if let Some(value) = undeclared.and_then(|name| components.get(name).map(|v| (name, v))) {
+        let (name, value) = value;
+        return unresolved(
+            id,
+            attr,
+            &format!(
+                "`local.{name}` is not declared (TerraCi would have guessed \"{value}\" from the directory; declare `{name} = \"{value}\"` in a `locals` block)"
+            ),
+            Some(err.node),
+            block,
+        );
+    }
     Diagnostic::new(
         crate::diagnostic::Severity::Warning,
         err.code,
@@ -624,6 +657,7 @@ fn expand_remote_state(
     dir: &Utf8Path,
     root: &Utf8Path,
     id: &str,
+    components: &IndexMap<String, String>,
     out: &mut ModuleReferences,
 ) {
     fn ctx<'a>(scope: &'a BTreeMap<String, Value>, dir: &Utf8Path) -> EvalContext<'a> {
@@ -638,7 +672,8 @@ fn expand_remote_state(
     if let Some(fe) = &rs.for_each {
         match evaluate(&fe.expr, &ctx(scope, dir)) {
             Err(err) => {
-                out.diagnostics.push(eval_error(id, fe, &err));
+                out.diagnostics
+                    .push(eval_error(id, components, fe, &err, &rs.name));
                 return;
             }
             Ok(v) => {
@@ -718,7 +753,8 @@ fn expand_remote_state(
     } else if let Some(count) = &rs.count {
         match evaluate(&count.expr, &ctx(scope, dir)) {
             Err(err) => {
-                out.diagnostics.push(eval_error(id, count, &err));
+                out.diagnostics
+                    .push(eval_error(id, components, count, &err, &rs.name));
                 return;
             }
             Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 1024.0 => {
@@ -797,7 +833,8 @@ fn expand_remote_state(
                     continue;
                 }
                 Err(err) => {
-                    out.diagnostics.push(eval_error(id, b, &err));
+                    out.diagnostics
+                        .push(eval_error(id, components, b, &err, &rs.name));
                     continue;
                 }
             },
@@ -820,7 +857,8 @@ fn expand_remote_state(
                 continue;
             }
             Err(err) => {
-                out.diagnostics.push(eval_error(id, config_attr, &err));
+                out.diagnostics
+                    .push(eval_error(id, components, config_attr, &err, &rs.name));
                 continue;
             }
         };
