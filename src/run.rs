@@ -422,8 +422,9 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
         .map_err(|e| fail(exit::ERROR, e.to_string()))?;
 
     if args.explain && !args.dry_run {
+        let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
         for (id, reasons) in &affected.affected {
-            if plan.jobs.iter().any(|j| &j.module == id) {
+            if targets.contains(id.as_str()) {
                 writeln!(io.stderr, "{id}: {}", reasons.join("; "))?;
             }
         }

@@ -8,4 +8,5 @@ mod commands;
 mod generate;
 mod graph;
 mod robustness;
+mod seeds;
 mod validate;
