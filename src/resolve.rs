@@ -37,11 +37,15 @@ pub struct ModuleScope {
 /// depends on that file and re-runs when it changes, and on nothing else.
 struct TrackedFilesystem<'db> {
     db: &'db dyn Db,
+    /// The project directory: messages name paths relative to it.
+    root: &'db Utf8Path,
 }
 
 impl EvalHost for TrackedFilesystem<'_> {
     fn read_file(&self, path: &Utf8Path) -> Result<String, String> {
-        let file = self.db.extra_file(&normalize(path));
+        let path = &normalize(path);
+        let file = self.db.extra_file(path);
+        let path = path.strip_prefix(self.root).unwrap_or(path);
         match file.contents(self.db) {
             Some(FileContents::Text(text)) => Ok(text.to_string()),
             Some(FileContents::NotUtf8 { line, column }) => Err(format!(
@@ -170,7 +174,10 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
         let ctx = EvalContext {
             scope: &scope,
             module_dir: dir.clone(),
-            host: &TrackedFilesystem { db },
+            host: &TrackedFilesystem {
+                db,
+                root: project.root(db),
+            },
         };
         let v = match evaluate(&e.expr, &ctx) {
             Ok(v) => detach(v, &format!("local.{name}")),
@@ -661,7 +668,10 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
     let ctx = EvalContext {
         scope: &scope.scope,
         module_dir: dir.clone(),
-        host: &TrackedFilesystem { db },
+        host: &TrackedFilesystem {
+            db,
+            root: project.root(db),
+        },
     };
     let config = match evaluate(&backend.config.expr, &ctx) {
         Ok(Value::Map(m)) => m,
@@ -717,7 +727,10 @@ pub fn module_references(db: &dyn Db, project: Project, module: Module) -> Modul
         root: &root,
         components: &module.info(db).components,
         locals: &facts.locals,
-        host: &TrackedFilesystem { db },
+        host: &TrackedFilesystem {
+            db,
+            root: project.root(db),
+        },
     };
     let mut reported = BTreeSet::new();
     for rs in &facts.remote_states {
