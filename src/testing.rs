@@ -179,7 +179,10 @@ mod fuzz {
         }
     }
 
-    fn seeds() -> Vec<(String, Vec<(String, Vec<u8>)>)> {
+    /// A fixture's name and its files (project-relative path, bytes).
+    type Seed = (String, Vec<(String, Vec<u8>)>);
+
+    fn seeds() -> Vec<Seed> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut repos = Vec::new();
         for name in ["example", "diagnostics", "cycle"] {
