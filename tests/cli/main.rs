@@ -4,6 +4,7 @@
 
 mod support;
 
+mod changes;
 mod commands;
 mod generate;
 mod graph;
