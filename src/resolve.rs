@@ -7,6 +7,11 @@
 //! every module (spec §4.3). Invalidated by the module's facts, and for matching by the
 //! [`identity_index`], which changes only when some module's state identity or the module
 //! set changes.
+//!
+//! Filesystem functions (`file`, `templatefile`, `fileexists`, `fileset`) read through
+//! on-demand salsa inputs ([`Db::extra_file`], [`Db::extra_dir`]), created by the database
+//! through its `System` the first time an evaluation asks; a reference that reads a file
+//! is invalidated by that file and nothing else (`Database::refresh_extra` re-reads them).
 
 use std::collections::{BTreeMap, BTreeSet};
 
