@@ -30,25 +30,26 @@ pub struct DependencyGraph {
     pub cycles: Vec<Vec<String>>,
     /// Every resolution diagnostic of every module, in module order.
     pub diagnostics: Vec<Diagnostic>,
+    /// id -> direct dependencies / direct dependents, sorted (lookups are O(log n)).
+    forward: BTreeMap<String, Vec<String>>,
+    backward: BTreeMap<String, Vec<String>>,
 }
 
 impl DependencyGraph {
-    /// Direct dependencies of `id`.
+    /// Direct dependencies of `id`, sorted.
     pub fn dependencies(&self, id: &str) -> Vec<&str> {
-        self.edges
-            .keys()
-            .filter(|(from, _)| from == id)
-            .map(|(_, to)| to.as_str())
-            .collect()
+        self.forward
+            .get(id)
+            .map(|v| v.iter().map(String::as_str).collect())
+            .unwrap_or_default()
     }
 
-    /// Direct dependents of `id`.
+    /// Direct dependents of `id`, sorted.
     pub fn dependents(&self, id: &str) -> Vec<&str> {
-        self.edges
-            .keys()
-            .filter(|(_, to)| to == id)
-            .map(|(from, _)| from.as_str())
-            .collect()
+        self.backward
+            .get(id)
+            .map(|v| v.iter().map(String::as_str).collect())
+            .unwrap_or_default()
     }
 
     /// `id` and everything it depends on, transitively.
@@ -98,6 +99,21 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
             .extend(resolved.diagnostics.iter().cloned());
     }
     graph.modules.sort();
+    for (from, to) in graph.edges.keys() {
+        graph
+            .forward
+            .entry(from.clone())
+            .or_default()
+            .push(to.clone());
+        graph
+            .backward
+            .entry(to.clone())
+            .or_default()
+            .push(from.clone());
+    }
+    for list in graph.backward.values_mut() {
+        list.sort();
+    }
     let (order, levels) = kahn(&graph.modules, graph.edges.keys());
     graph.order = order;
     graph.levels = levels;

@@ -167,16 +167,8 @@ pub fn load_workspace(
             .read(&system.absolute(f)?)
             .with_context(|| format!("cannot read --var-file {f}"))?;
         let text = String::from_utf8(bytes).map_err(|_| anyhow!("--var-file {f} is not UTF-8"))?;
-        if let Err(e) = hcl_edit::parser::parse_body(&text) {
-            return Err(fail(
-                exit::ERROR,
-                format!(
-                    "--var-file {f}:{}:{}: {}",
-                    e.location().line(),
-                    e.location().column(),
-                    e.message()
-                ),
-            ));
+        if let Err(e) = crate::resolve::var_file_assignments(f.as_str(), &text) {
+            return Err(fail(exit::ERROR, format!("--var-file {f}:{e}")));
         }
         var_files.push((f.to_string(), text));
     }
@@ -188,7 +180,7 @@ pub fn load_workspace(
         vars.push((name.to_owned(), value.to_owned()));
     }
 
-    let db = Database::default();
+    let db = Database::with_system(system.shared());
     let mut files = BTreeMap::new();
     let mut modules = BTreeMap::new();
     let mut module_inputs = Vec::new();
@@ -604,8 +596,9 @@ fn explain(
             files.len()
         )?;
     }
+    let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
     for (id, reasons) in &affected.affected {
-        if plan.jobs.iter().any(|j| &j.module == id) {
+        if targets.contains(id.as_str()) {
             writeln!(out, "{id}: {}", reasons.join("; "))?;
         }
     }

@@ -179,10 +179,10 @@ mod fuzz {
         }
     }
 
-    /// A fixture's name and its files (project-relative path, bytes).
-    type Seed = (String, Vec<(String, Vec<u8>)>);
+    /// (path, bytes) of one fixture repo's files.
+    type Files = Vec<(String, Vec<u8>)>;
 
-    fn seeds() -> Vec<Seed> {
+    fn seeds() -> Vec<(String, Files)> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut repos = Vec::new();
         for name in ["example", "diagnostics", "cycle"] {
@@ -194,7 +194,7 @@ mod fuzz {
         repos
     }
 
-    fn collect(base: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+    fn collect(base: &Path, dir: &Path, out: &mut Files) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };

@@ -10,6 +10,7 @@ pub use memory::MemorySystem;
 pub use os::OsSystem;
 
 use std::io;
+use std::sync::Arc;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -42,6 +43,8 @@ pub trait System: Send + Sync {
     /// creating missing parent directories.
     /// Returns `false` and leaves the file untouched if it already holds exactly `bytes`.
     fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool>;
+    /// An owned handle to the same system, for the database's on-demand file inputs.
+    fn shared(&self) -> Arc<dyn System>;
     /// Makes `path` absolute against the current directory and removes `.`/`..` lexically.
     fn absolute(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
         let joined = if path.is_absolute() {

@@ -9,5 +9,6 @@ mod commands;
 mod generate;
 mod graph;
 mod robustness;
+mod rules;
 mod seeds;
 mod validate;
