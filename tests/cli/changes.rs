@@ -391,3 +391,39 @@ fn an_unknown_base_ref_names_what_was_tried() {
     all.push_str(&repo.section(&["generate", "--base-ref", "main"]));
     snap!("changes_unknown_base_ref", all);
 }
+
+#[test]
+fn ci_variables_pick_the_base_when_no_base_ref_is_given() {
+    let repo = Repo::example();
+    let base = repo.git(&["rev-parse", "main"]).trim().to_owned();
+    repo.append(&format!("{PROD}/monitoring/main.tf"), "# more alerts\n");
+    repo.commit("monitoring");
+    // main moves on after the branch point: only the merge base counts.
+    repo.git(&["checkout", "-q", "main"]);
+    repo.append(&format!("{PROD}/vpc/main.tf"), "# on main only\n");
+    repo.commit("vpc on main");
+    repo.git(&["checkout", "-q", "feature"]);
+    let args = [
+        "generate",
+        "--changed-only",
+        "--dry-run",
+        "--format",
+        "json",
+    ];
+    let changed = |env: &[(&str, &str)]| {
+        let out = repo.project.run_env(&args, env);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("valid JSON");
+        v["changed_modules"].clone()
+    };
+    let expected = serde_json::json!([format!("{PROD}/monitoring")]);
+    assert_eq!(
+        changed(&[("CI_MERGE_REQUEST_DIFF_BASE_SHA", &base)]),
+        expected
+    );
+    // GITHUB_BASE_REF names a branch of `origin`.
+    repo.git(&["update-ref", "refs/remotes/origin/main", "main"]);
+    assert_eq!(changed(&[("GITHUB_BASE_REF", "main")]), expected);
+    // Without any: origin/main, then main.
+    assert_eq!(changed(&[]), expected);
+}
