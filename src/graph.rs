@@ -30,25 +30,29 @@ pub struct DependencyGraph {
     pub cycles: Vec<Vec<String>>,
     /// Every resolution diagnostic of every module, in module order.
     pub diagnostics: Vec<Diagnostic>,
+    /// dependency -> its dependents in id order: the reverse of `edges`, so that
+    /// [`DependencyGraph::dependents`] is a lookup and not a scan of every edge.
+    reverse: BTreeMap<String, Vec<String>>,
 }
 
 impl DependencyGraph {
     /// Direct dependencies of `id`.
     pub fn dependencies(&self, id: &str) -> Vec<&str> {
+        // Edges are keyed (dependent, dependency): one module's dependencies are a range.
         self.edges
-            .keys()
-            .filter(|(from, _)| from == id)
+            .range((id.to_owned(), String::new())..)
+            .map(|((from, to), _)| (from, to))
+            .take_while(|(from, _)| *from == id)
             .map(|(_, to)| to.as_str())
             .collect()
     }
 
     /// Direct dependents of `id`.
     pub fn dependents(&self, id: &str) -> Vec<&str> {
-        self.edges
-            .keys()
-            .filter(|(_, to)| to == id)
-            .map(|(from, _)| from.as_str())
-            .collect()
+        self.reverse
+            .get(id)
+            .map(|v| v.iter().map(String::as_str).collect())
+            .unwrap_or_default()
     }
 
     /// `id` and everything it depends on, transitively.
@@ -98,6 +102,13 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
             .extend(resolved.diagnostics.iter().cloned());
     }
     graph.modules.sort();
+    for (from, to) in graph.edges.keys() {
+        graph
+            .reverse
+            .entry(to.clone())
+            .or_default()
+            .push(from.clone());
+    }
     let (order, levels) = kahn(&graph.modules, graph.edges.keys());
     graph.order = order;
     graph.levels = levels;

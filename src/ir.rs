@@ -131,12 +131,13 @@ pub fn build_job_plan(
         }
     }
 
+    let ids: std::collections::BTreeSet<&str> = sorted.iter().map(|t| t.id.as_str()).collect();
     let mut jobs: Vec<Job> = Vec::new();
     for t in &sorted {
         let deps: Vec<&String> = t
             .dependencies
             .iter()
-            .filter(|d| owner.values().any(|id| id == d))
+            .filter(|d| ids.contains(d.as_str()))
             .collect();
         let plan_needs: Vec<Need> = if options.plan_only {
             if options.parallel_plans {
