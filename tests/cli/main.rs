@@ -4,6 +4,7 @@
 
 mod support;
 
+mod cache;
 mod commands;
 mod generate;
 mod graph;
