@@ -4,7 +4,7 @@
 //! facts (for uses-library links) and the [`dependency_graph`]. Output: [`Affected`] with a
 //! reason chain per module. A new change set re-runs only this query and what follows.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::db::Db;
 use crate::diagnostic::Diagnostic;
@@ -13,10 +13,10 @@ use crate::files::{FileKind, Project, Role, Selection};
 use crate::graph::dependency_graph;
 use crate::system::normalize;
 
-/// Library directory -> root modules that use it, directly or through other libraries.
+/// Direct uses-library links: module directory -> the directories its local `module`
+/// sources name (`./`, `../`), for every discovered directory, libraries included.
 #[salsa::tracked(returns(ref))]
-pub fn library_users(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet<String>> {
-    // Direct links: directory of a module -> directories its local `module` calls name.
+pub fn library_links(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet<String>> {
     let mut calls: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for &m in project.modules(db) {
         let id = &m.info(db).id;
@@ -29,11 +29,19 @@ pub fn library_users(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet
             }
             let target = normalize(&camino::Utf8Path::new(id).join(source));
             let target = target.as_str().trim_end_matches('/').to_owned();
-            if !target.starts_with("..") && target != *id {
+            // A source above the project dir holds no project file that could change.
+            if !target.starts_with("..") && !target.is_empty() && target != *id {
                 calls.entry(id.clone()).or_default().insert(target);
             }
         }
     }
+    calls
+}
+
+/// Library directory -> root modules that use it, directly or through other libraries.
+#[salsa::tracked(returns(ref))]
+pub fn library_users(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet<String>> {
+    let calls = library_links(db, project);
     let mut users: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for &m in project.modules(db) {
         let info = m.info(db);
@@ -54,6 +62,55 @@ pub fn library_users(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet
     users
 }
 
+/// How a listed library module is used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LibraryUse {
+    /// By these root modules, directly or through other libraries.
+    By(BTreeSet<String>),
+    /// Not itself, but it sits inside this used library (its examples, its own
+    /// submodules) and ships with it.
+    PartOf(String),
+    Unused,
+}
+
+/// Every listed library module (sorted by id) and how it is used.
+pub fn library_usage(db: &dyn Db, project: Project) -> Vec<(String, LibraryUse)> {
+    let users = library_users(db, project);
+    project
+        .modules(db)
+        .iter()
+        .map(|m| m.info(db))
+        .filter(|info| info.role == Role::Library)
+        .map(|info| {
+            let usage = match users.get(&info.id) {
+                Some(by) => LibraryUse::By(by.clone()),
+                None => match ancestors(&info.id).find(|dir| users.contains_key(*dir)) {
+                    Some(dir) => LibraryUse::PartOf(dir.to_owned()),
+                    None => LibraryUse::Unused,
+                },
+            };
+            (info.id.clone(), usage)
+        })
+        .collect()
+}
+
+/// `unused-library` warnings: listed library modules that no module reaches through a
+/// local `source`, and that are not part of a library that is reached.
+pub fn unused_libraries(db: &dyn Db, project: Project) -> Vec<Diagnostic> {
+    library_usage(db, project)
+        .into_iter()
+        .filter(|(_, usage)| *usage == LibraryUse::Unused)
+        .map(|(id, _)| id)
+        .map(|id| {
+            Diagnostic::warning(
+                "unused-library",
+                "library module is used by no module (no local `source` reaches it)",
+            )
+            .with_module(id)
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Affected {
     /// Root modules marked by a changed file (before filters), sorted.
@@ -67,7 +124,22 @@ fn contains(dir: &str, path: &str) -> bool {
     path.len() > dir.len() && path.starts_with(dir) && path.as_bytes()[dir.len()] == b'/'
 }
 
+/// The directories above `path`, deepest first: `a/b/c.tf` -> `a/b`, `a`.
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    let mut rest = path;
+    std::iter::from_fn(move || {
+        let (dir, _) = rest.rsplit_once('/')?;
+        rest = dir;
+        Some(dir)
+    })
+}
+
 /// The affected set of the selection's change set; every root module when there is none.
+///
+/// A changed file marks the deepest module whose directory holds it, and every module
+/// that uses (transitively) a library directory holding it; the marked modules' dependents
+/// follow, each with the shortest reason chain. The files of a deleted module belong to
+/// it, not to a module above it, and give a `deleted-module` warning instead.
 #[salsa::tracked(returns(ref))]
 pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected {
     let graph = dependency_graph(db, project);
@@ -88,69 +160,84 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
         .iter()
         .map(|m| m.info(db).id.as_str())
         .collect();
+    let library_paths: Vec<&str> = project
+        .config(db)
+        .library_modules
+        .paths
+        .iter()
+        .map(|p| p.trim_start_matches("./").trim_matches('/'))
+        .filter(|p| !p.is_empty())
+        .collect();
     let libs = library_users(db, project);
     let depth = project.pattern(db).depth();
+
+    // A Terraform file in a directory that discovery would have made a module, but that
+    // is no module now: the module was deleted (or renamed away).
+    let deleted: BTreeSet<&str> = changes
+        .files
+        .iter()
+        .filter_map(|path| {
+            let (dir, name) = path.rsplit_once('/')?;
+            let terraform = FileKind::of(name).is_some_and(|k| !k.is_vars());
+            let hidden = dir.split('/').any(|part| part.starts_with('.'));
+            let library = library_paths.iter().any(|l| dir == *l || contains(l, dir));
+            (terraform
+                && !hidden
+                && !library
+                && dir.split('/').count() >= depth
+                && !all_dirs.contains(dir))
+            .then_some(dir)
+        })
+        .collect();
+
     let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut deleted: BTreeSet<String> = BTreeSet::new();
     for path in &changes.files {
-        let owner = roots
-            .iter()
-            .filter(|m| contains(m, path))
-            .max_by_key(|m| m.len());
-        if let Some(owner) = owner {
+        let owner = ancestors(path).find(|dir| roots.contains(dir) || deleted.contains(dir));
+        if let Some(owner) = owner.filter(|dir| roots.contains(dir)) {
             let rel = &path[owner.len() + 1..];
             reasons
-                .entry((*owner).to_owned())
+                .entry(owner.to_owned())
                 .or_default()
                 .push(format!("changed: {rel}"));
-        } else if let Some((dir, name)) = path.rsplit_once('/') {
-            let is_tf = FileKind::of(name).is_some_and(|k| !k.is_vars());
-            if is_tf
-                && dir.split('/').count() >= depth
-                && !all_dirs.contains(dir)
-                && !all_dirs.iter().any(|d| contains(d, dir))
-            {
-                deleted.insert(dir.to_owned());
-            }
         }
-        for (lib, users) in libs {
-            if contains(lib, path) {
-                let rel = &path[lib.len() + 1..];
-                for user in users {
-                    reasons
-                        .entry(user.clone())
-                        .or_default()
-                        .push(format!("uses library {lib} (changed: {rel})"));
-                }
+        for lib in ancestors(path) {
+            let Some(users) = libs.get(lib) else { continue };
+            let rel = &path[lib.len() + 1..];
+            for user in users {
+                reasons
+                    .entry(user.clone())
+                    .or_default()
+                    .push(format!("uses library {lib} (changed: {rel})"));
             }
         }
     }
     let changed_modules: Vec<String> = reasons.keys().cloned().collect();
-    let mut affected = reasons.clone();
+    let mut affected = reasons;
 
-    // Dependents, breadth-first so each gets the shortest reason chain.
-    let mut queue: std::collections::VecDeque<String> = changed_modules.iter().cloned().collect();
-    while let Some(m) = queue.pop_front() {
-        let why = describe(&m, &affected);
-        for d in graph.dependents(&m) {
-            if !affected.contains_key(d) {
-                affected.insert(d.to_owned(), vec![format!("depends on {m} ({why})")]);
-                queue.push_back(d.to_owned());
-            }
-        }
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut dependencies: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (from, to) in graph.edges.keys() {
+        dependents.entry(to).or_default().push(from);
+        dependencies.entry(from).or_default().push(to);
     }
-    if changes.include_dependencies {
-        let mut queue: std::collections::VecDeque<String> =
-            changed_modules.iter().cloned().collect();
+    // Breadth-first from the changed modules, so each module gets the shortest chain.
+    let mut spread = |links: &BTreeMap<&str, Vec<&str>>, verb: &str| {
+        let mut queue: VecDeque<String> = changed_modules.iter().cloned().collect();
         while let Some(m) = queue.pop_front() {
-            for d in graph.dependencies(&m) {
-                if !affected.contains_key(d) {
-                    affected.insert(d.to_owned(), vec![format!("dependency of {m}")]);
-                    queue.push_back(d.to_owned());
+            let why = describe(&m, &affected);
+            for &next in links.get(m.as_str()).into_iter().flatten() {
+                if !affected.contains_key(next) {
+                    affected.insert(next.to_owned(), vec![format!("{verb} {m} ({why})")]);
+                    queue.push_back(next.to_owned());
                 }
             }
         }
+    };
+    spread(&dependents, "depends on");
+    if changes.include_dependencies {
+        spread(&dependencies, "dependency of");
     }
+
     let diagnostics = deleted
         .into_iter()
         .map(|id| {
@@ -168,6 +255,8 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
     }
 }
 
+/// How a module that passes the change on is named in its neighbour's reason: `changed`
+/// for a changed module, else its own chain.
 fn describe(m: &str, affected: &BTreeMap<String, Vec<String>>) -> String {
     match affected.get(m).and_then(|r| r.first()) {
         Some(r) if r.starts_with("changed") || r.starts_with("uses library") => "changed".into(),
@@ -179,4 +268,155 @@ fn describe(m: &str, affected: &BTreeMap<String, Vec<String>>) -> String {
 /// Roles never reach the affected set other than `Root`; exported for `validate`.
 pub fn is_target_role(role: Role) -> bool {
     role == Role::Root
+}
+
+#[cfg(test)]
+mod tests {
+    use salsa::Setter as _;
+
+    use crate::files::{ChangeInput, Selection};
+    use crate::filter::Filters;
+    use crate::ir::{job_plan, PlanOptions};
+    use crate::testing::workspace;
+
+    use super::{affected, unused_libraries};
+
+    const CONFIG: &str =
+        "structure:\n  pattern: \"{env}/{module}\"\nlibrary_modules:\n  paths: [lib]\n";
+    const VPC: &str = "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\n";
+    const EKS: &str = "data \"terraform_remote_state\" \"net\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\nmodule \"q\" {\n  source = \"../../lib/queue\"\n}\n";
+    const APP: &str = "data \"terraform_remote_state\" \"eks\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/eks/terraform.tfstate\"\n  }\n}\n";
+
+    fn project() -> crate::run::Workspace {
+        workspace(&[
+            (".terraci.yaml", CONFIG),
+            ("stage/vpc/main.tf", VPC),
+            ("stage/eks/main.tf", EKS),
+            ("stage/app/main.tf", APP),
+            (
+                "lib/queue/main.tf",
+                "variable \"name\" {\n  default = \"q\"\n}\n",
+            ),
+            ("lib/old/main.tf", "variable \"name\" {}\n"),
+        ])
+    }
+
+    fn changes(files: &[&str]) -> Option<ChangeInput> {
+        Some(ChangeInput {
+            files: files.iter().map(|f| f.to_string()).collect(),
+            include_dependencies: false,
+        })
+    }
+
+    fn reasons(ws: &crate::run::Workspace, selection: Selection) -> Vec<String> {
+        affected(&ws.db, ws.project, selection)
+            .affected
+            .iter()
+            .map(|(id, why)| format!("{id}: {}", why.join("; ")))
+            .collect()
+    }
+
+    #[test]
+    fn reason_chains_name_the_file_the_library_and_the_dependency() {
+        let ws = project();
+        let selection = Selection::new(
+            &ws.db,
+            Filters::default(),
+            PlanOptions::default(),
+            changes(&["lib/queue/main.tf", "stage/vpc/main.tf"]),
+        );
+        assert_eq!(
+            reasons(&ws, selection),
+            [
+                "stage/app: depends on stage/eks (changed)",
+                "stage/eks: uses library lib/queue (changed: main.tf)",
+                "stage/vpc: changed: main.tf",
+            ]
+        );
+        let result = affected(&ws.db, ws.project, selection);
+        // Libraries are never changed modules.
+        assert_eq!(result.changed_modules, ["stage/eks", "stage/vpc"]);
+    }
+
+    #[test]
+    fn a_deleted_module_is_a_warning_and_not_a_changed_module() {
+        let ws = project();
+        let selection = Selection::new(
+            &ws.db,
+            Filters::default(),
+            PlanOptions::default(),
+            changes(&["stage/gone/main.tf", "stage/gone/terraform.tfvars"]),
+        );
+        let result = affected(&ws.db, ws.project, selection);
+        assert!(result.changed_modules.is_empty());
+        assert!(result.affected.is_empty());
+        let warnings: Vec<String> = result
+            .diagnostics
+            .iter()
+            .map(|d| format!("{} {}", d.code, d.module.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(warnings, ["deleted-module stage/gone"]);
+    }
+
+    #[test]
+    fn a_listed_library_nobody_uses_is_reported() {
+        let ws = project();
+        let unused: Vec<String> = unused_libraries(&ws.db, ws.project)
+            .iter()
+            .map(|d| format!("{} {}", d.code, d.module.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(unused, ["unused-library lib/old"]);
+    }
+
+    #[test]
+    fn a_new_change_set_reruns_only_affected_and_the_job_plan() {
+        let mut ws = project();
+        let selection = Selection::new(
+            &ws.db,
+            Filters::default(),
+            PlanOptions::default(),
+            changes(&["stage/app/main.tf"]),
+        );
+        let first = job_plan(&ws.db, ws.project, selection)
+            .clone()
+            .expect("plan");
+        assert_eq!(first.jobs.len(), 2);
+
+        ws.db.start_logging();
+        selection
+            .set_changes(&mut ws.db)
+            .to(changes(&["stage/vpc/main.tf"]));
+        let second = job_plan(&ws.db, ws.project, selection)
+            .clone()
+            .expect("plan");
+        assert_eq!(second.jobs.len(), 6);
+        let log = ws.db.take_log();
+        let ran = |query: &str| log.iter().any(|l| l.contains(query));
+        assert!(ran("affected("), "{log:?}");
+        assert!(ran("job_plan("), "{log:?}");
+        for query in [
+            "parsed_file(",
+            "file_facts(",
+            "module_facts(",
+            "resolved_dependencies(",
+            "dependency_graph(",
+            "library_users(",
+            "library_links(",
+        ] {
+            assert!(!ran(query), "{query} ran again: {log:?}");
+        }
+
+        // A file outside every module changes the input but not the affected set: the
+        // job plan is reused.
+        selection
+            .set_changes(&mut ws.db)
+            .to(changes(&["README.md", "stage/vpc/main.tf"]));
+        let third = job_plan(&ws.db, ws.project, selection)
+            .clone()
+            .expect("plan");
+        assert_eq!(third, second);
+        let log = ws.db.take_log();
+        assert!(log.iter().any(|l| l.contains("affected(")), "{log:?}");
+        assert!(!log.iter().any(|l| l.contains("job_plan(")), "{log:?}");
+    }
 }

@@ -1,13 +1,35 @@
 //! The salsa database.
 //!
-//! Inputs ([`crate::files`]): file text, modules, the project. Every query in the crate
-//! takes `&dyn Db`. Clones share storage, so worker threads can run queries in parallel.
+//! Inputs ([`crate::files`]): file text, modules, the project, plus the files that
+//! filesystem functions read, which are created on demand ([`Db::extra_file`]). Every
+//! query in the crate takes `&dyn Db`. Clones share storage, so worker threads can run
+//! queries in parallel.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use salsa::Setter as _;
+
+use crate::files::{ExtraDir, ExtraFile, FileContents};
+use crate::system::{EntryKind, System};
 
 /// The database trait every query is written against.
 #[salsa::db]
-pub trait Db: salsa::Database {}
+pub trait Db: salsa::Database {
+    /// The input holding the file at `path` (absolute), read through the `System` the
+    /// first time it is asked for. Without a system every file is missing.
+    fn extra_file(&self, path: &Utf8Path) -> ExtraFile;
+    /// The input listing the files below the directory `path` (absolute).
+    fn extra_dir(&self, path: &Utf8Path) -> ExtraDir;
+}
+
+/// Lazily created inputs, by absolute path.
+#[derive(Default)]
+struct Extra {
+    files: BTreeMap<Utf8PathBuf, ExtraFile>,
+    dirs: BTreeMap<Utf8PathBuf, ExtraDir>,
+}
 
 #[salsa::db]
 #[derive(Clone)]
@@ -15,6 +37,9 @@ pub struct Database {
     storage: salsa::Storage<Self>,
     /// Names of the queries that executed, when logging is on (tests of incrementality).
     log: Arc<Mutex<Option<Vec<String>>>>,
+    /// Where [`Db::extra_file`] reads; `None` in databases built without a system.
+    system: Option<Arc<dyn System>>,
+    extra: Arc<Mutex<Extra>>,
 }
 
 impl Default for Database {
@@ -32,11 +57,21 @@ impl Default for Database {
                 }
             }))),
             log,
+            system: None,
+            extra: Arc::default(),
         }
     }
 }
 
 impl Database {
+    /// A database whose filesystem functions read through `system`.
+    pub fn with_system(system: Arc<dyn System>) -> Database {
+        Database {
+            system: Some(system),
+            ..Database::default()
+        }
+    }
+
     /// Starts recording which queries execute.
     pub fn start_logging(&self) {
         if let Ok(mut guard) = self.log.lock() {
@@ -51,10 +86,116 @@ impl Database {
             Err(_) => Vec::new(),
         }
     }
+
+    /// Re-reads every file and directory that filesystem functions have asked for and
+    /// updates the inputs whose contents changed (watch mode calls this after a batch of
+    /// file events). Returns the paths that changed.
+    pub fn refresh_extra(&mut self) -> Vec<Utf8PathBuf> {
+        let (files, dirs) = match self.extra.lock() {
+            Ok(extra) => (
+                extra.files.values().copied().collect::<Vec<_>>(),
+                extra.dirs.values().copied().collect::<Vec<_>>(),
+            ),
+            Err(_) => return Vec::new(),
+        };
+        let mut changed = Vec::new();
+        for file in files {
+            let path = file.path(self).clone();
+            let now = read_extra_file(self.system.as_deref(), &path);
+            if file.contents(self) != &now {
+                file.set_contents(self).to(now);
+                changed.push(path);
+            }
+        }
+        for dir in dirs {
+            let path = dir.path(self).clone();
+            let now = list_extra_dir(self.system.as_deref(), &path);
+            if dir.files(self) != &now {
+                dir.set_files(self).to(now);
+                changed.push(path);
+            }
+        }
+        changed
+    }
+}
+
+fn read_extra_file(system: Option<&dyn System>, path: &Utf8Path) -> Option<FileContents> {
+    let system = system?;
+    if !system.is_file(path) {
+        return None;
+    }
+    Some(match system.read(path) {
+        Ok(bytes) => FileContents::from_bytes(bytes),
+        Err(err) => FileContents::Unreadable(err.to_string()),
+    })
+}
+
+/// Files below `dir`, recursively, skipping nothing: `fileset` sees what Terraform sees.
+/// Symlinked directories are not followed, so a link loop cannot hang the walk.
+fn list_extra_dir(system: Option<&dyn System>, dir: &Utf8Path) -> Vec<String> {
+    let Some(system) = system else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut stack = vec![String::new()];
+    while let Some(rel) = stack.pop() {
+        let abs = if rel.is_empty() {
+            dir.to_owned()
+        } else {
+            dir.join(&rel)
+        };
+        let Ok(entries) = system.read_dir(&abs) else {
+            continue;
+        };
+        for entry in entries {
+            let child = if rel.is_empty() {
+                entry.name.clone()
+            } else {
+                format!("{rel}/{}", entry.name)
+            };
+            match entry.kind {
+                EntryKind::Dir => stack.push(child),
+                EntryKind::File | EntryKind::Symlink { to_dir: false } => out.push(child),
+                EntryKind::Symlink { to_dir: true } => {}
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 #[salsa::db]
 impl salsa::Database for Database {}
 
 #[salsa::db]
-impl Db for Database {}
+impl Db for Database {
+    fn extra_file(&self, path: &Utf8Path) -> ExtraFile {
+        // Holding the lock while creating the input keeps one input per path even when
+        // worker threads ask for the same file at once.
+        let mut extra = self
+            .extra
+            .lock()
+            .expect("extra-input registry is never poisoned");
+        if let Some(file) = extra.files.get(path) {
+            return *file;
+        }
+        let contents = read_extra_file(self.system.as_deref(), path);
+        let file = ExtraFile::new(self, path.to_owned(), contents);
+        extra.files.insert(path.to_owned(), file);
+        file
+    }
+
+    fn extra_dir(&self, path: &Utf8Path) -> ExtraDir {
+        let mut extra = self
+            .extra
+            .lock()
+            .expect("extra-input registry is never poisoned");
+        if let Some(dir) = extra.dirs.get(path) {
+            return *dir;
+        }
+        let files = list_extra_dir(self.system.as_deref(), path);
+        let dir = ExtraDir::new(self, path.to_owned(), files);
+        extra.dirs.insert(path.to_owned(), dir);
+        dir
+    }
+}

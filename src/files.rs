@@ -189,3 +189,28 @@ pub struct Selection {
     #[returns(ref)]
     pub changes: Option<ChangeInput>,
 }
+
+/// A file that an expression reads (`file()`, `templatefile()`, `fileexists()`), created
+/// lazily the first time a query asks for it (salsa's on-demand input pattern). Reading
+/// its contents records a dependency, so a later [`crate::db::Database::refresh_extra`]
+/// that sees a change re-runs exactly the evaluations that read it.
+#[salsa::input(debug)]
+pub struct ExtraFile {
+    /// Absolute, normalised.
+    #[returns(ref)]
+    pub path: Utf8PathBuf,
+    /// `None`: no such file (or a directory).
+    #[returns(ref)]
+    pub contents: Option<FileContents>,
+}
+
+/// The files below a directory (`fileset()`), `/`-separated relative paths, sorted;
+/// created lazily like [`ExtraFile`].
+#[salsa::input(debug)]
+pub struct ExtraDir {
+    /// Absolute, normalised.
+    #[returns(ref)]
+    pub path: Utf8PathBuf,
+    #[returns(ref)]
+    pub files: Vec<String>,
+}

@@ -30,26 +30,23 @@ pub struct DependencyGraph {
     pub cycles: Vec<Vec<String>>,
     /// Every resolution diagnostic of every module, in module order.
     pub diagnostics: Vec<Diagnostic>,
-    /// dependency -> its dependents in id order: the reverse of `edges`, so that
-    /// [`DependencyGraph::dependents`] is a lookup and not a scan of every edge.
-    reverse: BTreeMap<String, Vec<String>>,
+    /// id -> direct dependencies / direct dependents, sorted (lookups are O(log n)).
+    forward: BTreeMap<String, Vec<String>>,
+    backward: BTreeMap<String, Vec<String>>,
 }
 
 impl DependencyGraph {
-    /// Direct dependencies of `id`.
+    /// Direct dependencies of `id`, sorted.
     pub fn dependencies(&self, id: &str) -> Vec<&str> {
-        // Edges are keyed (dependent, dependency): one module's dependencies are a range.
-        self.edges
-            .range((id.to_owned(), String::new())..)
-            .map(|((from, to), _)| (from, to))
-            .take_while(|(from, _)| *from == id)
-            .map(|(_, to)| to.as_str())
-            .collect()
+        self.forward
+            .get(id)
+            .map(|v| v.iter().map(String::as_str).collect())
+            .unwrap_or_default()
     }
 
-    /// Direct dependents of `id`.
+    /// Direct dependents of `id`, sorted.
     pub fn dependents(&self, id: &str) -> Vec<&str> {
-        self.reverse
+        self.backward
             .get(id)
             .map(|v| v.iter().map(String::as_str).collect())
             .unwrap_or_default()
@@ -104,10 +101,18 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
     graph.modules.sort();
     for (from, to) in graph.edges.keys() {
         graph
-            .reverse
+            .forward
+            .entry(from.clone())
+            .or_default()
+            .push(to.clone());
+        graph
+            .backward
             .entry(to.clone())
             .or_default()
             .push(from.clone());
+    }
+    for list in graph.backward.values_mut() {
+        list.sort();
     }
     let (order, levels) = kahn(&graph.modules, graph.edges.keys());
     graph.order = order;

@@ -11,13 +11,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use camino::Utf8Path;
+use indexmap::IndexMap;
 
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic};
-use crate::eval::{evaluate, EvalContext, EvalError, NoFilesystem, Value};
+use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
 use crate::facts::expr::{Expr, ExprKind, Traverser};
 use crate::facts::{module_facts, AttrExpr, RemoteStateFact};
-use crate::files::{Module, Project};
+use crate::files::{FileContents, Module, Project};
 use crate::system::normalize;
 
 /// Evaluated values a module's expressions can see.
@@ -26,6 +27,45 @@ pub struct ModuleScope {
     /// `var`, `local`, `path`, `terraform`.
     pub scope: BTreeMap<String, Value>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Locals whose evaluation failed (they are unknown in `scope`). Reported by the
+    /// references that use them, so an unused broken local stays quiet.
+    pub local_errors: BTreeMap<String, EvalError>,
+}
+
+/// The filesystem functions' view of the disk: every read goes through an on-demand salsa
+/// input ([`Db::extra_file`], [`Db::extra_dir`]), so the query that evaluated `file(...)`
+/// depends on that file and re-runs when it changes, and on nothing else.
+struct TrackedFilesystem<'db> {
+    db: &'db dyn Db,
+    /// The project directory: messages name paths relative to it.
+    root: &'db Utf8Path,
+}
+
+impl EvalHost for TrackedFilesystem<'_> {
+    fn read_file(&self, path: &Utf8Path) -> Result<String, String> {
+        let path = &normalize(path);
+        let file = self.db.extra_file(path);
+        let path = path.strip_prefix(self.root).unwrap_or(path);
+        match file.contents(self.db) {
+            Some(FileContents::Text(text)) => Ok(text.to_string()),
+            Some(FileContents::NotUtf8 { line, column }) => Err(format!(
+                "`{path}` is not valid UTF-8 (line {line}, column {column})"
+            )),
+            Some(FileContents::Unreadable(err)) => Err(format!("cannot read `{path}`: {err}")),
+            None => Err(format!("no file `{path}`")),
+        }
+    }
+
+    fn file_exists(&self, path: &Utf8Path) -> bool {
+        self.db
+            .extra_file(&normalize(path))
+            .contents(self.db)
+            .is_some()
+    }
+
+    fn list_files(&self, dir: &Utf8Path) -> Vec<String> {
+        self.db.extra_dir(&normalize(dir)).files(self.db).clone()
+    }
 }
 
 fn module_dir(db: &dyn Db, project: Project, module: Module) -> camino::Utf8PathBuf {
@@ -109,6 +149,7 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
         .collect();
     let order = topo_order(&deps);
     let mut locals: BTreeMap<String, Value> = BTreeMap::new();
+    let mut local_errors = BTreeMap::new();
     for name in &order.cyclic {
         let chain = order.cycle_chain(name);
         locals.insert(
@@ -133,16 +174,27 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
         let ctx = EvalContext {
             scope: &scope,
             module_dir: dir.clone(),
-            host: &NoFilesystem,
+            host: &TrackedFilesystem {
+                db,
+                root: project.root(db),
+            },
         };
         let v = match evaluate(&e.expr, &ctx) {
             Ok(v) => detach(v, &format!("local.{name}")),
-            Err(err) => Value::unknown(format!("`local.{name}`: {}", err.message)),
+            Err(err) => {
+                let v = Value::unknown(format!("`local.{name}`: {}", err.message));
+                local_errors.insert(name.clone(), err);
+                v
+            }
         };
         locals.insert(name.clone(), v);
     }
     scope.insert("local".to_owned(), Value::Map(locals));
-    ModuleScope { scope, diagnostics }
+    ModuleScope {
+        scope,
+        diagnostics,
+        local_errors,
+    }
 }
 
 /// An unknown inside a stored value loses its node (it belongs to another expression),
@@ -172,14 +224,10 @@ fn eval_or_unknown(e: &Expr, ctx: &EvalContext<'_>) -> Value {
 pub fn cli_variables(db: &dyn Db, project: Project) -> BTreeMap<String, Expr> {
     let settings = project.eval_settings(db);
     let mut out = BTreeMap::new();
-    for (_, text) in &settings.var_files {
-        if let Ok(body) = hcl_edit::parser::parse_body(text) {
-            for attr in body.attributes() {
-                out.insert(
-                    attr.key.as_str().to_owned(),
-                    crate::parse::lower(&attr.value),
-                );
-            }
+    for (name, text) in &settings.var_files {
+        // The driver has already reported a file that does not parse.
+        if let Ok(assignments) = var_file_assignments(name, text) {
+            out.extend(assignments);
         }
     }
     for (name, raw) in &settings.vars {
@@ -196,6 +244,63 @@ pub fn cli_variables(db: &dyn Db, project: Project) -> BTreeMap<String, Expr> {
         out.insert(name.clone(), expr);
     }
     out
+}
+
+/// The locals a remote-state block reads, directly or through other locals.
+fn locals_used_by(rs: &RemoteStateFact, locals: &BTreeMap<String, AttrExpr>) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<String> = [
+        &rs.for_each,
+        &rs.count,
+        &rs.backend,
+        &rs.config,
+        &rs.workspace,
+    ]
+    .into_iter()
+    .flatten()
+    .flat_map(|a| local_references(&a.expr))
+    .collect();
+    while let Some(name) = stack.pop() {
+        if let Some(attr) = locals.get(&name) {
+            if seen.insert(name) {
+                stack.extend(local_references(&attr.expr));
+            }
+        }
+    }
+    seen
+}
+
+/// The assignments of a `--var-file`: JSON syntax when the name ends in `.json` (as
+/// Terraform decides), native syntax otherwise. The error names the position.
+pub fn var_file_assignments(name: &str, text: &str) -> Result<Vec<(String, Expr)>, String> {
+    if name.ends_with(".json") {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("{}:{}: {e}", e.line(), e.column()))?;
+        let serde_json::Value::Object(top) = value else {
+            return Err("1:1: a JSON variables file must hold an object".into());
+        };
+        return Ok(top
+            .iter()
+            .map(|(k, v)| (k.clone(), crate::facts::json_literal(v)))
+            .collect());
+    }
+    let body = hcl_edit::parser::parse_body(text).map_err(|e| {
+        format!(
+            "{}:{}: {}",
+            e.location().line(),
+            e.location().column(),
+            e.message()
+        )
+    })?;
+    Ok(body
+        .attributes()
+        .map(|attr| {
+            (
+                attr.key.as_str().to_owned(),
+                crate::parse::lower(&attr.value),
+            )
+        })
+        .collect())
 }
 
 fn local_references(e: &Expr) -> BTreeSet<String> {
@@ -475,6 +580,34 @@ fn flatten_config(backend: &str, value: &BTreeMap<String, Value>) -> BTreeMap<St
     out
 }
 
+/// `cloud` is the `remote` backend under another name (a `cloud {}` block is read as
+/// `remote` too), so both sides of a match use one spelling.
+fn canonical_backend(backend: &str) -> &str {
+    match backend {
+        "cloud" => "remote",
+        other => other,
+    }
+}
+
+/// Fills the identity fields a backend defaults when they are omitted, so that a module
+/// and a reference that both leave one out still agree (values from each backend's docs).
+fn with_defaults(backend: &str, mut config: BTreeMap<String, Value>) -> BTreeMap<String, Value> {
+    let defaults: &[(&str, &str)] = match backend {
+        "gcs" => &[("prefix", "")],
+        "pg" => &[("schema_name", "terraform_remote_state")],
+        "kubernetes" => &[("namespace", "default")],
+        "local" => &[("path", "terraform.tfstate")],
+        "oss" | "cos" => &[("prefix", "env:"), ("key", "terraform.tfstate")],
+        _ => &[],
+    };
+    for (field, value) in defaults {
+        config
+            .entry((*field).to_owned())
+            .or_insert_with(|| Value::String((*value).to_owned()));
+    }
+    config
+}
+
 fn identity_of(
     backend: &str,
     config: &BTreeMap<String, Value>,
@@ -535,22 +668,22 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
     let ctx = EvalContext {
         scope: &scope.scope,
         module_dir: dir.clone(),
-        host: &NoFilesystem,
+        host: &TrackedFilesystem {
+            db,
+            root: project.root(db),
+        },
     };
     let config = match evaluate(&backend.config.expr, &ctx) {
         Ok(Value::Map(m)) => m,
         _ => BTreeMap::new(),
     };
-    let mut identity = identity_of(&backend.kind, &config, &dir, root);
-    if backend.kind == "local" && !config.contains_key("path") {
-        identity = identity_of(
-            "local",
-            &BTreeMap::from([("path".to_owned(), Value::String("terraform.tfstate".into()))]),
-            &dir,
-            root,
-        );
-    }
-    identity
+    let kind = canonical_backend(&backend.kind);
+    identity_of(
+        kind,
+        &with_defaults(kind, flatten_config(kind, &config)),
+        &dir,
+        root,
+    )
 }
 
 /// One evaluated `terraform_remote_state` instance.
@@ -561,8 +694,9 @@ pub struct StateReference {
     pub backend: Option<String>,
     /// The identity (complete only when the backend and all its fields are known).
     pub identity: Option<StateIdentity>,
-    /// The state path (key / prefix / path), known.
-    pub path: String,
+    /// The state path (key / prefix / path), known; `None` for backends that have none
+    /// (http, pg, kubernetes), which match by identity only.
+    pub path: Option<String>,
     pub workspace: String,
     pub workspace_key_prefix: Option<String>,
     /// The config attribute, for pointing diagnostics at it.
@@ -587,8 +721,33 @@ pub fn module_references(db: &dyn Db, project: Project, module: Module) -> Modul
     let dir = module_dir(db, project, module);
     let root = project.root(db).clone();
     let scope = module_scope(db, project, module);
+    let site = Site {
+        id: &id,
+        dir: &dir,
+        root: &root,
+        components: &module.info(db).components,
+        locals: &facts.locals,
+        host: &TrackedFilesystem {
+            db,
+            root: project.root(db),
+        },
+    };
+    let mut reported = BTreeSet::new();
     for rs in &facts.remote_states {
-        expand_remote_state(rs, &scope.scope, &dir, &root, &id, &mut out);
+        // A local that failed to evaluate (unknown function, evaluation limit...) is
+        // reported at the local, once, when a reference depends on it.
+        if !scope.local_errors.is_empty() {
+            for name in locals_used_by(rs, &facts.locals) {
+                if let (Some(err), Some(attr)) =
+                    (scope.local_errors.get(&name), facts.locals.get(&name))
+                {
+                    if reported.insert(name.clone()) {
+                        out.diagnostics.push(eval_error(&site, attr, err, &rs.name));
+                    }
+                }
+            }
+        }
+        expand_remote_state(rs, &scope.scope, &site, &mut out);
     }
     out
 }
@@ -602,43 +761,100 @@ fn unresolved(
 ) -> Diagnostic {
     Diagnostic::warning(
         "unresolved-remote-state",
-        format!("cannot resolve the state location of `data.terraform_remote_state.{name}`: {reason}; no dependency edge is created"),
+        format!(
+            "cannot resolve the state location of `data.terraform_remote_state.{name}`: {}; no dependency edge is created",
+            reason.trim_end_matches('.')
+        ),
     )
     .with_module(id)
     .with_anchor(attr.anchor(node.unwrap_or(attr.expr.id)))
 }
 
-fn eval_error(id: &str, attr: &AttrExpr, err: &EvalError) -> Diagnostic {
+fn eval_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str) -> Diagnostic {
+    // TerraCi fills undeclared `local.<segment>` from the module's path. Terraform rejects
+    // such a configuration, so terraci does not guess; it names every guess instead.
+    let undeclared = err
+        .message
+        .strip_prefix("`local.")
+        .and_then(|rest| rest.strip_suffix("` is not declared"));
+    if undeclared.is_some_and(|name| site.components.contains_key(name)) {
+        let used = local_references(&attr.expr);
+        // In pattern order: service, environment, region...
+        let guesses: Vec<(&String, &String)> = site
+            .components
+            .iter()
+            .filter(|(name, _)| used.contains(*name) && !site.locals.contains_key(*name))
+            .collect();
+        let names: Vec<String> = guesses
+            .iter()
+            .map(|(n, _)| format!("`local.{n}`"))
+            .collect();
+        let values: Vec<String> = guesses.iter().map(|(_, v)| format!("\"{v}\"")).collect();
+        let decls: Vec<String> = guesses
+            .iter()
+            .map(|(n, v)| format!("{n} = \"{v}\""))
+            .collect();
+        let (verb, pronoun) = if guesses.len() == 1 {
+            ("is", "it")
+        } else {
+            ("are", "them")
+        };
+        return unresolved(
+            site.id,
+            attr,
+            &format!(
+                "{} {verb} not declared (TerraCi would have guessed {} from the directory; declare {pronoun} in a `locals` block: {})",
+                names.join(", "),
+                values.join(", "),
+                decls.join(", ")
+            ),
+            Some(err.node),
+            block,
+        );
+    }
     Diagnostic::new(
         crate::diagnostic::Severity::Warning,
         err.code,
         err.message.clone(),
     )
-    .with_module(id)
+    .with_module(site.id)
     .with_anchor(attr.anchor(err.node))
+}
+
+/// Where a module's references are evaluated.
+struct Site<'a> {
+    id: &'a str,
+    dir: &'a Utf8Path,
+    root: &'a Utf8Path,
+    components: &'a IndexMap<String, String>,
+    /// Declared locals (their names tell a guessed path local from a declared one).
+    locals: &'a BTreeMap<String, AttrExpr>,
+    host: &'a dyn EvalHost,
+}
+
+impl Site<'_> {
+    fn ctx<'s>(&'s self, scope: &'s BTreeMap<String, Value>) -> EvalContext<'s> {
+        EvalContext {
+            scope,
+            module_dir: self.dir.to_owned(),
+            host: self.host,
+        }
+    }
 }
 
 fn expand_remote_state(
     rs: &RemoteStateFact,
     scope: &BTreeMap<String, Value>,
-    dir: &Utf8Path,
-    root: &Utf8Path,
-    id: &str,
+    site: &Site<'_>,
     out: &mut ModuleReferences,
 ) {
-    fn ctx<'a>(scope: &'a BTreeMap<String, Value>, dir: &Utf8Path) -> EvalContext<'a> {
-        EvalContext {
-            scope,
-            module_dir: dir.to_owned(),
-            host: &NoFilesystem,
-        }
-    }
+    let Site { id, dir, root, .. } = *site;
     // Instances: (display name, extra scope entries).
     let mut instances: Vec<(String, Vec<(String, Value)>)> = Vec::new();
     if let Some(fe) = &rs.for_each {
-        match evaluate(&fe.expr, &ctx(scope, dir)) {
+        match evaluate(&fe.expr, &site.ctx(scope)) {
             Err(err) => {
-                out.diagnostics.push(eval_error(id, fe, &err));
+                out.diagnostics.push(eval_error(site, fe, &err, &rs.name));
                 return;
             }
             Ok(v) => {
@@ -716,9 +932,15 @@ fn expand_remote_state(
             }
         }
     } else if let Some(count) = &rs.count {
-        match evaluate(&count.expr, &ctx(scope, dir)) {
+        // `count` is a number; Terraform converts a numeric string ("2") to one.
+        let value = evaluate(&count.expr, &site.ctx(scope)).map(|v| match v {
+            Value::String(s) => s.parse::<f64>().map_or(Value::String(s), Value::Number),
+            other => other,
+        });
+        match value {
             Err(err) => {
-                out.diagnostics.push(eval_error(id, count, &err));
+                out.diagnostics
+                    .push(eval_error(site, count, &err, &rs.name));
                 return;
             }
             Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 1024.0 => {
@@ -738,6 +960,11 @@ fn expand_remote_state(
                     u.at,
                     &rs.name,
                 ));
+                return;
+            }
+            Ok(Value::Null) => {
+                out.diagnostics
+                    .push(unresolved(id, count, "`count` is null", None, &rs.name));
                 return;
             }
             Ok(_) => {
@@ -772,18 +999,18 @@ fn expand_remote_state(
                     attr,
                     "the block has no `config`",
                     None,
-                    &rs.name,
+                    &name,
                 ));
             }
             continue;
         };
         let backend = match &rs.backend {
             None => None,
-            Some(b) => match evaluate(&b.expr, &ctx(scope, dir)) {
+            Some(b) => match evaluate(&b.expr, &site.ctx(scope)) {
                 Ok(Value::String(s)) => Some(s),
                 Ok(Value::Unknown(u)) => {
                     out.diagnostics
-                        .push(unresolved(id, b, &u.reason, u.at, &rs.name));
+                        .push(unresolved(id, b, &u.reason, u.at, &name));
                     continue;
                 }
                 Ok(_) => {
@@ -792,21 +1019,21 @@ fn expand_remote_state(
                         b,
                         "`backend` must be a string",
                         None,
-                        &rs.name,
+                        &name,
                     ));
                     continue;
                 }
                 Err(err) => {
-                    out.diagnostics.push(eval_error(id, b, &err));
+                    out.diagnostics.push(eval_error(site, b, &err, &name));
                     continue;
                 }
             },
         };
-        let config = match evaluate(&config_attr.expr, &ctx(scope, dir)) {
+        let config = match evaluate(&config_attr.expr, &site.ctx(scope)) {
             Ok(Value::Map(m)) => m,
             Ok(Value::Unknown(u)) => {
                 out.diagnostics
-                    .push(unresolved(id, config_attr, &u.reason, u.at, &rs.name));
+                    .push(unresolved(id, config_attr, &u.reason, u.at, &name));
                 continue;
             }
             Ok(_) => {
@@ -815,35 +1042,41 @@ fn expand_remote_state(
                     config_attr,
                     "`config` must be an object",
                     None,
-                    &rs.name,
+                    &name,
                 ));
                 continue;
             }
             Err(err) => {
-                out.diagnostics.push(eval_error(id, config_attr, &err));
+                out.diagnostics
+                    .push(eval_error(site, config_attr, &err, &name));
                 continue;
             }
         };
+        let backend = backend.map(|b| canonical_backend(&b).to_owned());
         let kind = backend.as_deref().unwrap_or("");
-        let config = flatten_config(kind, &config);
-        let Some(field) = path_field(backend.as_deref(), &config) else {
+        let config = with_defaults(kind, flatten_config(kind, &config));
+        // The state path feeds rules 2 and 3; backends without one (http, pg, kubernetes)
+        // match by identity only.
+        let field = path_field(backend.as_deref(), &config);
+        if field.is_none() && backend.is_none() {
             out.diagnostics.push(unresolved(
                 id,
                 config_attr,
-                &format!("`config` has no state path (expected one of `key`, `prefix`, `path` for backend `{}`)", if kind.is_empty() { "unspecified" } else { kind }),
+                "`config` has no state path (`key`, `prefix` or `path`) and there is no `backend`",
                 None,
-                &rs.name,
+                &name,
             ));
             continue;
-        };
-        let path = match config.get(field) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Unknown(u)) => {
+        }
+        let path = match field.map(|f| (f, config.get(f))) {
+            None => None,
+            Some((_, Some(Value::String(s)))) => Some(s.clone()),
+            Some((_, Some(Value::Unknown(u)))) => {
                 out.diagnostics
-                    .push(unresolved(id, config_attr, &u.reason, u.at, &rs.name));
+                    .push(unresolved(id, config_attr, &u.reason, u.at, &name));
                 continue;
             }
-            Some(other) => {
+            Some((field, Some(other))) => {
                 out.diagnostics.push(unresolved(
                     id,
                     config_attr,
@@ -852,43 +1085,58 @@ fn expand_remote_state(
                         type_name(other)
                     ),
                     None,
-                    &rs.name,
+                    &name,
                 ));
                 continue;
             }
-            None => {
+            Some((field, None)) => {
                 out.diagnostics.push(unresolved(
                     id,
                     config_attr,
                     &format!("`config` has no `{field}`"),
                     None,
-                    &rs.name,
+                    &name,
                 ));
                 continue;
             }
         };
+        let identity = backend
+            .as_deref()
+            .map(|b| identity_of(b, &config, dir, root));
+        if path.is_none() {
+            // Identity is all there is: every field has to be known.
+            if let Some(u) = identity_fields(kind)
+                .iter()
+                .find_map(|f| match config.get(*f) {
+                    Some(Value::Unknown(u)) => Some(u.clone()),
+                    _ => None,
+                })
+            {
+                out.diagnostics
+                    .push(unresolved(id, config_attr, &u.reason, u.at, &name));
+                continue;
+            }
+        }
         let workspace = match rs
             .workspace
             .as_ref()
-            .map(|w| evaluate(&w.expr, &ctx(scope, dir)))
+            .map(|w| evaluate(&w.expr, &site.ctx(scope)))
         {
             None => "default".to_owned(),
             Some(Ok(Value::String(s))) => s,
             Some(Ok(Value::Unknown(u))) => {
                 let w = rs.workspace.as_ref().expect("checked above");
                 out.diagnostics
-                    .push(unresolved(id, w, &u.reason, u.at, &rs.name));
+                    .push(unresolved(id, w, &u.reason, u.at, &name));
                 continue;
             }
             Some(_) => "default".to_owned(),
         };
-        let identity = backend
-            .as_deref()
-            .map(|b| identity_of(b, &config, dir, root));
         let workspace_key_prefix = match config.get("workspace_key_prefix") {
             Some(Value::String(s)) => Some(s.clone()),
             _ => None,
         };
+        let node = field.map_or(config_attr.expr.id, |f| entry_node(&config_attr.expr, f));
         out.references.push(StateReference {
             name,
             backend,
@@ -896,7 +1144,7 @@ fn expand_remote_state(
             path,
             workspace,
             workspace_key_prefix,
-            anchor: config_attr.anchor(entry_node(&config_attr.expr, field)),
+            anchor: config_attr.anchor(node),
         });
     }
 }
@@ -1004,10 +1252,15 @@ pub fn resolved_dependencies(
                 Diagnostic::warning(
                     "ambiguous-remote-state",
                     format!(
-                        "`data.terraform_remote_state.{}` matches {} modules by {rule}: {}; no edge (two modules sharing one state is a bug)",
+                        "`data.terraform_remote_state.{}` matches {} modules by {rule}: {}; no edge ({})",
                         r.name,
                         candidates.len(),
-                        candidates.join(", ")
+                        candidates.join(", "),
+                        if rule == "state identity" {
+                            "two modules sharing one state is a bug"
+                        } else {
+                            "write the full state path to pick one"
+                        }
                     ),
                 )
                 .with_module(&info.id)
@@ -1016,7 +1269,11 @@ pub fn resolved_dependencies(
             Match::None(normalised) => out.diagnostics.push(
                 Diagnostic::warning(
                     "unmatched-remote-state",
-                    format!("no module for state path \"{normalised}\""),
+                    if r.path.is_some() {
+                        format!("no module for state path \"{normalised}\"")
+                    } else {
+                        format!("no module with the state identity `{normalised}`")
+                    },
                 )
                 .with_module(&info.id)
                 .with_anchor(r.anchor.clone()),
@@ -1047,7 +1304,9 @@ fn match_reference(r: &StateReference, from: &str, depth: usize, index: &Identit
         }
     }
     // Rule 2: path.
-    let normalised = normalise_state_path(r);
+    let Some(normalised) = normalise_state_path(r) else {
+        return Match::None(describe_identity(r));
+    };
     if index.ids.contains(&normalised) {
         return Match::One(normalised);
     }
@@ -1090,10 +1349,27 @@ fn match_reference(r: &StateReference, from: &str, depth: usize, index: &Identit
     Match::None(normalised)
 }
 
-/// Spec §4.3 rule 2: strip workspace prefixes and state file suffixes.
-pub fn normalise_state_path(r: &StateReference) -> String {
+/// How an identity-only reference is named in `unmatched-remote-state`.
+fn describe_identity(r: &StateReference) -> String {
+    match &r.identity {
+        Some(identity) => {
+            let fields: Vec<String> = identity
+                .fields
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            format!("{} {}", identity.backend, fields.join(" "))
+        }
+        None => String::new(),
+    }
+}
+
+/// Spec §4.3 rule 2: strip workspace prefixes and state file suffixes. `None` for a
+/// reference without a state path.
+pub fn normalise_state_path(r: &StateReference) -> Option<String> {
     let mut p = r
         .path
+        .as_deref()?
         .trim()
         .trim_start_matches("./")
         .trim_start_matches('/')
@@ -1122,5 +1398,5 @@ pub fn normalise_state_path(r: &StateReference) -> String {
             break;
         }
     }
-    p.trim_end_matches('/').to_owned()
+    Some(p.trim_end_matches('/').to_owned())
 }

@@ -169,16 +169,8 @@ pub fn load_workspace(
             .read(&system.absolute(f)?)
             .with_context(|| format!("cannot read --var-file {f}"))?;
         let text = String::from_utf8(bytes).map_err(|_| anyhow!("--var-file {f} is not UTF-8"))?;
-        if let Err(e) = hcl_edit::parser::parse_body(&text) {
-            return Err(fail(
-                exit::ERROR,
-                format!(
-                    "--var-file {f}:{}:{}: {}",
-                    e.location().line(),
-                    e.location().column(),
-                    e.message()
-                ),
-            ));
+        if let Err(e) = crate::resolve::var_file_assignments(f.as_str(), &text) {
+            return Err(fail(exit::ERROR, format!("--var-file {f}:{e}")));
         }
         var_files.push((f.to_string(), text));
     }
@@ -190,7 +182,7 @@ pub fn load_workspace(
         vars.push((name.to_owned(), value.to_owned()));
     }
 
-    let db = Database::default();
+    let db = Database::with_system(system.shared());
     let mut files = BTreeMap::new();
     let mut modules = BTreeMap::new();
     let mut module_inputs = Vec::new();
@@ -341,7 +333,7 @@ impl Workspace {
     pub fn graph_view(&self, diagnostics: Vec<Diagnostic>) -> GraphView {
         let db = &self.db;
         let graph = dependency_graph(db, self.project);
-        let modules = self
+        let modules: Vec<ModuleView> = self
             .project
             .modules(db)
             .iter()
@@ -371,12 +363,20 @@ impl Workspace {
                     .collect(),
             })
             .collect();
+        let shown: BTreeSet<&str> = modules.iter().map(|m| m.id.as_str()).collect();
+        let uses = crate::changes::library_links(db, self.project)
+            .iter()
+            .flat_map(|(from, tos)| tos.iter().map(move |to| (from, to)))
+            .filter(|(from, to)| shown.contains(from.as_str()) && shown.contains(to.as_str()))
+            .map(|(from, to)| (from.clone(), to.clone()))
+            .collect();
         GraphView {
             modules,
             edges,
             levels: graph.levels.clone(),
             cycles: graph.cycles.clone(),
             diagnostics,
+            uses,
         }
     }
 
@@ -451,11 +451,7 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
         .map_err(|e| fail(exit::ERROR, e.to_string()))?;
 
     if args.explain && !args.dry_run {
-        for (id, reasons) in &affected.affected {
-            if plan.jobs.iter().any(|j| &j.module == id) {
-                writeln!(io.stderr, "{id}: {}", reasons.join("; "))?;
-            }
-        }
+        explain(affected, &plan, changed_files_list.as_deref(), io.stderr)?;
     }
 
     if args.dry_run {
@@ -510,6 +506,17 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
                 let mut s = String::new();
                 let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
                 s.push_str(&format!("modules: {}\n", graph.modules.len()));
+                if let Some(files) = &changed_files_list {
+                    s.push_str(&format!("changed files: {}\n", files.len()));
+                    for f in files {
+                        s.push_str(&format!("  {f}\n"));
+                    }
+                    let changed = &affected.changed_modules;
+                    s.push_str(&format!("changed modules: {}\n", changed.len()));
+                    for m in changed {
+                        s.push_str(&format!("  {m}\n"));
+                    }
+                }
                 s.push_str(&format!("affected: {}\n", targets.len()));
                 for (id, reasons) in &affected.affected {
                     if targets.contains(id.as_str()) {
@@ -601,6 +608,33 @@ fn select_provider(
     }
 }
 
+/// `--explain`: one line per module in the pipeline with why it is there.
+fn explain(
+    affected: &crate::changes::Affected,
+    plan: &crate::ir::JobPlan,
+    changed_files: Option<&[String]>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let Some(files) = changed_files else {
+        writeln!(out, "every module is in the pipeline (no --changed-only)")?;
+        return Ok(());
+    };
+    if plan.is_empty() {
+        writeln!(
+            out,
+            "no module is affected by the {} changed file(s)",
+            files.len()
+        )?;
+    }
+    let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
+    for (id, reasons) in &affected.affected {
+        if targets.contains(id.as_str()) {
+            writeln!(out, "{id}: {}", reasons.join("; "))?;
+        }
+    }
+    Ok(())
+}
+
 fn change_input(
     system: &dyn System,
     root: &Utf8Path,
@@ -685,8 +719,9 @@ fn local_exec(global: &GlobalArgs, args: &LocalExecArgs, io: &mut Io<'_>) -> any
 fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     let ws = load_workspace(io.system, global, &args.eval)?;
     let filters = ws.filters(&args.select)?;
-    let diagnostics = ws.all_diagnostics();
+    let mut diagnostics = ws.all_diagnostics();
     let db = &ws.db;
+    diagnostics.extend(ws.finish_diagnostics(crate::changes::unused_libraries(db, ws.project)));
     let graph = dependency_graph(db, ws.project);
     let infos: Vec<_> = ws.project.modules(db).iter().map(|m| m.info(db)).collect();
     let roots = infos.iter().filter(|i| i.is_root()).count();
@@ -724,6 +759,19 @@ fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow
     writeln!(out, "levels: {}", graph.levels.len())?;
     if global.verbose > 0 {
         write!(out, "{}", render_levels(&ws.graph_view(Vec::new())))?;
+        let libraries = crate::changes::library_usage(db, ws.project);
+        if !libraries.is_empty() {
+            writeln!(out, "Libraries:")?;
+        }
+        for (id, usage) in libraries {
+            use crate::changes::LibraryUse;
+            match usage {
+                LibraryUse::By(by) if by.len() == 1 => writeln!(out, "  {id} (used by 1 module)")?,
+                LibraryUse::By(by) => writeln!(out, "  {id} (used by {} modules)", by.len())?,
+                LibraryUse::PartOf(lib) => writeln!(out, "  {id} (part of {lib})")?,
+                LibraryUse::Unused => writeln!(out, "  {id} (unused)")?,
+            }
+        }
     }
     if args.strict && (warnings > 0 || errors > 0) {
         writeln!(

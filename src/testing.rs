@@ -100,3 +100,196 @@ mod incremental {
         );
     }
 }
+
+/// A mutation fuzzer over the whole parse -> facts -> evaluation -> graph -> IR path.
+///
+/// Seeds are the files of every fixture repo; each round mutates one of them (byte flips,
+/// deletions, duplicated slices, inserted HCL fragments) and runs every stage on an
+/// in-memory project, asserting only that nothing panics and that rendering works.
+/// `TERRACI_FUZZ_ROUNDS` raises the number of rounds (the suite runs a few hundred; a
+/// longer run: `TERRACI_FUZZ_ROUNDS=20000 cargo test --release --lib fuzz`).
+#[cfg(test)]
+mod fuzz {
+    #![allow(clippy::disallowed_methods)]
+
+    use std::path::Path;
+
+    use super::workspace;
+    use crate::files::Selection;
+    use crate::filter::Filters;
+    use crate::ir::PlanOptions;
+
+    const FRAGMENTS: &[&str] = &[
+        "${",
+        "}",
+        "{",
+        "\"",
+        "%{ if x }",
+        "%{ endif }",
+        "local.",
+        "var.",
+        "each.key",
+        "[",
+        "]",
+        "(",
+        ")",
+        "for_each = ",
+        "count = ",
+        "<<EOF\n",
+        "\nEOF\n",
+        "...",
+        "=>",
+        "?",
+        ":",
+        "range(100000)",
+        "toset(",
+        "merge(",
+        "jsondecode(\"",
+        "*",
+        ".*",
+        "[*]",
+        "#",
+        "/*",
+        "*/",
+        "\n",
+        "\u{0}",
+        "\u{feff}",
+        "é",
+        "data \"terraform_remote_state\" \"x\" {",
+        "config = {",
+        "key = local.k",
+        "locals {",
+        "backend \"s3\" {",
+        "terraform {",
+    ];
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            if n == 0 {
+                0
+            } else {
+                (self.next() % n as u64) as usize
+            }
+        }
+    }
+
+    /// (path, bytes) of one fixture repo's files.
+    type Files = Vec<(String, Vec<u8>)>;
+
+    fn seeds() -> Vec<(String, Files)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut repos = Vec::new();
+        for name in ["example", "diagnostics", "cycle"] {
+            let mut files = Vec::new();
+            collect(&root.join(name), &root.join(name), &mut files);
+            files.sort();
+            repos.push((name.to_owned(), files));
+        }
+        repos
+    }
+
+    fn collect(base: &Path, dir: &Path, out: &mut Files) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                collect(base, &p, out);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                let rel = p.strip_prefix(base).expect("under base");
+                out.push((rel.to_string_lossy().replace('\\', "/"), bytes));
+            }
+        }
+    }
+
+    fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) {
+        for _ in 0..1 + rng.below(4) {
+            let len = bytes.len();
+            match rng.below(5) {
+                0 if len > 0 => {
+                    let i = rng.below(len);
+                    bytes[i] ^= 1 << rng.below(8);
+                }
+                1 if len > 0 => {
+                    let i = rng.below(len);
+                    let n = rng.below(len - i + 1).min(64);
+                    bytes.drain(i..i + n);
+                }
+                2 if len > 0 => {
+                    let i = rng.below(len);
+                    let n = rng.below(len - i + 1).min(256);
+                    let slice: Vec<u8> = bytes[i..i + n].to_vec();
+                    let at = rng.below(bytes.len() + 1);
+                    bytes.splice(at..at, slice);
+                }
+                _ => {
+                    let frag = FRAGMENTS[rng.below(FRAGMENTS.len())].as_bytes();
+                    let at = rng.below(len + 1);
+                    bytes.splice(at..at, frag.iter().copied());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mutated_inputs_never_panic() {
+        let rounds: usize = std::env::var("TERRACI_FUZZ_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(150);
+        let repos = seeds();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for round in 0..rounds {
+            let (_, files) = &repos[round % repos.len()];
+            let mut files = files.clone();
+            // Mutate one Terraform file, sometimes two.
+            for _ in 0..1 + rng.below(2) {
+                let candidates: Vec<usize> = files
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (p, _))| p.ends_with(".tf") || p.ends_with(".tfvars"))
+                    .map(|(i, _)| i)
+                    .collect();
+                let pick = candidates[rng.below(candidates.len())];
+                mutate(&mut rng, &mut files[pick].1);
+            }
+            let texts: Vec<(String, String)> = files
+                .iter()
+                .map(|(p, b)| (p.clone(), String::from_utf8_lossy(b).into_owned()))
+                .collect();
+            // Invalid UTF-8 is exercised by the CLI robustness tests; here the lossy text
+            // keeps the in-memory loader simple.
+            let refs: Vec<(&str, &str)> = texts
+                .iter()
+                .map(|(p, t)| (p.as_str(), t.as_str()))
+                .collect();
+            let Ok(ws) = std::panic::catch_unwind(|| workspace(&refs)) else {
+                panic!("round {round}: loading panicked");
+            };
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _ = ws.all_diagnostics();
+                let graph = crate::graph::dependency_graph(&ws.db, ws.project);
+                if graph.cycles.is_empty() {
+                    let selection =
+                        Selection::new(&ws.db, Filters::default(), PlanOptions::default(), None);
+                    if let Ok(plan) = crate::ir::job_plan(&ws.db, ws.project, selection) {
+                        let header = crate::render::Header {
+                            version: "0".into(),
+                            command_line: "terraci".into(),
+                        };
+                        let _ = crate::render::render_gitlab(plan, &ws.config.config, &header);
+                    }
+                }
+            }));
+            assert!(result.is_ok(), "round {round} panicked; input: {texts:?}");
+        }
+    }
+}

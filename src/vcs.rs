@@ -195,7 +195,10 @@ struct Base {
     commit: ObjectId,
 }
 
-const DEFAULTS: &str = "the defaults: origin/HEAD, then origin/main, origin/master, main, master";
+/// Where the fallback refs come from, as the error names it: the refs themselves are
+/// listed in `tried`.
+const DEFAULTS: &str =
+    "the defaults, as none of --base-ref, CI_MERGE_REQUEST_DIFF_BASE_SHA, GITHUB_BASE_REF is set";
 
 /// The explicitly named base ref and where it came from, or `None` and [`DEFAULTS`].
 fn base_origin(req: &ChangeRequest) -> (Option<String>, &'static str) {

@@ -184,7 +184,7 @@ fn config_expr(v: &Json) -> Expr {
 }
 
 /// A value in a tfvars file: strings are literal.
-fn literal(v: &Json) -> Expr {
+pub(crate) fn literal(v: &Json) -> Expr {
     convert(v, false)
 }
 

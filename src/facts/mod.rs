@@ -8,6 +8,8 @@
 pub mod expr;
 mod json;
 
+pub(crate) use json::literal as json_literal;
+
 use std::collections::BTreeMap;
 
 use hcl_edit::structure::{Block, Body, Structure};

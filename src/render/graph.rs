@@ -16,6 +16,10 @@ pub struct GraphView {
     pub levels: Vec<Vec<String>>,
     pub cycles: Vec<Vec<String>>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Uses-library links (caller, library directory) between listed modules, sorted.
+    /// Not part of the JSON formats, whose shape is fixed by the spec.
+    #[serde(skip)]
+    pub uses: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -45,7 +49,28 @@ pub struct SourceView {
 impl GraphView {
     /// Keeps only `keep` (modules, edges between them, levels, cycles).
     pub fn restrict(&mut self, keep: &BTreeSet<String>) {
-        self.modules.retain(|m| keep.contains(&m.id) || m.library);
+        // Libraries stay when a kept module reaches them.
+        let mut reached: BTreeSet<&str> = keep.iter().map(String::as_str).collect();
+        let mut stack: Vec<&str> = reached.iter().copied().collect();
+        while let Some(from) = stack.pop() {
+            for (_, to) in self.uses.iter().filter(|(f, _)| f == from) {
+                if reached.insert(to) {
+                    stack.push(to);
+                }
+            }
+        }
+        let libraries: BTreeSet<String> = self
+            .modules
+            .iter()
+            .filter(|m| m.library && reached.contains(m.id.as_str()))
+            .map(|m| m.id.clone())
+            .collect();
+        self.modules
+            .retain(|m| keep.contains(&m.id) || libraries.contains(&m.id));
+        self.uses.retain(|(from, to)| {
+            (keep.contains(from) || libraries.contains(from))
+                && (keep.contains(to) || libraries.contains(to))
+        });
         self.edges
             .retain(|e| keep.contains(&e.from) && keep.contains(&e.to));
         for l in &mut self.levels {
@@ -57,6 +82,10 @@ impl GraphView {
 
     fn targets(&self) -> impl Iterator<Item = &ModuleView> {
         self.modules.iter().filter(|m| !m.library)
+    }
+
+    fn libraries(&self) -> impl Iterator<Item = &ModuleView> {
+        self.modules.iter().filter(|m| m.library)
     }
 }
 
@@ -90,8 +119,17 @@ pub fn render_dot(view: &GraphView) -> String {
     for m in view.targets() {
         let _ = writeln!(out, "  \"{}\";", m.id);
     }
+    for m in view.libraries() {
+        let _ = writeln!(out, "  \"{}\" [shape=component, style=dashed];", m.id);
+    }
     for e in &view.edges {
         let _ = writeln!(out, "  \"{}\" -> \"{}\";", e.from, e.to);
+    }
+    for (from, to) in &view.uses {
+        let _ = writeln!(
+            out,
+            "  \"{from}\" -> \"{to}\" [style=dashed, label=\"uses\"];"
+        );
     }
     out.push_str("}\n");
     out
@@ -102,8 +140,14 @@ pub fn render_plantuml(view: &GraphView) -> String {
     for m in view.targets() {
         let _ = writeln!(out, "rectangle \"{}\" as {}", m.id, alias(&m.id));
     }
+    for m in view.libraries() {
+        let _ = writeln!(out, "component \"{}\" as {}", m.id, alias(&m.id));
+    }
     for e in &view.edges {
         let _ = writeln!(out, "{} --> {}", alias(&e.from), alias(&e.to));
+    }
+    for (from, to) in &view.uses {
+        let _ = writeln!(out, "{} ..> {} : uses", alias(from), alias(to));
     }
     out.push_str("@enduml\n");
     out
@@ -114,8 +158,14 @@ pub fn render_mermaid(view: &GraphView) -> String {
     for m in view.targets() {
         let _ = writeln!(out, "  {}[\"{}\"]", alias(&m.id), m.id);
     }
+    for m in view.libraries() {
+        let _ = writeln!(out, "  {}[[\"{}\"]]", alias(&m.id), m.id);
+    }
     for e in &view.edges {
         let _ = writeln!(out, "  {} --> {}", alias(&e.from), alias(&e.to));
+    }
+    for (from, to) in &view.uses {
+        let _ = writeln!(out, "  {} -. uses .-> {}", alias(from), alias(to));
     }
     out
 }
@@ -140,6 +190,19 @@ pub fn render_list(view: &GraphView) -> String {
             let _ = writeln!(out, "{}", m.id);
         } else {
             let _ = writeln!(out, "{} -> {}", m.id, deps.join(", "));
+        }
+    }
+    for m in view.libraries() {
+        let users: Vec<&str> = view
+            .uses
+            .iter()
+            .filter(|(_, to)| *to == m.id)
+            .map(|(from, _)| from.as_str())
+            .collect();
+        if users.is_empty() {
+            let _ = writeln!(out, "{} (library, unused)", m.id);
+        } else {
+            let _ = writeln!(out, "{} (library) <- {}", m.id, users.join(", "));
         }
     }
     out

@@ -44,6 +44,11 @@ impl MemorySystem {
 }
 
 impl System for MemorySystem {
+    fn shared(&self) -> Arc<dyn System> {
+        // Clones share the tree, so the handle sees later writes.
+        Arc::new(self.clone())
+    }
+
     fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>> {
         let inner = self.inner.lock().expect("memory system lock poisoned");
         inner

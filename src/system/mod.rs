@@ -10,6 +10,7 @@ pub use memory::MemorySystem;
 pub use os::OsSystem;
 
 use std::io;
+use std::sync::Arc;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -47,6 +48,8 @@ pub trait System: Send + Sync {
     fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
         self.write_atomic(path, bytes).map(|_| ())
     }
+    /// An owned handle to the same system, for the database's on-demand file inputs.
+    fn shared(&self) -> Arc<dyn System>;
     /// Makes `path` absolute against the current directory and removes `.`/`..` lexically.
     fn absolute(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
         let joined = if path.is_absolute() {

@@ -11,6 +11,10 @@ use super::{DirEntry, EntryKind, System};
 pub struct OsSystem;
 
 impl System for OsSystem {
+    fn shared(&self) -> std::sync::Arc<dyn System> {
+        std::sync::Arc::new(OsSystem)
+    }
+
     fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)
     }

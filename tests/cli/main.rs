@@ -5,8 +5,11 @@
 mod support;
 
 mod cache;
+mod changes;
 mod commands;
 mod generate;
 mod graph;
 mod robustness;
+mod rules;
+mod seeds;
 mod validate;

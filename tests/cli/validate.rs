@@ -75,3 +75,18 @@ fn config_is_found_through_env_and_flags() {
     assert!(with_flag.stdout.contains("\"library\": true"));
     assert_eq!(with_flag.stdout, with_env.stdout);
 }
+
+#[test]
+fn a_listed_library_nobody_uses_is_a_warning() {
+    let p = Project::fixture("example");
+    p.write("_modules/legacy/main.tf", "variable \"name\" {}\n");
+    // Nested in a used library: part of it, not a library of its own to warn about.
+    p.write(
+        "_modules/kafka/examples/basic/main.tf",
+        "module \"k\" {\n  source = \"../..\"\n}\n",
+    );
+    let out = p.run(&["validate", "-v"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    snap!("validate_unused_library", out.snapshot());
+    assert_eq!(p.run(&["validate", "--strict"]).code, 3);
+}

@@ -1,0 +1,393 @@
+//! `--changed-only` on real git histories: a feature branch against `main`, the working
+//! tree, renames, deletions, libraries, subdirectory projects, filters and the no-op
+//! pipeline. Histories are built with the `git` CLI; terraci reads them with gix.
+
+use std::process::Command;
+
+use crate::snap;
+use crate::support::{actionlint, gitlab_ci_local_list, Project};
+
+const STAGE: &str = "platform/stage/eu-central-1";
+const PROD: &str = "platform/prod/eu-central-1";
+
+/// A project inside a git repository (`repo` is the repository root; the project is
+/// `repo/<sub>`).
+struct Repo {
+    project: Project,
+    sub: &'static str,
+}
+
+impl Repo {
+    /// `fixtures/example` committed on `main`, then checked out on a `feature` branch.
+    fn example() -> Repo {
+        Repo::fixture_in("example", "")
+    }
+
+    /// `fixtures/<name>` copied to `<sub>` of a fresh repository, committed on `main`,
+    /// then checked out on `feature`.
+    fn fixture_in(name: &str, sub: &'static str) -> Repo {
+        let project = if sub.is_empty() {
+            Project::fixture(name)
+        } else {
+            let fixture = Project::fixture(name);
+            let outer = Project::empty();
+            std::fs::rename(fixture.path(), outer.path().join(sub)).expect("move fixture");
+            outer
+        };
+        let repo = Repo { project, sub };
+        repo.git(&["-c", "init.defaultBranch=main", "init", "-q"]);
+        repo.commit("initial");
+        repo.git(&["checkout", "-q", "-b", "feature"]);
+        repo
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"])
+            .args(args)
+            .current_dir(self.project.path())
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .env("GIT_AUTHOR_DATE", "2024-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2024-01-01T00:00:00Z")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", self.project.path())
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn commit(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+    }
+
+    /// Path of `rel` inside the repository (not the project).
+    fn write(&self, rel: &str, text: &str) {
+        self.project.write(rel, text);
+    }
+
+    fn append(&self, rel: &str, text: &str) {
+        let old = self.project.read(rel);
+        self.project.write(rel, format!("{old}{text}"));
+    }
+
+    /// `terraci ARGS`, run from the repository root.
+    fn run(&self, args: &[&str]) -> crate::support::Output {
+        self.project.run(args)
+    }
+
+    /// `generate --changed-only --base-ref main ARGS --dry-run`, as a snapshot section.
+    fn dry_run(&self, extra: &[&str]) -> String {
+        let mut args = vec!["generate", "--changed-only", "--base-ref", "main"];
+        if !self.sub.is_empty() {
+            args.extend(["-d", self.sub]);
+        }
+        args.extend_from_slice(extra);
+        args.push("--dry-run");
+        self.section(&args)
+    }
+
+    /// `$ terraci ARGS`, then the exit code, stdout and stderr.
+    fn section(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        format!("$ terraci {}\n{}", args.join(" "), out.snapshot())
+    }
+}
+
+#[test]
+fn a_commit_on_a_feature_branch_plans_the_module_and_its_dependents() {
+    let repo = Repo::example();
+    repo.append(&format!("{STAGE}/vpc/main.tf"), "# widen the CIDR\n");
+    repo.commit("vpc");
+    snap!("changes_feature_branch", repo.dry_run(&[]));
+}
+
+#[test]
+fn json_dry_run_lists_changed_files_modules_reasons_and_jobs() {
+    let repo = Repo::example();
+    repo.append(&format!("{STAGE}/vpc/main.tf"), "# widen the CIDR\n");
+    repo.append("_modules/kafka/main.tf", "# more partitions\n");
+    repo.commit("vpc and kafka");
+    let out = repo.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("valid JSON");
+    // The library is not a changed module: its users are.
+    assert_eq!(
+        v["changed_modules"],
+        serde_json::json!([
+            format!("{PROD}/app"),
+            format!("{STAGE}/app"),
+            format!("{STAGE}/vpc")
+        ])
+    );
+    snap!("changes_dry_run_json", out.snapshot());
+}
+
+#[test]
+fn explain_says_why_each_module_is_in_the_pipeline() {
+    let repo = Repo::example();
+    repo.append(&format!("{STAGE}/eks/main.tf"), "# bigger nodes\n");
+    repo.commit("eks");
+    let out = repo.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--explain",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out
+        .stdout
+        .contains("plan-platform-stage-eu-central-1-eks-addons:"));
+    assert!(!out.stdout.contains("plan-platform-stage-eu-central-1-vpc:"));
+    snap!("changes_explain", out.stderr);
+}
+
+#[test]
+fn working_tree_edits_count_unless_committed_only() {
+    let repo = Repo::example();
+    repo.write(".gitignore", "*.log\n");
+    repo.append(&format!("{STAGE}/rds/main.tf"), "# committed\n");
+    repo.commit("rds");
+    // Unstaged, staged and untracked changes in three other modules.
+    repo.append(&format!("{PROD}/vpc/main.tf"), "# unstaged\n");
+    repo.append(&format!("{PROD}/rds/main.tf"), "# staged\n");
+    repo.git(&["add", &format!("{PROD}/rds/main.tf")]);
+    repo.write(&format!("{STAGE}/eks/addons/extra.tf"), "# untracked\n");
+    // An ignored file marks nothing.
+    repo.write(&format!("{STAGE}/vpc/debug.log"), "ignored\n");
+    let mut all = repo.dry_run(&[]);
+    all.push_str(&repo.dry_run(&["--committed-only"]));
+    snap!("changes_working_tree", all);
+}
+
+#[test]
+fn a_renamed_module_is_a_deleted_one_plus_a_new_one() {
+    let repo = Repo::example();
+    repo.git(&[
+        "mv",
+        &format!("{PROD}/monitoring"),
+        &format!("{PROD}/observability"),
+    ]);
+    repo.commit("rename monitoring");
+    let out = repo.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("valid JSON");
+    assert_eq!(
+        v["changed_files"],
+        serde_json::json!([
+            format!("{PROD}/monitoring/main.tf"),
+            format!("{PROD}/observability/main.tf")
+        ])
+    );
+    assert_eq!(
+        v["changed_modules"],
+        serde_json::json!([format!("{PROD}/observability")])
+    );
+    snap!("changes_rename", repo.dry_run(&[]));
+}
+
+#[test]
+fn a_deleted_module_is_reported_and_references_to_it_are_unmatched() {
+    let repo = Repo::example();
+    repo.git(&["rm", "-r", "-q", &format!("{STAGE}/rds")]);
+    // A submodule deleted under a module that stays does not mark its parent.
+    repo.git(&["rm", "-r", "-q", &format!("{STAGE}/eks/addons")]);
+    repo.commit("drop rds and addons");
+    let mut all = repo.dry_run(&[]);
+    let out = repo.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("valid JSON");
+    assert_eq!(v["changed_modules"], serde_json::json!([]));
+    let codes: Vec<String> = v["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["code"].as_str().unwrap_or(""),
+                d["module"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    all.push_str(&format!("diagnostics (JSON): {codes:#?}\n"));
+    snap!("changes_deleted_module", all);
+}
+
+#[test]
+fn a_changed_library_marks_every_module_that_uses_it_transitively() {
+    let repo = Repo::example();
+    // _modules/kafka calls _modules/naming; modules/sqs is not listed as a library but
+    // stage eks reaches it through a local source.
+    repo.append(
+        "_modules/kafka/main.tf",
+        "\nmodule \"naming\" {\n  source = \"../naming\"\n}\n",
+    );
+    repo.write(
+        "_modules/naming/main.tf",
+        "output \"prefix\" {\n  value = \"acme\"\n}\n",
+    );
+    repo.write(
+        "modules/sqs/main.tf",
+        "variable \"name\" {\n  type = string\n}\n",
+    );
+    repo.append(
+        &format!("{STAGE}/eks/main.tf"),
+        "\nmodule \"queue\" {\n  source = \"../../../../modules/sqs\"\n  name   = \"eks\"\n}\n",
+    );
+    repo.commit("libraries");
+    repo.git(&["checkout", "-q", "-B", "main"]);
+    repo.git(&["checkout", "-q", "-b", "libs"]);
+    repo.append("_modules/naming/main.tf", "# shorter prefix\n");
+    repo.write("modules/sqs/policy.json.tpl", "{}\n");
+    repo.commit("change both libraries");
+    snap!("changes_libraries", repo.dry_run(&[]));
+}
+
+#[test]
+fn any_file_marks_its_module_not_only_terraform_files() {
+    let repo = Repo::example();
+    repo.append(&format!("{PROD}/app/terraform.tfvars"), "# retune\n");
+    repo.write(
+        &format!("{STAGE}/eks/templates/userdata.sh.tpl"),
+        "#!/bin/sh\n",
+    );
+    repo.write(&format!("{STAGE}/vpc/.terraform.lock.hcl"), "# providers\n");
+    // Outside every module: nothing.
+    repo.write("README.md", "# infra\n");
+    repo.commit("non-terraform files");
+    snap!("changes_non_terraform_files", repo.dry_run(&[]));
+}
+
+#[test]
+fn a_project_in_a_subdirectory_sees_only_its_own_changes() {
+    let repo = Repo::fixture_in("example", "infra");
+    repo.write("docs/runbook.md", "# runbook\n");
+    repo.append(&format!("infra/{STAGE}/rds/main.tf"), "# bigger disk\n");
+    repo.commit("rds and docs");
+    let mut all = repo.dry_run(&[]);
+    // The JSON names paths relative to the project, not the repository.
+    let out = repo.run(&[
+        "generate",
+        "-d",
+        "infra",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("valid JSON");
+    all.push_str(&format!("changed_files (JSON): {}\n", v["changed_files"]));
+    snap!("changes_subdirectory_project", all);
+}
+
+#[test]
+fn include_dependencies_adds_what_the_changed_modules_read() {
+    let repo = Repo::example();
+    repo.append(&format!("{STAGE}/eks/main.tf"), "# bigger nodes\n");
+    repo.commit("eks");
+    snap!(
+        "changes_include_dependencies",
+        repo.dry_run(&["--include-dependencies"])
+    );
+}
+
+#[test]
+fn filters_apply_after_propagation() {
+    let repo = Repo::example();
+    repo.append(&format!("{STAGE}/vpc/main.tf"), "# widen the CIDR\n");
+    repo.commit("vpc");
+    let mut all = String::new();
+    // eks is filtered out, yet its dependents (app, addons) still see the change, and
+    // their jobs wait for the vpc through it.
+    all.push_str(&repo.dry_run(&["-x", &format!("{STAGE}/eks")]));
+    // Only prod gets jobs: the stage vpc change reaches prod monitoring.
+    all.push_str(&repo.dry_run(&["-f", "environment=prod"]));
+    snap!("changes_filters_after_propagation", all);
+}
+
+#[test]
+fn nothing_affected_gives_a_valid_no_op_pipeline_for_both_providers() {
+    let repo = Repo::example();
+    repo.write("README.md", "# infra\n");
+    repo.commit("docs only");
+    let args = ["generate", "--changed-only", "--base-ref", "main"];
+    let gitlab = repo.run(&args);
+    assert_eq!(gitlab.code, 0, "{}", gitlab.stderr);
+    let jobs = gitlab_ci_local_list(&gitlab.stdout).expect("gitlab-ci-local accepts it");
+    assert!(jobs.contains("terraci-no-changes"), "{jobs}");
+    let github = repo
+        .project
+        .run_env(&args, &[("TERRACI_PROVIDER", "github")]);
+    assert_eq!(github.code, 0, "{}", github.stderr);
+    assert_eq!(actionlint(&github.stdout), "");
+    let mut all = format!(
+        "$ terraci {} (gitlab)\n{}",
+        args.join(" "),
+        gitlab.snapshot()
+    );
+    all.push_str(&format!(
+        "$ terraci {} (github)\n{}",
+        args.join(" "),
+        github.snapshot()
+    ));
+    let explain = repo.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--explain",
+    ]);
+    all.push_str(&format!(
+        "$ terraci generate --changed-only --base-ref main --explain (stderr)\n{}",
+        explain.stderr
+    ));
+    snap!("changes_nothing_affected", all);
+}
+
+#[test]
+fn an_unknown_base_ref_names_what_was_tried() {
+    let repo = Repo::example();
+    let mut all = repo.section(&["generate", "--changed-only", "--base-ref", "nope"]);
+    // Without --base-ref and without main/master, the defaults are listed.
+    repo.git(&["branch", "-q", "-m", "main", "trunk"]);
+    all.push_str(&repo.section(&["generate", "--changed-only"]));
+    assert!(all.contains("exit: 1"));
+    // The flags that only make sense with --changed-only are a usage error without it.
+    all.push_str(&repo.section(&["generate", "--base-ref", "main"]));
+    snap!("changes_unknown_base_ref", all);
+}

@@ -1,0 +1,548 @@
+//! The evaluation and resolution rules of spec §2.2, §3 and §4, one mini monorepo per
+//! group of rules under `fixtures/rules/`, plus TerraCi's own documented examples under
+//! `fixtures/terraci-examples/`. Each test snapshots the edges (with their sources) and
+//! the diagnostics of `terraci graph --format json`, one line each, and asserts the edges
+//! that the rule is about. Where Terraform's semantics decide the answer, the fixture's
+//! comments give what `terraform console` (1.11) said.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::snap;
+use crate::support::{Output, Project};
+
+/// `terraci graph --format json` on `project`, which must succeed.
+fn graph(project: &Project, extra: &[&str]) -> Value {
+    let mut args = vec!["graph", "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = project.run(&args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(&out.stdout).expect("graph --format json prints JSON")
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or("")
+}
+
+/// The edges and diagnostics of a JSON graph, one line each: the snapshot form.
+fn summary(graph: &Value) -> String {
+    let mut out = String::from("edges:\n");
+    for edge in graph["edges"].as_array().expect("edges") {
+        out.push_str(&format!(
+            "  {} -> {}\n",
+            str_of(edge, "from"),
+            str_of(edge, "to")
+        ));
+        for source in edge["sources"].as_array().expect("sources") {
+            out.push_str(&format!(
+                "    {} at {}:{}\n",
+                str_of(source, "name"),
+                str_of(source, "file"),
+                source["line"]
+            ));
+        }
+    }
+    out.push_str("diagnostics:\n");
+    for d in graph["diagnostics"].as_array().expect("diagnostics") {
+        let at = match (d["line"].as_u64(), d["column"].as_u64()) {
+            (Some(l), Some(c)) => format!("{}:{l}:{c}", str_of(d, "file")),
+            _ => str_of(d, "file").to_owned(),
+        };
+        out.push_str(&format!(
+            "  {}[{}] {at}: {}\n",
+            str_of(d, "severity"),
+            str_of(d, "code"),
+            str_of(d, "message")
+        ));
+    }
+    out
+}
+
+fn edges(graph: &Value) -> BTreeSet<(String, String)> {
+    graph["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .map(|e| (str_of(e, "from").to_owned(), str_of(e, "to").to_owned()))
+        .collect()
+}
+
+/// The dependencies of `from`.
+fn deps_of(graph: &Value, from: &str) -> Vec<String> {
+    edges(graph)
+        .into_iter()
+        .filter(|(f, _)| f == from)
+        .map(|(_, t)| t)
+        .collect()
+}
+
+/// The block instance names behind the edge `from -> to`.
+fn sources(graph: &Value, from: &str, to: &str) -> Vec<String> {
+    graph["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .filter(|e| str_of(e, "from") == from && str_of(e, "to") == to)
+        .flat_map(|e| e["sources"].as_array().cloned().unwrap_or_default())
+        .map(|s| str_of(&s, "name").to_owned())
+        .collect()
+}
+
+/// `(code, message)` of every diagnostic whose message mentions `needle`.
+fn diagnostics_about(graph: &Value, needle: &str) -> Vec<(String, String)> {
+    graph["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter(|d| str_of(d, "message").contains(needle))
+        .map(|d| {
+            (
+                str_of(d, "code").to_owned(),
+                str_of(d, "message").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn codes(graph: &Value) -> Vec<String> {
+    graph["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|d| str_of(d, "code").to_owned())
+        .collect()
+}
+
+fn ids(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn json_syntax_modules() {
+    let p = Project::fixture("rules/json");
+    let g = graph(&p, &[]);
+    // Backend in JSON (array form), `"${...}"` templates, data as an array, a whole-string
+    // interpolation that keeps a map for `for_each`, a `%{if}` directive, JSON tfvars
+    // strings taken literally, a module mixing .tf and .tf.json.
+    assert_eq!(deps_of(&g, "stage/eks"), ids(&["stage/vpc"]));
+    assert_eq!(deps_of(&g, "stage/db"), ids(&["stage/eks"]));
+    assert_eq!(
+        sources(&g, "stage/db", "stage/eks"),
+        ids(&["deps[\"eks\"]"])
+    );
+    assert_eq!(deps_of(&g, "stage/app"), ids(&["stage/db", "stage/vpc"]));
+    assert_eq!(deps_of(&g, "stage/mixed"), ids(&["stage/app"]));
+    assert_eq!(
+        diagnostics_about(&g, "${var.env}/vpc").len(),
+        1,
+        "a tfvars.json string is not a template"
+    );
+    snap!("rules_json", summary(&g));
+}
+
+#[test]
+fn tofu_files_shadow_tf_files() {
+    let p = Project::fixture("rules/tofu");
+    let g = graph(&p, &[]);
+    // backend.tofu replaces backend.tf: the vpc lives at the .tofu key.
+    assert_eq!(sources(&g, "stage/eks", "stage/vpc"), ids(&["vpc"]));
+    assert!(!diagnostics_about(&g, "terraform-only/vpc").is_empty());
+    // locals.tofu replaces locals.tf (env = "stage", not "prod").
+    assert_eq!(sources(&g, "stage/eks", "stage/app"), ids(&["by_env"]));
+    // remote.tofu.json replaces remote.tf.json.
+    assert_eq!(deps_of(&g, "stage/app"), ids(&["stage/vpc"]));
+    snap!("rules_tofu", summary(&g));
+}
+
+#[test]
+fn override_files_merge_over_the_others() {
+    let p = Project::fixture("rules/override");
+    let g = graph(&p, &[]);
+    let from = "stage/app";
+    // override.tf replaces local.env (and wins over a_override.tf, which sorts first).
+    assert_eq!(sources(&g, from, "stage/vpc"), ids(&["net"]));
+    // cluster_override.tf replaces the block's `config`, keeping its `backend`.
+    assert_eq!(sources(&g, from, "stage/eks"), ids(&["cluster"]));
+    // backend_override.tf replaces stage/db's backend.
+    assert_eq!(sources(&g, from, "stage/db"), ids(&["db"]));
+    // override.tf replaces a variable's default.
+    assert_eq!(sources(&g, from, "stage/cache"), ids(&["cache"]));
+    assert_eq!(codes(&g), ids(&["unmatched-remote-state"]));
+    snap!("rules_override", summary(&g));
+}
+
+#[test]
+fn variable_layers_without_flags() {
+    let p = Project::fixture("rules/tfvars");
+    let g = graph(&p, &[]);
+    let from = "stage/app";
+    assert_eq!(sources(&g, from, "stage/from-tfvars"), ids(&["a"]));
+    assert_eq!(sources(&g, from, "stage/from-tfvars-json"), ids(&["b"]));
+    // a.auto.tfvars < b.auto.tfvars.json < c.auto.tfvars, the last one wins.
+    assert_eq!(sources(&g, from, "stage/from-auto-c"), ids(&["c"]));
+    assert_eq!(sources(&g, from, "stage/from-auto-a"), ids(&["d", "e"]));
+    assert_eq!(sources(&g, from, "stage/from-list"), ids(&["list"]));
+    assert_eq!(
+        sources(&g, from, "stage/from-set-a"),
+        ids(&["names[\"from-set-a\"]"])
+    );
+    assert_eq!(sources(&g, from, "stage/from-map"), ids(&["deps[\"one\"]"]));
+    assert_eq!(sources(&g, from, "stage/from-null"), ids(&["nothing"]));
+    let missing = diagnostics_about(&g, "`var.missing` has no default");
+    assert_eq!(missing.len(), 1);
+    assert_eq!(missing[0].0, "unresolved-remote-state");
+    snap!("rules_tfvars", summary(&g));
+}
+
+#[test]
+fn var_file_and_var_flags() {
+    let p = Project::fixture("rules/tfvars");
+    let g = graph(
+        &p,
+        &[
+            "--var-file",
+            "vars.tfvars",
+            "--var",
+            "e=from-var",
+            "--var",
+            "missing=from-default",
+        ],
+    );
+    let from = "stage/app";
+    assert_eq!(sources(&g, from, "stage/from-var-file"), ids(&["d"]));
+    assert_eq!(sources(&g, from, "stage/from-var"), ids(&["e"]));
+    assert_eq!(sources(&g, from, "stage/from-default"), ids(&["missing"]));
+    // --var reaches every module that declares the variable.
+    assert_eq!(deps_of(&g, "stage/other"), ids(&["stage/from-var"]));
+    assert!(codes(&g).is_empty(), "{}", summary(&g));
+    snap!("rules_tfvars_flags", summary(&g));
+
+    // A JSON variables file is read as JSON, as Terraform does for `*.json`.
+    let json = graph(&p, &["--var-file", "vars.json"]);
+    assert_eq!(
+        sources(&json, from, "stage/from-var-file"),
+        ids(&["d", "e"])
+    );
+
+    let bad = p.run(&["graph", "--var-file", "stage/app/main.tf"]);
+    assert_eq!(bad.code, 0, "a .tf file is valid HCL: {}", bad.stderr);
+    p.write("broken.tfvars", "d = \n");
+    let bad = p.run(&["graph", "--var-file", "broken.tfvars"]);
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.stderr
+            .starts_with("error: --var-file broken.tfvars:1:5:"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn for_each_and_count() {
+    let p = Project::fixture("rules/foreach");
+    let g = graph(&p, &[]);
+    assert_eq!(
+        sources(&g, "stage/sets", "stage/vpc"),
+        ids(&["net[\"vpc\"]"])
+    );
+    assert_eq!(deps_of(&g, "stage/maps"), ids(&["stage/eks", "stage/vpc"]));
+    assert_eq!(
+        deps_of(&g, "stage/objects"),
+        ids(&["stage/dns", "stage/rds"])
+    );
+    assert_eq!(
+        sources(&g, "stage/forexpr", "stage/iam"),
+        ids(&["dep[\"IAM\"]"])
+    );
+    assert_eq!(
+        sources(&g, "stage/listobj", "stage/vpc"),
+        ids(&["dep[\"network\"]"])
+    );
+    assert_eq!(sources(&g, "stage/counted", "stage/rds"), ids(&["dep[0]"]));
+    assert_eq!(sources(&g, "stage/counted", "stage/eks"), ids(&["dep[1]"]));
+    assert_eq!(
+        sources(&g, "stage/counted", "stage/iam"),
+        ids(&["string_count[0]"])
+    );
+    // Every bad block is one `unresolved-remote-state`; the good instance still counts.
+    assert_eq!(
+        sources(&g, "stage/bad", "stage/vpc"),
+        ids(&["partly_unknown[\"good\"]"])
+    );
+    assert_eq!(codes(&g), vec!["unresolved-remote-state".to_owned(); 10]);
+    // Empty collections and count = 0: nothing at all.
+    assert!(deps_of(&g, "stage/empty").is_empty());
+    assert!(diagnostics_about(&g, "empty").is_empty());
+    snap!("rules_foreach", summary(&g));
+}
+
+#[test]
+fn config_forms_and_workspace() {
+    let p = Project::fixture("rules/config");
+    let g = graph(&p, &[]);
+    let from = "stage/app";
+    assert_eq!(sources(&g, from, "stage/vpc"), ids(&["attribute"]));
+    assert_eq!(sources(&g, from, "stage/eks"), ids(&["block"]));
+    assert_eq!(sources(&g, from, "stage/rds"), ids(&["merged"]));
+    assert_eq!(sources(&g, from, "stage/iam"), ids(&["from_local"]));
+    assert_eq!(sources(&g, from, "stage/dns"), ids(&["workspaced"]));
+    assert_eq!(
+        deps_of(&g, "stage/nobackend"),
+        ids(&["stage/eks", "stage/vpc"])
+    );
+    assert_eq!(codes(&g), vec!["unresolved-remote-state".to_owned(); 6]);
+    snap!("rules_config", summary(&g));
+}
+
+#[test]
+fn state_identity_of_every_backend() {
+    let p = Project::fixture("rules/backends");
+    let g = graph(&p, &[]);
+    // Rule 1 for every backend type: no key here looks like a module id.
+    let expected: Vec<String> = [
+        "azurerm",
+        "cloud",
+        "consul",
+        "cos",
+        "gcs",
+        "http",
+        "implicit",
+        "kubernetes",
+        "local",
+        "oss",
+        "pg",
+        "pgdefault",
+        "remote",
+        "s3",
+    ]
+    .iter()
+    .map(|m| format!("stage/{m}"))
+    .collect();
+    assert_eq!(deps_of(&g, "stage/consumer"), expected);
+    // Rule 2 after stripping env:/<ws>/, <prefix>/<ws>/, a trailing `/`, default.tfstate,
+    // azurerm's env:<ws> and .tfstate.
+    assert_eq!(
+        sources(&g, "stage/paths", "stage/pathmod"),
+        ids(&[
+            "azurerm_env",
+            "env_prefix",
+            "gcs_default_state",
+            "gcs_slash",
+            "key_prefix",
+            "plain_tfstate"
+        ])
+    );
+    assert_eq!(
+        codes(&g),
+        ids(&["unmatched-remote-state", "unmatched-remote-state"])
+    );
+    snap!("rules_backends", summary(&g));
+}
+
+#[test]
+fn matching_rules() {
+    let p = Project::fixture("rules/matching");
+    let g = graph(&p, &[]);
+    let app = "platform/stage/eu/app";
+    assert_eq!(sources(&g, app, "platform/stage/eu/vpc"), ids(&["exact"]));
+    assert_eq!(
+        sources(&g, app, "legacy/platform/stage/eu/vpc"),
+        ids(&["suffix"])
+    );
+    // An excluded module is still a dependency.
+    assert_eq!(
+        sources(&g, app, "platform/stage/eu/rds"),
+        ids(&["context1"])
+    );
+    assert_eq!(
+        sources(&g, app, "platform/stage/eu/eks/addons"),
+        ids(&["context2"])
+    );
+    assert_eq!(
+        deps_of(&g, "platform/stage/eu/eks/addons"),
+        ids(&["platform/stage/eu/rds"])
+    );
+    let ambiguous = diagnostics_about(&g, "matches 2 modules");
+    assert_eq!(ambiguous.len(), 2);
+    assert!(ambiguous[0]
+        .1
+        .contains("by state identity: platform/stage/eu/shared-a, platform/stage/eu/shared-b"));
+    assert!(ambiguous[1]
+        .1
+        .contains("by context: platform/stage/eu/eks/vpc, platform/stage/eu/vpc"));
+    for library in ["\"library\"", "\"_modules/net\"", "\"shared/net\""] {
+        assert_eq!(
+            diagnostics_about(&g, library)[0].0,
+            "unmatched-remote-state",
+            "{library}"
+        );
+    }
+    assert_eq!(diagnostics_about(&g, "own state").len(), 2);
+    snap!("rules_matching", summary(&g));
+}
+
+#[test]
+fn evaluation_errors_are_diagnostics() {
+    let p = Project::fixture("rules/evaluation");
+    let g = graph(&p, &[]);
+    assert!(edges(&g).is_empty());
+    let c = codes(&g);
+    for code in [
+        "local-cycle",
+        "evaluation-limit",
+        "unknown-function",
+        "unresolved-remote-state",
+    ] {
+        assert!(c.iter().any(|x| x == code), "no {code}: {c:?}");
+    }
+    let guessed = diagnostics_about(&g, "TerraCi would have guessed");
+    assert_eq!(guessed.len(), 1);
+    assert!(
+        guessed[0].1.contains("environment = \"stage\""),
+        "{guessed:?}"
+    );
+    assert_eq!(diagnostics_about(&g, "only known after apply").len(), 4);
+    snap!("rules_evaluation", summary(&g));
+}
+
+#[test]
+fn filesystem_functions_read_relative_to_the_module() {
+    let p = Project::fixture("rules/filesystem");
+    let g = graph(&p, &[]);
+    let from = "stage/app";
+    assert_eq!(sources(&g, from, "stage/vpc"), ids(&["optional", "vpc"]));
+    assert_eq!(sources(&g, from, "stage/eks"), ids(&["eks"]));
+    assert_eq!(
+        deps_of(&g, from),
+        ids(&["stage/dns", "stage/eks", "stage/rds", "stage/vpc"])
+    );
+    assert_eq!(
+        diagnostics_about(&g, "missing.txt")[0].1,
+        "cannot resolve the state location of `data.terraform_remote_state.missing`: no file `stage/app/missing.txt`; no dependency edge is created"
+    );
+    snap!("rules_filesystem", summary(&g));
+}
+
+// TerraCi's documented examples (github.com/edelwud/terraci, `examples/`), rebuilt as
+// fixtures; the edges asserted here are the ones its READMEs document.
+
+#[test]
+fn terraci_example_basic() {
+    let p = Project::fixture("terraci-examples/basic");
+    let g = graph(&p, &[]);
+    let d = "platform/stage/eu-central-1";
+    assert_eq!(
+        edges(&g),
+        BTreeSet::from([
+            (format!("{d}/app"), format!("{d}/eks")),
+            (format!("{d}/eks"), format!("{d}/vpc")),
+        ])
+    );
+    assert!(codes(&g).is_empty());
+    snap!("terraci_example_basic", summary(&g));
+}
+
+#[test]
+fn terraci_example_cross_env_with_guessed_locals() {
+    // TerraCi's first version of this example never declared its locals; TerraCi filled
+    // them from the path. Terraform rejects it, so terraci names the guess, no edge.
+    let p = Project::fixture("terraci-examples/cross-env-guessed");
+    let g = graph(&p, &[]);
+    assert!(edges(&g).is_empty());
+    let guessed = diagnostics_about(&g, "TerraCi would have guessed");
+    assert_eq!(guessed.len(), 2);
+    for (code, message) in &guessed {
+        assert_eq!(code, "unresolved-remote-state");
+        assert!(message.contains("service = \"platform\""), "{message}");
+    }
+    assert!(guessed[0].1.contains("environment = \"stage\""));
+    assert!(guessed[0].1.contains("region = \"eu-central-1\""));
+    snap!("terraci_example_cross_env_guessed", summary(&g));
+}
+
+#[test]
+fn terraci_example_cross_env_with_declared_locals() {
+    let p = Project::fixture("terraci-examples/cross-env-declared");
+    let g = graph(&p, &[]);
+    let from = "platform/stage/eu-central-1/ec2/db-migrate";
+    assert_eq!(
+        deps_of(&g, from),
+        ids(&[
+            "platform/stage/eu-central-1/vpc",
+            "platform/vpn/eu-north-1/vpc"
+        ])
+    );
+    assert_eq!(edges(&g).len(), 2);
+    assert!(codes(&g).is_empty());
+    snap!("terraci_example_cross_env_declared", summary(&g));
+}
+
+#[test]
+fn terraci_example_library_modules() {
+    let p = Project::fixture("terraci-examples/library-modules");
+    let g = graph(&p, &[]);
+    assert_eq!(
+        edges(&g),
+        BTreeSet::from([(
+            "platform/prod/eu-north-1/msk".to_owned(),
+            "platform/prod/eu-north-1/vpc".to_owned()
+        )])
+    );
+    assert_eq!(
+        g["levels"],
+        serde_json::json!([
+            [
+                "platform/prod/eu-north-1/vpc",
+                "platform/prod/eu-west-1/msk"
+            ],
+            ["platform/prod/eu-north-1/msk"]
+        ])
+    );
+    assert!(codes(&g).is_empty());
+    let out = p.run(&["graph", "--format", "levels"]);
+    snap!(
+        "terraci_example_library_modules",
+        format!(
+            "{}$ terraci graph --format levels\n{}",
+            summary(&g),
+            out.stdout
+        )
+    );
+}
+
+/// The benchmark generator's monorepo: every generated edge found, no diagnostic.
+#[test]
+fn generated_workload_resolves_completely() {
+    let p = Project::empty();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen_monorepo.py");
+    if !script.exists() {
+        eprintln!("skipped: gen_monorepo.py is not available");
+        return;
+    }
+    let gen = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(p.path())
+        .arg("150")
+        .output()
+        .expect("python3 runs");
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let printed = String::from_utf8_lossy(&gen.stdout);
+    // "150 modules, 243 dependency edges in DIR"
+    let expected: usize = printed
+        .split_whitespace()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected generator output: {printed}"));
+    let g = graph(&p, &[]);
+    assert_eq!(g["modules"].as_array().map(Vec::len), Some(150));
+    assert_eq!(edges(&g).len(), expected, "{}", summary(&g));
+    assert!(codes(&g).is_empty(), "{}", summary(&g));
+    let stats: Output = p.run(&["graph", "--stats"]);
+    assert_eq!(stats.code, 0, "{}", stats.stderr);
+}
