@@ -36,6 +36,12 @@ pub struct GlobalArgs {
     /// Log level (error, warn, info, debug)
     #[arg(long, global = true, default_value = "warn")]
     pub log_level: String,
+    /// Neither read nor write the fact cache
+    #[arg(long, global = true, env = "TERRACI_NO_CACHE")]
+    pub no_cache: bool,
+    /// Fact cache directory (default: .terraci/cache in the project dir)
+    #[arg(long, global = true, env = "TERRACI_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<Utf8PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

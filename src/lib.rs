@@ -3,6 +3,7 @@
 //! Reading the modules top to bottom reads the pipeline: config -> discover -> parse ->
 //! facts -> eval/resolve -> graph -> changes -> ir -> render, with `run` as the driver.
 
+pub mod cache;
 pub mod changes;
 pub mod cli;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod filter;
 pub mod graph;
 pub mod init;
 pub mod ir;
+pub mod parallel;
 pub mod parse;
 pub mod render;
 pub mod resolve;

@@ -1,3 +1,8 @@
+// Queries allocate many small values on every core; glibc's malloc spent a third of a
+// cold run in locking and page faults, mimalloc a fraction of that.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -1,7 +1,9 @@
 //! Parsing: file text -> syntax tree (with spans), and lowering to the span-free [`Expr`].
 //!
-//! Input: a [`File`] input's contents. Output: [`ParsedFile`] (`no_eq`: any edit re-runs
-//! what reads it, which is only [`crate::facts::file_facts`] and [`locate`]).
+//! Input: a [`File`] input's contents. Output: [`ParsedFile`]. [`crate::facts::file_facts`]
+//! parses through [`parse_file`] and keeps only the facts; [`parsed_file`] (`no_eq`) keeps
+//! a tree for [`locate`], computed only for files a diagnostic points into. Native files
+//! are skimmed first ([`skim`]): top-level blocks that hold no fact never reach hcl-edit.
 //! Lowering assigns [`NodeId`]s in pre-order and records each node's byte span, so
 //! [`locate`] can turn a diagnostic's node id back into a line and column.
 
@@ -19,6 +21,8 @@ use crate::facts::expr::{
     BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
 };
 use crate::files::{File, FileContents, FileKind};
+
+mod skim;
 
 /// A syntax error with its 1-based position.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,12 +43,23 @@ pub enum ParsedFile {
     Unreadable,
 }
 
-/// The parse tree of `file`, or its syntax error.
+/// The parse tree of `file`, or its syntax error, kept for [`locate`].
+///
+/// Fact extraction does not read this query: it calls [`parse_file`] and drops the tree
+/// once the facts are out, so a cold run never holds every syntax tree at once. Only a
+/// file with something to point at (a diagnostic, an edge's source line) is parsed again
+/// here, and that tree is the same because parsing is deterministic.
 #[salsa::tracked(returns(ref), no_eq)]
 pub fn parsed_file(db: &dyn Db, file: File) -> ParsedFile {
+    parse_file(db, file)
+}
+
+/// Parses `file` outside any memo (see [`parsed_file`]).
+pub fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
     match file.contents(db) {
         FileContents::Text(text) => match file.kind(db) {
-            FileKind::Native | FileKind::VarsNative => parse_native(text),
+            FileKind::Native => parse_native(text, true),
+            FileKind::VarsNative => parse_native(text, false),
             FileKind::Json | FileKind::VarsJson => match serde_json::from_str(text) {
                 Ok(v) => ParsedFile::Json(Arc::new(v)),
                 Err(e) => ParsedFile::Error(SyntaxError {
@@ -63,13 +78,17 @@ pub fn parsed_file(db: &dyn Db, file: File) -> ParsedFile {
     }
 }
 
-fn parse_native(text: &str) -> ParsedFile {
+/// Parses native syntax. With `skim`, top-level blocks that hold no fact are blanked out
+/// first (see [`skim`]); offsets and lines are unchanged, so the tree's spans are valid
+/// against `text`.
+pub(crate) fn parse_native(text: &str, skim: bool) -> ParsedFile {
     // hcl-edit's parser recurses per nesting level; deeply nested input must not overflow
     // the stack, so pathological nesting is refused before parsing.
     if let Some(err) = nesting_too_deep(text, 200) {
         return ParsedFile::Error(err);
     }
-    match hcl_edit::parser::parse_body(text) {
+    let skimmed = if skim { skim::skim(text) } else { None };
+    match hcl_edit::parser::parse_body(skimmed.as_deref().unwrap_or(text)) {
         Ok(body) => ParsedFile::Native(Arc::new(body)),
         Err(e) => {
             let loc = e.location();
@@ -83,6 +102,22 @@ fn parse_native(text: &str) -> ParsedFile {
 }
 
 fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
+    // Bytes first (brackets are ASCII); characters and positions only for a file that fails.
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for &b in text.as_bytes() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest <= limit {
+        return None;
+    }
     let mut depth = 0usize;
     let mut line = 1u32;
     let mut col = 0u32;

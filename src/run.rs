@@ -125,6 +125,8 @@ pub struct Workspace {
     pub modules: BTreeMap<String, Module>,
     /// Discovery and config diagnostics (outside queries).
     pub diagnostics: Vec<Diagnostic>,
+    /// Notes for stderr that are not diagnostics (an unusable fact cache).
+    pub notices: Vec<String>,
 }
 
 pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<Utf8PathBuf> {
@@ -212,6 +214,21 @@ pub fn load_workspace(
             vars,
         },
     );
+    let cache =
+        crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
+    let mut notices = Vec::new();
+    if let Some(settings) = &cache {
+        notices.extend(crate::cache::attach(&db, system, settings));
+    }
+    crate::parallel::warm_up(&db, project);
+    if let Some(settings) = &cache {
+        if let Err(e) = crate::cache::save(&db, system, settings, &files) {
+            notices.push(format!(
+                "cannot write the fact cache in `{}`: {e}",
+                settings.dir
+            ));
+        }
+    }
     Ok(Workspace {
         db,
         project,
@@ -220,10 +237,17 @@ pub fn load_workspace(
         files,
         modules,
         diagnostics,
+        notices,
     })
 }
 
 impl Workspace {
+    /// Ends a one-shot command without tearing the database down: the process exits
+    /// next, and freeing every memo one by one cost a sixth of a cold run.
+    pub fn dismiss(self) {
+        std::mem::forget(self);
+    }
+
     /// Resolves anchors to positions, sorts and deduplicates.
     pub fn finish_diagnostics(
         &self,
@@ -292,6 +316,11 @@ impl Workspace {
         quiet: bool,
         err: &mut dyn Write,
     ) -> std::io::Result<()> {
+        if !quiet {
+            for n in &self.notices {
+                writeln!(err, "notice: {n}")?;
+            }
+        }
         for d in diags {
             if quiet && d.severity != Severity::Error {
                 continue;
@@ -548,6 +577,7 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
         }
     };
     write_output(io, args.output.as_deref(), &text)?;
+    ws.dismiss();
     Ok(exit::OK)
 }
 
@@ -785,6 +815,7 @@ fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> anyhow::Resu
         }
     };
     write_output(io, args.output.as_deref(), &text)?;
+    ws.dismiss();
     Ok(exit::OK)
 }
 

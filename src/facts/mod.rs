@@ -1,6 +1,6 @@
 //! Module facts: what terraci needs from a module's files, without spans.
 //!
-//! Input: [`parsed_file`] of each file of a [`Module`]. Output: [`FileFacts`] per file and
+//! Input: [`parse_file`] of each file of a [`Module`]. Output: [`FileFacts`] per file and
 //! the merged [`ModuleFacts`] per module: locals, variables, tfvars, the backend block,
 //! `terraform_remote_state` blocks and `module` calls. Facts are `Eq` and span-free, so an
 //! edit that changes no fact (a comment, whitespace, a resource) stops here.
@@ -17,7 +17,7 @@ use hcl_edit::structure::{Block, Body, Structure};
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic, ItemPath};
 use crate::files::{File, FileKind, Module};
-use crate::parse::{label_str, lower, lower_block_as_object, parsed_file, ParsedFile};
+use crate::parse::{label_str, lower, lower_block_as_object, parse_file, ParsedFile};
 use expr::{Expr, ExprKind, NodeId, ObjectKey};
 
 /// An attribute's expression and where it came from.
@@ -85,8 +85,11 @@ pub struct FileFacts {
 /// The facts of one file.
 #[salsa::tracked(returns(ref))]
 pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
+    if let Some(facts) = crate::cache::cached_facts(db, file) {
+        return facts;
+    }
     let kind = file.kind(db);
-    match parsed_file(db, file) {
+    match &parse_file(db, file) {
         ParsedFile::Native(body) => {
             if kind.is_vars() {
                 tfvars_facts(file, body)
@@ -151,7 +154,7 @@ fn tfvars_facts(file: File, body: &Body) -> FileFacts {
     facts
 }
 
-fn native_facts(file: File, body: &Body) -> FileFacts {
+pub(crate) fn native_facts(file: File, body: &Body) -> FileFacts {
     let mut facts = FileFacts::default();
     for structure in body.iter() {
         let Structure::Block(block) = structure else {

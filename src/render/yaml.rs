@@ -188,6 +188,15 @@ fn plain_ok(s: &str) -> bool {
     if SPECIAL.contains(&lower.as_str()) {
         return false;
     }
+    // Job names, paths and commands: a letter then only characters no YAML reader gives a
+    // meaning to. Answering these here skips the round trip through the parser below,
+    // which dominated rendering of large pipelines.
+    if first.is_ascii_alphabetic()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./= ".contains(&b))
+    {
+        return true;
+    }
     // Anything number-like (`1.6`, `0x1F`, `1_000`, `12:30`, `1e3`) stays a string only
     // when quoted.
     if (first.is_ascii_digit() || "+-.".contains(first))
@@ -196,7 +205,24 @@ fn plain_ok(s: &str) -> bool {
     {
         return false;
     }
-    matches!(serde_yaml::from_str::<Value>(s), Ok(Value::String(back)) if back == s)
+    // The same strings recur in every job (`${TERRAFORM_BINARY} init`): ask the parser
+    // once per distinct string.
+    thread_local! {
+        static READS_BACK: std::cell::RefCell<std::collections::HashMap<String, bool>> =
+            std::cell::RefCell::default();
+    }
+    READS_BACK.with(|memo| {
+        if let Some(&known) = memo.borrow().get(s) {
+            return known;
+        }
+        let ok = matches!(serde_yaml::from_str::<Value>(s), Ok(Value::String(back)) if back == s);
+        let mut memo = memo.borrow_mut();
+        if memo.len() > 4096 {
+            memo.clear();
+        }
+        memo.insert(s.to_owned(), ok);
+        ok
+    })
 }
 
 /// Multi-line text that a literal block (`|`/`|-`) reproduces exactly.

@@ -43,6 +43,11 @@ pub trait System: Send + Sync {
     /// creating missing parent directories.
     /// Returns `false` and leaves the file untouched if it already holds exactly `bytes`.
     fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool>;
+    /// Replaces `path` with `bytes` through a temp file and a rename, without syncing to
+    /// disk: for caches, whose readers check their integrity themselves.
+    fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        self.write_atomic(path, bytes).map(|_| ())
+    }
     /// An owned handle to the same system, for the database's on-demand file inputs.
     fn shared(&self) -> Arc<dyn System>;
     /// Makes `path` absolute against the current directory and removes `.`/`..` lexically.

@@ -60,6 +60,26 @@ impl System for OsSystem {
             .map_err(|p| io::Error::other(format!("current directory {p:?} is not UTF-8")))
     }
 
+    fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        let dir = match path.parent() {
+            Some(p) if !p.as_str().is_empty() => p.to_owned(),
+            _ => Utf8PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&dir)?;
+        let file_name = path.file_name().unwrap_or("output");
+        // Unique per process and thread: concurrent writers never share a temp file.
+        let tmp = dir.join(format!(
+            ".{file_name}.{}.{:?}.tmp",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
+
     fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool> {
         if let Ok(existing) = std::fs::read(path) {
             if existing == bytes {

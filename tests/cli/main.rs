@@ -4,6 +4,7 @@
 
 mod support;
 
+mod cache;
 mod changes;
 mod commands;
 mod generate;

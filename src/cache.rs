@@ -1,0 +1,926 @@
+//! The persistent fact cache: per-file facts from earlier runs, keyed by content.
+//!
+//! Input: `facts.bin` in the cache directory (`.terraci/cache/` of the project unless
+//! `--cache-dir`; `--no-cache` skips it), read once through `System` before any query
+//! runs and set as the [`FactCache`] input. Output: for a file whose path, kind, length
+//! and content hash match an entry, [`cached_facts`] decodes the stored [`FileFacts`]
+//! instead of parsing; [`save`] writes the facts of the current files back when anything
+//! was new.
+//!
+//! Why a per-file cache of our own rather than salsa's persistence: the only expensive
+//! query is parsing plus fact extraction (evaluation, resolution and rendering of 10,000
+//! modules take a fraction of it), facts are small, span-free values, and a file's facts
+//! depend on nothing but its text. A cache of exactly that is one flat file, is read with
+//! one `read`, needs no serde support from every memo type, and stays valid across every
+//! change elsewhere in the pipeline (a new module, a changed `.terraci.yaml`, a new
+//! version of the evaluator), where a serialised salsa database would be all or nothing.
+//!
+//! Soundness: an entry is used only if path, kind, length and a 64-bit hash of the bytes
+//! all match, and it is decoded against a format that names its own version and the
+//! terraci version; the whole file ends in a checksum. A corrupt, truncated or foreign
+//! file is ignored with a notice and rewritten. Writes go to a temp file that is renamed
+//! over the old one, so concurrent runs each leave a complete cache (the last one wins).
+
+use std::collections::HashMap;
+use std::hash::Hasher as _;
+use std::sync::Arc;
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::db::Db;
+use crate::diagnostic::{Anchor, Diagnostic, ItemPath, Severity};
+use crate::facts::expr::{
+    BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
+};
+use crate::facts::{
+    AttrExpr, BackendFact, FileFacts, ModuleCallFact, RemoteStateFact, VariableFact,
+};
+use crate::files::{File, FileContents, FileKind};
+use crate::system::System;
+
+const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
+/// Bump when the encoding of [`FileFacts`] changes.
+const FORMAT: u32 = 1;
+const FILE_NAME: &str = "facts.bin";
+
+/// Where the cache lives and whether to use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheSettings {
+    pub dir: Utf8PathBuf,
+}
+
+impl CacheSettings {
+    /// `None` with `--no-cache`; else `--cache-dir` or `<project>/.terraci/cache`.
+    pub fn new(root: &Utf8Path, no_cache: bool, dir: Option<&Utf8Path>) -> Option<Self> {
+        if no_cache {
+            return None;
+        }
+        let dir = match dir {
+            Some(d) if d.is_absolute() => d.to_owned(),
+            Some(d) => root.join(d),
+            None => root.join(".terraci/cache"),
+        };
+        Some(CacheSettings { dir })
+    }
+
+    fn file(&self) -> Utf8PathBuf {
+        self.dir.join(FILE_NAME)
+    }
+}
+
+/// One cached file: what it was, and where its encoded facts are in the blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    kind: u8,
+    len: u64,
+    hash: u64,
+    payload: std::ops::Range<usize>,
+}
+
+/// The loaded cache: project-relative path -> entry, over one shared blob.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Entries {
+    blob: Vec<u8>,
+    by_path: HashMap<String, Entry>,
+}
+
+/// The cache as a salsa input: [`crate::facts::file_facts`] reads it.
+#[salsa::input(singleton, debug)]
+pub struct FactCache {
+    #[returns(ref)]
+    pub entries: Arc<Entries>,
+}
+
+/// The cached facts of `file`, if an entry matches its current contents exactly.
+pub fn cached_facts(db: &dyn Db, file: File) -> Option<FileFacts> {
+    let cache = FactCache::try_get(db)?;
+    let entries = cache.entries(db);
+    let entry = entries.by_path.get(file.path(db).as_str())?;
+    let FileContents::Text(text) = file.contents(db) else {
+        return None;
+    };
+    if entry.kind != kind_code(file.kind(db))
+        || entry.len != text.len() as u64
+        || entry.hash != content_hash(text.as_bytes())
+    {
+        return None;
+    }
+    let mut r = Reader {
+        b: &entries.blob[entry.payload.clone()],
+        i: 0,
+        file,
+    };
+    let facts = r.facts().ok()?;
+    (r.i == r.b.len()).then_some(facts)
+}
+
+/// Reads the cache file. `Err` is a notice for the user: the file was there but unusable.
+pub fn load(system: &dyn System, settings: &CacheSettings) -> Result<Entries, String> {
+    let path = settings.file();
+    let Ok(bytes) = system.read(&path) else {
+        // No cache yet: nothing to say.
+        return Ok(Entries::default());
+    };
+    parse(bytes).map_err(|why| format!("ignoring the fact cache `{path}` ({why}); rebuilding it"))
+}
+
+fn parse(blob: Vec<u8>) -> Result<Entries, &'static str> {
+    if blob.len() < MAGIC.len() + 8 || &blob[..MAGIC.len()] != MAGIC {
+        return Err("not a terraci fact cache");
+    }
+    let (body, sum) = blob.split_at(blob.len() - 8);
+    if content_hash(body).to_le_bytes() != sum {
+        return Err("corrupt or truncated");
+    }
+    let mut r = Reader {
+        b: body,
+        i: MAGIC.len(),
+        file: (),
+    };
+    let format = r.u64().map_err(|_| "truncated")?;
+    let version = r.string().map_err(|_| "truncated")?;
+    if format != u64::from(FORMAT) || version != env!("CARGO_PKG_VERSION") {
+        return Err("written by another version of terraci");
+    }
+    let count = r.u64().map_err(|_| "truncated")? as usize;
+    let mut by_path = HashMap::with_capacity(count.min(1 << 20));
+    for _ in 0..count {
+        let entry = (|| -> Result<(String, Entry), ()> {
+            let path = r.string()?;
+            let kind = r.u8()?;
+            let len = r.u64()?;
+            let hash = r.fixed_u64()?;
+            let size = r.u64()? as usize;
+            let start = r.i;
+            let end = start
+                .checked_add(size)
+                .filter(|&e| e <= r.b.len())
+                .ok_or(())?;
+            r.i = end;
+            Ok((
+                path,
+                Entry {
+                    kind,
+                    len,
+                    hash,
+                    payload: start..end,
+                },
+            ))
+        })()
+        .map_err(|()| "corrupt entry")?;
+        by_path.insert(entry.0, entry.1);
+    }
+    Ok(Entries { blob, by_path })
+}
+
+/// Writes the facts of `files` (project-relative path -> input) unless the cache already
+/// holds exactly these files with these contents.
+pub fn save(
+    db: &dyn Db,
+    system: &dyn System,
+    settings: &CacheSettings,
+    files: &std::collections::BTreeMap<String, File>,
+) -> std::io::Result<()> {
+    let old = FactCache::try_get(db).map(|c| c.entries(db).clone());
+    let cacheable: Vec<(&String, File, &str)> = files
+        .iter()
+        .filter_map(|(p, &f)| f.contents(db).text().map(|t| (p, f, t)))
+        .collect();
+    let mut unchanged = old
+        .as_ref()
+        .is_some_and(|o| o.by_path.len() == cacheable.len());
+    let mut out = Vec::with_capacity(old.as_ref().map_or(1 << 16, |o| o.blob.len()));
+    out.extend_from_slice(MAGIC);
+    put_u64(&mut out, u64::from(FORMAT));
+    put_str(&mut out, env!("CARGO_PKG_VERSION"));
+    put_u64(&mut out, cacheable.len() as u64);
+    let mut payload = Vec::new();
+    for (path, file, text) in cacheable {
+        let kind = kind_code(file.kind(db));
+        let hash = content_hash(text.as_bytes());
+        put_str(&mut out, path);
+        out.push(kind);
+        put_u64(&mut out, text.len() as u64);
+        out.extend_from_slice(&hash.to_le_bytes());
+        let reused = old.as_ref().and_then(|o| {
+            let e = o.by_path.get(path.as_str())?;
+            (e.kind == kind && e.len == text.len() as u64 && e.hash == hash)
+                .then(|| &o.blob[e.payload.clone()])
+        });
+        let bytes = match reused {
+            Some(b) => b,
+            None => {
+                unchanged = false;
+                payload.clear();
+                write_facts(&mut payload, crate::facts::file_facts(db, file));
+                &payload[..]
+            }
+        };
+        put_u64(&mut out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    }
+    if unchanged {
+        return Ok(());
+    }
+    let sum = content_hash(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    // A `.gitignore` of `*` keeps the cache out of `git status` and so out of
+    // `--changed-only` (as pytest and ruff do with their caches).
+    system.write_atomic(&settings.dir.join(".gitignore"), b"*\n")?;
+    system.replace(&settings.file(), &out)
+}
+
+/// Loads the cache for `settings` into `db` (an empty one if there is none yet).
+/// Returns a notice when a cache file was there but could not be used.
+pub fn attach(
+    db: &crate::db::Database,
+    system: &dyn System,
+    settings: &CacheSettings,
+) -> Option<String> {
+    let (entries, notice) = match load(system, settings) {
+        Ok(entries) => (entries, None),
+        Err(notice) => (Entries::default(), Some(notice)),
+    };
+    FactCache::new(db, Arc::new(entries));
+    notice
+}
+
+fn kind_code(kind: FileKind) -> u8 {
+    match kind {
+        FileKind::Native => 0,
+        FileKind::Json => 1,
+        FileKind::VarsNative => 2,
+        FileKind::VarsJson => 3,
+    }
+}
+
+/// SipHash with fixed keys: deterministic across runs of one build. A different hash in
+/// another build only turns hits into misses; the format version guards the rest.
+fn content_hash(bytes: &[u8]) -> u64 {
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new_with_keys(0x7465_7272_6163_6921, 0x6661_6374_7321);
+    h.write(bytes);
+    h.finish()
+}
+
+// ---- encoding: LEB128 integers, length-prefixed strings, one tag byte per variant ----
+
+fn put_u64(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_u64(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_strs(out: &mut Vec<u8>, items: &[String]) {
+    put_u64(out, items.len() as u64);
+    for s in items {
+        put_str(out, s);
+    }
+}
+
+fn put_opt<T>(out: &mut Vec<u8>, v: &Option<T>, f: impl FnOnce(&mut Vec<u8>, &T)) {
+    match v {
+        None => out.push(0),
+        Some(x) => {
+            out.push(1);
+            f(out, x);
+        }
+    }
+}
+
+fn write_facts(out: &mut Vec<u8>, f: &FileFacts) {
+    let named = |out: &mut Vec<u8>, items: &[(String, AttrExpr)]| {
+        put_u64(out, items.len() as u64);
+        for (name, e) in items {
+            put_str(out, name);
+            write_attr(out, e);
+        }
+    };
+    named(out, &f.locals);
+    put_u64(out, f.variables.len() as u64);
+    for v in &f.variables {
+        put_str(out, &v.name);
+        put_opt(out, &v.default, write_attr);
+        put_opt(out, &v.type_constraint, write_expr);
+    }
+    put_opt(out, &f.backend, |out, b| {
+        put_str(out, &b.kind);
+        write_attr(out, &b.config);
+    });
+    put_u64(out, f.remote_states.len() as u64);
+    for r in &f.remote_states {
+        put_str(out, &r.name);
+        for slot in [&r.backend, &r.config, &r.workspace, &r.for_each, &r.count] {
+            put_opt(out, slot, write_attr);
+        }
+    }
+    put_u64(out, f.module_calls.len() as u64);
+    for m in &f.module_calls {
+        put_str(out, &m.name);
+        put_opt(out, &m.source, write_attr);
+    }
+    named(out, &f.tfvars);
+    put_u64(out, f.diagnostics.len() as u64);
+    for d in &f.diagnostics {
+        out.push(match d.severity {
+            Severity::Error => 0,
+            Severity::Warning => 1,
+            Severity::Info => 2,
+        });
+        put_str(out, d.code);
+        put_opt(out, &d.module, |o, s| put_str(o, s));
+        put_opt(out, &d.file, |o, s| put_str(o, s));
+        put_opt(out, &d.line, |o, &n| put_u64(o, n.into()));
+        put_opt(out, &d.column, |o, &n| put_u64(o, n.into()));
+        put_str(out, &d.message);
+        // Facts only ever anchor into their own file.
+        put_opt(out, &d.anchor, |o, a| {
+            write_item(o, &a.item);
+            put_u64(o, a.node.0.into());
+        });
+    }
+}
+
+fn write_item(out: &mut Vec<u8>, item: &ItemPath) {
+    put_strs(out, &item.block);
+    put_strs(out, &item.attr);
+}
+
+fn write_attr(out: &mut Vec<u8>, a: &AttrExpr) {
+    write_expr(out, &a.expr);
+    write_item(out, &a.item);
+}
+
+fn write_expr(out: &mut Vec<u8>, e: &Expr) {
+    put_u64(out, e.id.0.into());
+    match &e.kind {
+        ExprKind::Null => out.push(0),
+        ExprKind::Bool(b) => out.push(if *b { 2 } else { 1 }),
+        ExprKind::Number(n) => {
+            out.push(3);
+            out.extend_from_slice(&n.get().to_bits().to_le_bytes());
+        }
+        ExprKind::String(s) => {
+            out.push(4);
+            put_str(out, s);
+        }
+        ExprKind::Template(parts) => {
+            out.push(5);
+            write_parts(out, parts);
+        }
+        ExprKind::Array(items) => {
+            out.push(6);
+            write_exprs(out, items);
+        }
+        ExprKind::Object(entries) => {
+            out.push(7);
+            put_u64(out, entries.len() as u64);
+            for (k, v) in entries {
+                match k {
+                    ObjectKey::Ident(s) => {
+                        out.push(0);
+                        put_str(out, s);
+                    }
+                    ObjectKey::Expr(k) => {
+                        out.push(1);
+                        write_expr(out, k);
+                    }
+                }
+                write_expr(out, v);
+            }
+        }
+        ExprKind::Variable(s) => {
+            out.push(8);
+            put_str(out, s);
+        }
+        ExprKind::Traversal(root, ops) => {
+            out.push(9);
+            write_expr(out, root);
+            put_u64(out, ops.len() as u64);
+            for op in ops {
+                match op {
+                    Traverser::Attr(s) => {
+                        out.push(0);
+                        put_str(out, s);
+                    }
+                    Traverser::Index(i) => {
+                        out.push(1);
+                        write_expr(out, i);
+                    }
+                    Traverser::LegacyIndex(n) => {
+                        out.push(2);
+                        put_u64(out, *n);
+                    }
+                    Traverser::AttrSplat => out.push(3),
+                    Traverser::FullSplat => out.push(4),
+                }
+            }
+        }
+        ExprKind::FuncCall {
+            name,
+            args,
+            expand_final,
+        } => {
+            out.push(10);
+            put_str(out, name);
+            write_exprs(out, args);
+            out.push(u8::from(*expand_final));
+        }
+        ExprKind::Conditional(c, t, f) => {
+            out.push(11);
+            write_expr(out, c);
+            write_expr(out, t);
+            write_expr(out, f);
+        }
+        ExprKind::Unary(op, x) => {
+            out.push(12);
+            out.push(match op {
+                UnaryOp::Neg => 0,
+                UnaryOp::Not => 1,
+            });
+            write_expr(out, x);
+        }
+        ExprKind::Binary(op, l, r) => {
+            out.push(13);
+            out.push(BINARY.iter().position(|b| b == op).expect("listed") as u8);
+            write_expr(out, l);
+            write_expr(out, r);
+        }
+        ExprKind::For(f) => {
+            out.push(14);
+            put_opt(out, &f.key_var, |o, s| put_str(o, s));
+            put_str(out, &f.value_var);
+            write_expr(out, &f.collection);
+            put_opt(out, &f.key_expr, write_expr);
+            write_expr(out, &f.value_expr);
+            put_opt(out, &f.cond, write_expr);
+            out.push(u8::from(f.grouping));
+        }
+        ExprKind::Paren(x) => {
+            out.push(15);
+            write_expr(out, x);
+        }
+    }
+}
+
+const BINARY: [BinaryOp; 13] = [
+    BinaryOp::Eq,
+    BinaryOp::NotEq,
+    BinaryOp::LessEq,
+    BinaryOp::GreaterEq,
+    BinaryOp::Less,
+    BinaryOp::Greater,
+    BinaryOp::Plus,
+    BinaryOp::Minus,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Mod,
+    BinaryOp::And,
+    BinaryOp::Or,
+];
+
+fn write_exprs(out: &mut Vec<u8>, items: &[Expr]) {
+    put_u64(out, items.len() as u64);
+    for e in items {
+        write_expr(out, e);
+    }
+}
+
+fn write_parts(out: &mut Vec<u8>, parts: &[TemplatePart]) {
+    put_u64(out, parts.len() as u64);
+    for p in parts {
+        match p {
+            TemplatePart::Literal(s) => {
+                out.push(0);
+                put_str(out, s);
+            }
+            TemplatePart::Interpolation(e) => {
+                out.push(1);
+                write_expr(out, e);
+            }
+            TemplatePart::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                out.push(2);
+                write_expr(out, cond);
+                write_parts(out, then);
+                write_parts(out, otherwise);
+            }
+            TemplatePart::For {
+                key_var,
+                value_var,
+                collection,
+                body,
+            } => {
+                out.push(3);
+                put_opt(out, key_var, |o, s| put_str(o, s));
+                put_str(out, value_var);
+                write_expr(out, collection);
+                write_parts(out, body);
+            }
+        }
+    }
+}
+
+/// Decoding; `F` is the file the facts are rebuilt for (`()` while reading the index).
+struct Reader<'a, F> {
+    b: &'a [u8],
+    i: usize,
+    file: F,
+}
+
+type R<T> = Result<T, ()>;
+
+/// Nesting bound while decoding: a corrupt entry must not recurse without end.
+const MAX_DEPTH: u32 = 512;
+
+impl<F> Reader<'_, F> {
+    fn u8(&mut self) -> R<u8> {
+        let b = *self.b.get(self.i).ok_or(())?;
+        self.i += 1;
+        Ok(b)
+    }
+
+    fn u64(&mut self) -> R<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(())
+    }
+
+    fn u32(&mut self) -> R<u32> {
+        u32::try_from(self.u64()?).map_err(|_| ())
+    }
+
+    fn fixed_u64(&mut self) -> R<u64> {
+        let bytes = self.b.get(self.i..self.i + 8).ok_or(())?;
+        self.i += 8;
+        Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
+    }
+
+    fn len(&mut self) -> R<usize> {
+        let n = self.u64()? as usize;
+        // Every item takes at least one byte: a count beyond the rest is corrupt.
+        if n > self.b.len() - self.i {
+            return Err(());
+        }
+        Ok(n)
+    }
+
+    fn string(&mut self) -> R<String> {
+        let n = self.len()?;
+        let s = std::str::from_utf8(&self.b[self.i..self.i + n]).map_err(|_| ())?;
+        self.i += n;
+        Ok(s.to_owned())
+    }
+
+    fn strings(&mut self) -> R<Vec<String>> {
+        let n = self.len()?;
+        (0..n).map(|_| self.string()).collect()
+    }
+
+    fn bool(&mut self) -> R<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(()),
+        }
+    }
+
+    fn opt<T>(&mut self, f: impl FnOnce(&mut Self) -> R<T>) -> R<Option<T>> {
+        if self.bool()? {
+            f(self).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn item(&mut self) -> R<ItemPath> {
+        Ok(ItemPath {
+            block: self.strings()?,
+            attr: self.strings()?,
+        })
+    }
+
+    fn expr(&mut self, depth: u32) -> R<Expr> {
+        if depth > MAX_DEPTH {
+            return Err(());
+        }
+        let d = depth + 1;
+        let id = NodeId(self.u32()?);
+        let kind = match self.u8()? {
+            0 => ExprKind::Null,
+            1 => ExprKind::Bool(false),
+            2 => ExprKind::Bool(true),
+            3 => ExprKind::Number(Num::new(f64::from_bits(self.fixed_u64()?))),
+            4 => ExprKind::String(self.string()?),
+            5 => ExprKind::Template(self.parts(d)?),
+            6 => ExprKind::Array(self.exprs(d)?),
+            7 => {
+                let n = self.len()?;
+                let mut entries = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let key = match self.u8()? {
+                        0 => ObjectKey::Ident(self.string()?),
+                        1 => ObjectKey::Expr(self.expr(d)?),
+                        _ => return Err(()),
+                    };
+                    entries.push((key, self.expr(d)?));
+                }
+                ExprKind::Object(entries)
+            }
+            8 => ExprKind::Variable(self.string()?),
+            9 => {
+                let root = self.expr(d)?;
+                let n = self.len()?;
+                let mut ops = Vec::with_capacity(n);
+                for _ in 0..n {
+                    ops.push(match self.u8()? {
+                        0 => Traverser::Attr(self.string()?),
+                        1 => Traverser::Index(self.expr(d)?),
+                        2 => Traverser::LegacyIndex(self.u64()?),
+                        3 => Traverser::AttrSplat,
+                        4 => Traverser::FullSplat,
+                        _ => return Err(()),
+                    });
+                }
+                ExprKind::Traversal(Box::new(root), ops)
+            }
+            10 => ExprKind::FuncCall {
+                name: self.string()?,
+                args: self.exprs(d)?,
+                expand_final: self.bool()?,
+            },
+            11 => ExprKind::Conditional(
+                Box::new(self.expr(d)?),
+                Box::new(self.expr(d)?),
+                Box::new(self.expr(d)?),
+            ),
+            12 => {
+                let op = match self.u8()? {
+                    0 => UnaryOp::Neg,
+                    1 => UnaryOp::Not,
+                    _ => return Err(()),
+                };
+                ExprKind::Unary(op, Box::new(self.expr(d)?))
+            }
+            13 => {
+                let op = *BINARY.get(self.u8()? as usize).ok_or(())?;
+                ExprKind::Binary(op, Box::new(self.expr(d)?), Box::new(self.expr(d)?))
+            }
+            14 => ExprKind::For(Box::new(ForExpr {
+                key_var: self.opt(|r| r.string())?,
+                value_var: self.string()?,
+                collection: self.expr(d)?,
+                key_expr: self.opt(|r| r.expr(d))?,
+                value_expr: self.expr(d)?,
+                cond: self.opt(|r| r.expr(d))?,
+                grouping: self.bool()?,
+            })),
+            15 => ExprKind::Paren(Box::new(self.expr(d)?)),
+            _ => return Err(()),
+        };
+        Ok(Expr { id, kind })
+    }
+
+    fn exprs(&mut self, depth: u32) -> R<Vec<Expr>> {
+        let n = self.len()?;
+        (0..n).map(|_| self.expr(depth)).collect()
+    }
+
+    fn parts(&mut self, depth: u32) -> R<Vec<TemplatePart>> {
+        if depth > MAX_DEPTH {
+            return Err(());
+        }
+        let d = depth + 1;
+        let n = self.len()?;
+        let mut parts = Vec::with_capacity(n);
+        for _ in 0..n {
+            parts.push(match self.u8()? {
+                0 => TemplatePart::Literal(self.string()?),
+                1 => TemplatePart::Interpolation(self.expr(d)?),
+                2 => TemplatePart::If {
+                    cond: self.expr(d)?,
+                    then: self.parts(d)?,
+                    otherwise: self.parts(d)?,
+                },
+                3 => TemplatePart::For {
+                    key_var: self.opt(|r| r.string())?,
+                    value_var: self.string()?,
+                    collection: self.expr(d)?,
+                    body: self.parts(d)?,
+                },
+                _ => return Err(()),
+            });
+        }
+        Ok(parts)
+    }
+}
+
+impl Reader<'_, File> {
+    fn attr(&mut self) -> R<AttrExpr> {
+        Ok(AttrExpr {
+            expr: self.expr(0)?,
+            item: self.item()?,
+            file: self.file,
+        })
+    }
+
+    fn named(&mut self) -> R<Vec<(String, AttrExpr)>> {
+        let n = self.len()?;
+        (0..n).map(|_| Ok((self.string()?, self.attr()?))).collect()
+    }
+
+    fn facts(&mut self) -> R<FileFacts> {
+        let locals = self.named()?;
+        let n = self.len()?;
+        let mut variables = Vec::with_capacity(n);
+        for _ in 0..n {
+            variables.push(VariableFact {
+                name: self.string()?,
+                default: self.opt(|r| r.attr())?,
+                type_constraint: self.opt(|r| r.expr(0))?,
+            });
+        }
+        let backend = self.opt(|r| {
+            Ok(BackendFact {
+                kind: r.string()?,
+                config: r.attr()?,
+            })
+        })?;
+        let n = self.len()?;
+        let mut remote_states = Vec::with_capacity(n);
+        for _ in 0..n {
+            remote_states.push(RemoteStateFact {
+                name: self.string()?,
+                file: self.file,
+                backend: self.opt(|r| r.attr())?,
+                config: self.opt(|r| r.attr())?,
+                workspace: self.opt(|r| r.attr())?,
+                for_each: self.opt(|r| r.attr())?,
+                count: self.opt(|r| r.attr())?,
+            });
+        }
+        let n = self.len()?;
+        let mut module_calls = Vec::with_capacity(n);
+        for _ in 0..n {
+            module_calls.push(ModuleCallFact {
+                name: self.string()?,
+                source: self.opt(|r| r.attr())?,
+            });
+        }
+        let tfvars = self.named()?;
+        let n = self.len()?;
+        let mut diagnostics = Vec::with_capacity(n);
+        for _ in 0..n {
+            let severity = match self.u8()? {
+                0 => Severity::Error,
+                1 => Severity::Warning,
+                2 => Severity::Info,
+                _ => return Err(()),
+            };
+            let code = self.string()?;
+            // Codes are `&'static str`: an unknown one means another terraci wrote this.
+            let code = crate::diagnostic::CODES
+                .iter()
+                .map(|(c, _)| *c)
+                .find(|c| *c == code)
+                .ok_or(())?;
+            let mut d = Diagnostic::new(severity, code, String::new());
+            d.module = self.opt(|r| r.string())?;
+            d.file = self.opt(|r| r.string())?;
+            d.line = self.opt(|r| r.u32())?;
+            d.column = self.opt(|r| r.u32())?;
+            d.message = self.string()?;
+            let file = self.file;
+            d.anchor = self.opt(|r| {
+                Ok(Anchor {
+                    file,
+                    item: r.item()?,
+                    node: NodeId(r.u32()?),
+                })
+            })?;
+            diagnostics.push(d);
+        }
+        Ok(FileFacts {
+            locals,
+            variables,
+            backend,
+            remote_states,
+            module_calls,
+            tfvars,
+            diagnostics,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Database;
+
+    fn roundtrip(kind: FileKind, path: &str, text: &str) {
+        let db = Database::default();
+        let file = File::new(&db, path.into(), kind, FileContents::Text(text.into()));
+        let facts = crate::facts::file_facts(&db, file).clone();
+        let mut bytes = Vec::new();
+        write_facts(&mut bytes, &facts);
+        let mut r = Reader {
+            b: &bytes,
+            i: 0,
+            file,
+        };
+        assert_eq!(r.facts(), Ok(facts));
+        assert_eq!(r.i, bytes.len());
+        // Every truncation is refused, never a panic or a partial result.
+        for cut in 0..bytes.len() {
+            let mut r = Reader {
+                b: &bytes[..cut],
+                i: 0,
+                file,
+            };
+            assert!(r.facts().is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn facts_survive_the_round_trip() {
+        roundtrip(
+            FileKind::Native,
+            "m/main.tf",
+            concat!(
+                "terraform {\n  backend \"s3\" {\n    key = \"a/${local.x}\"\n  }\n}\n",
+                "locals {\n  a = [for k, v in var.m : \"${k}-${v}\" if v != null]\n",
+                "  b = { for k in local.a : k => -1.5 ... }\n",
+                "  c = \"%{ if true }x%{ else }y%{ endif }%{ for x in [1] }${x}%{ endfor }\"\n",
+                "  d = (a.b[0].c.* == !true) ? x[*].y : f(g()...)\n  e = null\n}\n",
+                "variable \"v\" {\n  type = map(string)\n  default = { (local.k) = 1 }\n}\n",
+                "data \"terraform_remote_state\" \"r\" {\n  for_each = toset([\"a\"])\n",
+                "  backend = \"s3\"\n  workspace = \"w\"\n  count = 2 % 3\n  config { key = each.key }\n}\n",
+                "module \"m\" {\n  source = \"./x\"\n}\n",
+            ),
+        );
+        roundtrip(
+            FileKind::VarsNative,
+            "m/terraform.tfvars",
+            "a = 1\nb = \"x\"\n",
+        );
+        roundtrip(FileKind::Native, "m/broken.tf", "locals {\n  a = \n");
+        roundtrip(
+            FileKind::Json,
+            "m/x.tf.json",
+            "{\"locals\": {\"a\": \"${b}\"}}",
+        );
+    }
+
+    #[test]
+    fn a_damaged_cache_file_is_refused() {
+        let mut blob = MAGIC.to_vec();
+        put_u64(&mut blob, u64::from(FORMAT));
+        put_str(&mut blob, env!("CARGO_PKG_VERSION"));
+        put_u64(&mut blob, 0);
+        let sum = content_hash(&blob);
+        let mut good = blob.clone();
+        good.extend_from_slice(&sum.to_le_bytes());
+        assert!(parse(good.clone()).is_ok());
+        assert_eq!(
+            parse(good[..good.len() - 1].to_vec()).err(),
+            Some("corrupt or truncated")
+        );
+        let mut flipped = good.clone();
+        flipped[MAGIC.len() + 2] ^= 1;
+        assert_eq!(parse(flipped).err(), Some("corrupt or truncated"));
+        assert_eq!(
+            parse(b"garbage".to_vec()).err(),
+            Some("not a terraci fact cache")
+        );
+        let mut other = MAGIC.to_vec();
+        put_u64(&mut other, u64::from(FORMAT));
+        put_str(&mut other, "0.0.0-other");
+        put_u64(&mut other, 0);
+        let sum = content_hash(&other);
+        other.extend_from_slice(&sum.to_le_bytes());
+        assert_eq!(
+            parse(other).err(),
+            Some("written by another version of terraci")
+        );
+    }
+}

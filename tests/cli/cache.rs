@@ -1,0 +1,119 @@
+//! The persistent fact cache: output with and without it is byte-identical, a damaged
+//! cache is reported and rebuilt, an edited file is never answered from the cache.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::Project;
+
+/// The standard workload of spec §11, `N` modules, if the generator is available.
+fn standard_workload(n: usize) -> Option<Project> {
+    let generator = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen_monorepo.py");
+    if !generator.exists() {
+        eprintln!("skipped: {} not found", generator.display());
+        return None;
+    }
+    let project = Project::empty();
+    let out = Command::new("python3")
+        .arg(&generator)
+        .arg(project.path())
+        .arg(n.to_string())
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(project)
+}
+
+#[test]
+fn output_with_and_without_the_cache_is_byte_identical_on_the_standard_workload() {
+    let Some(p) = standard_workload(200) else {
+        return;
+    };
+    for args in [
+        &["generate"][..],
+        &["generate", "--provider", "github"],
+        &["graph", "--format", "json"],
+        &["generate", "--dry-run", "--format", "json"],
+    ] {
+        let without = p.run(&[args, &["--no-cache"]].concat());
+        assert_eq!(without.code, 0, "{}", without.stderr);
+        let _ = std::fs::remove_dir_all(p.path().join(".terraci"));
+        let cold = p.run(args);
+        assert!(p.path().join(".terraci/cache/facts.bin").exists());
+        let warm = p.run(args);
+        // The header names the command line, which differs by `--no-cache` only.
+        let body = |s: &str| s.replace(" --no-cache", "");
+        assert_eq!(body(&without.stdout), cold.stdout, "{args:?} cold");
+        assert_eq!(cold.stdout, warm.stdout, "{args:?} warm");
+        assert_eq!(cold.stderr, warm.stderr, "{args:?}");
+    }
+    let stats = p.run(&["graph", "--stats"]);
+    assert!(
+        stats.stdout.contains("edges:       346"),
+        "{}",
+        stats.stdout
+    );
+}
+
+#[test]
+fn a_damaged_cache_is_ignored_with_a_notice_and_rebuilt() {
+    let p = Project::fixture("example");
+    let first = p.run(&["generate"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let cache = p.path().join(".terraci/cache/facts.bin");
+    let bytes = std::fs::read(&cache).expect("cache written");
+    for damaged in [
+        bytes[..bytes.len() / 2].to_vec(),
+        b"not a cache at all".to_vec(),
+        {
+            let mut b = bytes.clone();
+            let mid = b.len() / 2;
+            b[mid] ^= 0x55;
+            b
+        },
+    ] {
+        std::fs::write(&cache, damaged).expect("damage the cache");
+        let out = p.run(&["generate"]);
+        assert_eq!(out.stdout, first.stdout);
+        assert!(
+            out.stderr.contains("notice: ignoring the fact cache"),
+            "{}",
+            out.stderr
+        );
+        let again = p.run(&["generate"]);
+        assert_eq!(again.stdout, first.stdout);
+        assert!(
+            !again.stderr.contains("notice"),
+            "rebuilt: {}",
+            again.stderr
+        );
+    }
+}
+
+#[test]
+fn an_edited_file_is_never_answered_from_the_cache() {
+    let p = Project::fixture("example");
+    let before = p.run(&["graph", "--format", "list"]);
+    let eks = "platform/stage/eu-central-1/eks/main.tf";
+    let text = p.read(eks);
+    // Same length, different bytes: only the content hash tells them apart.
+    let edited = text.replace("}/vpc/terraform", "}/rds/terraform");
+    assert_ne!(edited, text);
+    p.write(eks, &edited);
+    let after = p.run(&["graph", "--format", "list"]);
+    let fresh = p.run(&["graph", "--format", "list", "--no-cache"]);
+    assert_ne!(after.stdout, before.stdout);
+    assert_eq!(after.stdout, fresh.stdout);
+}
+
+#[test]
+fn no_cache_writes_nothing() {
+    let p = Project::fixture("example");
+    let out = p.run(&["generate", "--no-cache"]);
+    assert_eq!(out.code, 0);
+    assert!(!p.path().join(".terraci").exists());
+}
