@@ -1428,6 +1428,8 @@ mod tests {
             quiet: false,
             color: crate::cli::ColorChoice::Never,
             log_level: "warn".into(),
+            no_cache: true,
+            cache_dir: None,
         };
         load_workspace(fs, &global, &EvalArgs::default()).expect("in-memory project loads")
     }
