@@ -394,48 +394,133 @@ impl Lowerer {
         }
     }
 
+    /// A template's parts, with Terraform's `~` strip markers applied to the neighbouring
+    /// literals and adjacent literals merged.
     fn template(&mut self, t: &Template) -> Vec<TemplatePart> {
-        let mut parts = Vec::new();
+        // (part, strip whitespace before it, strip whitespace after it)
+        let mut parts: Vec<(TemplatePart, bool, bool)> = Vec::new();
         for el in t.iter() {
             match el {
-                Element::Literal(s) => match parts.last_mut() {
-                    Some(TemplatePart::Literal(prev)) => prev.push_str(s.value()),
-                    _ => parts.push(TemplatePart::Literal(s.value().clone())),
-                },
-                Element::Interpolation(i) => {
-                    parts.push(TemplatePart::Interpolation(self.expr(&i.expr)))
+                Element::Literal(s) => {
+                    parts.push((TemplatePart::Literal(s.value().clone()), false, false))
                 }
+                Element::Interpolation(i) => parts.push((
+                    TemplatePart::Interpolation(self.expr(&i.expr)),
+                    i.strip.strip_start(),
+                    i.strip.strip_end(),
+                )),
                 Element::Directive(d) => match &**d {
                     Directive::If(dir) => {
                         let cond = self.expr(&dir.if_expr.cond_expr);
-                        let then = self.template(&dir.if_expr.template);
-                        let otherwise = dir
+                        let mut then = self.template(&dir.if_expr.template);
+                        let mut otherwise = dir
                             .else_expr
                             .as_ref()
                             .map(|e| self.template(&e.template))
                             .unwrap_or_default();
-                        parts.push(TemplatePart::If {
-                            cond,
-                            then,
-                            otherwise,
-                        });
+                        if dir.if_expr.strip.strip_end() {
+                            strip_first(&mut then);
+                        }
+                        match &dir.else_expr {
+                            Some(e) => {
+                                if e.strip.strip_start() {
+                                    strip_last(&mut then);
+                                }
+                                if e.strip.strip_end() {
+                                    strip_first(&mut otherwise);
+                                }
+                                if dir.endif_expr.strip.strip_start() {
+                                    strip_last(&mut otherwise);
+                                }
+                            }
+                            None => {
+                                if dir.endif_expr.strip.strip_start() {
+                                    strip_last(&mut then);
+                                }
+                            }
+                        }
+                        parts.push((
+                            TemplatePart::If {
+                                cond,
+                                then,
+                                otherwise,
+                            },
+                            dir.if_expr.strip.strip_start(),
+                            dir.endif_expr.strip.strip_end(),
+                        ));
                     }
                     Directive::For(dir) => {
                         let f = &dir.for_expr;
                         let collection = self.expr(&f.collection_expr);
-                        let body = self.template(&f.template);
-                        parts.push(TemplatePart::For {
-                            key_var: f.key_var.as_ref().map(|k| k.as_str().to_owned()),
-                            value_var: f.value_var.as_str().to_owned(),
-                            collection,
-                            body,
-                        });
+                        let mut body = self.template(&f.template);
+                        if f.strip.strip_end() {
+                            strip_first(&mut body);
+                        }
+                        if dir.endfor_expr.strip.strip_start() {
+                            strip_last(&mut body);
+                        }
+                        parts.push((
+                            TemplatePart::For {
+                                key_var: f.key_var.as_ref().map(|k| k.as_str().to_owned()),
+                                value_var: f.value_var.as_str().to_owned(),
+                                collection,
+                                body,
+                            },
+                            f.strip.strip_start(),
+                            dir.endfor_expr.strip.strip_end(),
+                        ));
                     }
                 },
             }
         }
-        parts
+        for i in 0..parts.len() {
+            let (before, after) = (parts[i].1, parts[i].2);
+            if before && i > 0 {
+                if let TemplatePart::Literal(s) = &mut parts[i - 1].0 {
+                    *s = s.trim_end().to_owned();
+                }
+            }
+            if after && i + 1 < parts.len() {
+                if let TemplatePart::Literal(s) = &mut parts[i + 1].0 {
+                    *s = s.trim_start().to_owned();
+                }
+            }
+        }
+        let mut out: Vec<TemplatePart> = Vec::with_capacity(parts.len());
+        for (part, _, _) in parts {
+            match (out.last_mut(), part) {
+                (Some(TemplatePart::Literal(prev)), TemplatePart::Literal(s)) => prev.push_str(&s),
+                (_, TemplatePart::Literal(s)) if s.is_empty() => {}
+                (_, part) => out.push(part),
+            }
+        }
+        out
     }
+}
+
+fn strip_first(parts: &mut [TemplatePart]) {
+    if let Some(TemplatePart::Literal(s)) = parts.first_mut() {
+        *s = s.trim_start().to_owned();
+    }
+}
+
+fn strip_last(parts: &mut [TemplatePart]) {
+    if let Some(TemplatePart::Literal(s)) = parts.last_mut() {
+        *s = s.trim_end().to_owned();
+    }
+}
+
+/// Parses and lowers template text that exists only at evaluation time (the contents of a
+/// `templatefile` file, a `templatestring` argument). Node ids point into that text.
+pub fn parse_template_text(text: &str) -> Result<Vec<TemplatePart>, String> {
+    let template = hcl_edit::parser::parse_template(text).map_err(|e| e.to_string())?;
+    Ok(Lowerer::default().template(&template))
+}
+
+/// Parses and lowers one expression written as text (tests, `-var` values).
+pub fn parse_expr_text(text: &str) -> Result<Expr, String> {
+    let expr = hcl_edit::parser::parse_expr(text).map_err(|e| e.to_string())?;
+    Ok(lower(&expr))
 }
 
 /// Lowers a template parsed from a JSON string (`"${local.a}/b"`).
@@ -480,6 +565,16 @@ mod tests {
         // var.a is a traversal (3) over the variable `var` (4)
         assert_eq!(items[0].id, NodeId(3));
         assert_eq!(items[1].id, NodeId(5));
+    }
+
+    #[test]
+    fn strip_markers_trim_neighbouring_literals_in_configuration_templates() {
+        let e = lower(&first_attr("x = \"a  ${~ local.b ~}  c\"\n"));
+        let ExprKind::Template(parts) = &e.kind else {
+            panic!("{e:?}")
+        };
+        assert_eq!(parts.first(), Some(&TemplatePart::Literal("a".into())));
+        assert_eq!(parts.last(), Some(&TemplatePart::Literal("c".into())));
     }
 
     #[test]

@@ -9,7 +9,6 @@
 mod convert;
 mod evaluator;
 mod functions;
-mod lower;
 mod value;
 
 #[cfg(test)]

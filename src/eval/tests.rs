@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use super::lower::parse_expr;
 use super::value::format_number;
 use super::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
 use crate::facts::expr::{Expr, ExprKind, NodeId};
+use crate::parse::parse_expr_text as parse_expr;
 
 /// A small in-memory filesystem for the file functions.
 pub(crate) struct MemHost(pub BTreeMap<Utf8PathBuf, String>);

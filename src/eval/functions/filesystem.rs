@@ -10,7 +10,7 @@ use camino::Utf8PathBuf;
 use super::Args;
 use crate::eval::evaluator::{Evaluator, R};
 use crate::eval::value::Value;
-use crate::eval::{limits, lower, EvalContext};
+use crate::eval::{limits, EvalContext};
 
 /// Go's `filepath.Clean`.
 pub(crate) fn clean(path: &str) -> String {
@@ -238,8 +238,8 @@ pub(crate) fn render_template(
             ));
         }
     }
-    let parts =
-        lower::parse_template(text).map_err(|m| a.fail(format!("invalid template: {m}")))?;
+    let parts = crate::parse::parse_template_text(text)
+        .map_err(|m| a.fail(format!("invalid template: {m}")))?;
     let ctx = EvalContext {
         scope: &vars,
         module_dir: ev.ctx.module_dir.clone(),
