@@ -8,7 +8,7 @@
 use indexmap::IndexMap;
 use serde_yaml::{Mapping, Value};
 
-use super::yaml::{write_document, Style};
+use super::yaml::{write_document, write_entries_text, write_entry_text, Style};
 use super::{
     default_image, job_commands, job_variables, string, string_map, strings, to_value, Header,
     RenderError, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
@@ -75,28 +75,36 @@ pub fn render_gitlab(
     let stages: Vec<String> = (0..stage_count).map(|i| format!("{prefix}-{i}")).collect();
     doc.insert(string("stages"), strings(&stages));
 
+    let style = Style {
+        plain_keys: &[],
+        spaced_children: &[],
+    };
     if plan.is_empty() {
         doc.insert(
             string(NO_CHANGES_JOB),
             no_changes_job(&format!("{prefix}-0"), gitlab.job_defaults.as_ref()),
         );
-    } else {
+    }
+    let mut text = write_document(&header.comment_lines(), &doc, &style);
+    if !plan.is_empty() {
+        // Jobs are top-level entries like the ones above, each after a blank line; they
+        // are written one by one (in parallel) rather than as one tree.
         let cache = CacheSettings::new(&gitlab, &plan.segments)?;
         let limit = gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT);
-        for job in &plan.jobs {
-            let value = render_job(plan, job, &gitlab, &prefix, &cache, limit, &mut warnings);
-            doc.insert(string(job.name.as_str()), value);
+        let kinds = [JobKind::Plan, JobKind::Apply].map(|kind| KindSettings::new(&gitlab, kind));
+        let (jobs, job_warnings) = super::render_jobs(&plan.jobs, |job, warnings| {
+            let settings = &kinds[usize::from(job.kind == JobKind::Apply)];
+            let head = render_job(plan, job, settings, &prefix, &cache, limit, warnings);
+            let mut out = write_entry_text(0, &job.name, &head, &style);
+            out.push_str(&settings.tail);
+            out
+        });
+        for job in jobs {
+            text.push('\n');
+            text.push_str(&job);
         }
+        warnings.extend(job_warnings);
     }
-
-    let text = write_document(
-        &header.comment_lines(),
-        &doc,
-        &Style {
-            plain_keys: &[],
-            spaced_children: &[],
-        },
-    );
     Ok(Rendered { text, warnings })
 }
 
@@ -295,56 +303,31 @@ fn effective_config(gitlab: &GitLab, kind: JobKind) -> GitLabJobConfig {
     out
 }
 
-fn render_job(
-    plan: &JobPlan,
-    job: &Job,
-    gitlab: &GitLab,
-    prefix: &str,
-    cache: &CacheSettings,
-    needs_limit: usize,
-    warnings: &mut Vec<String>,
-) -> Value {
-    let user = effective_config(gitlab, job.kind);
+/// What every job of one kind shares: the effective user settings, and the keys after
+/// `resource_group` (they depend on the kind only), written once as text.
+struct KindSettings {
+    user: GitLabJobConfig,
+    tail: String,
+}
+
+impl KindSettings {
+    fn new(gitlab: &GitLab, kind: JobKind) -> Self {
+        let user = effective_config(gitlab, kind);
+        let tail = write_entries_text(
+            2,
+            &user_keys(&user),
+            &Style {
+                plain_keys: &[],
+                spaced_children: &[],
+            },
+        );
+        KindSettings { user, tail }
+    }
+}
+
+/// The job keys from `job_defaults` and `overwrites` alone, in output order.
+fn user_keys(user: &GitLabJobConfig) -> Mapping {
     let mut m = Mapping::new();
-    m.insert(string("stage"), string(format!("{prefix}-{}", job.level)));
-
-    if job.needs.len() > needs_limit {
-        warnings.push(format!(
-            "job `{}` needs {} jobs, over GitLab's limit of {needs_limit} \
-             (extensions.gitlab.needs_limit); it waits for its stage instead",
-            job.name,
-            job.needs.len()
-        ));
-    } else if !job.needs.is_empty() {
-        let needs = job
-            .needs
-            .iter()
-            .map(|need| {
-                let mut n = Mapping::new();
-                n.insert(string("job"), string(need.job.as_str()));
-                n.insert(string("artifacts"), Value::Bool(need.artifacts));
-                Value::Mapping(n)
-            })
-            .collect();
-        m.insert(string("needs"), Value::Sequence(needs));
-    }
-
-    let mut script = vec![format!("cd {}", job.module)];
-    script.extend(job_commands(plan, job));
-    m.insert(string("script"), strings(&script));
-
-    let mut variables = job_variables(plan, job);
-    variables.extend(user.variables.clone());
-    m.insert(string("variables"), string_map(&variables));
-
-    if let Some(artifacts) = artifacts(job, user.artifacts.as_ref()) {
-        m.insert(string("artifacts"), artifacts);
-    }
-    if let Some(cache) = cache.value(job) {
-        m.insert(string("cache"), cache);
-    }
-    m.insert(string("resource_group"), string(job.module.as_str()));
-
     if let Some(image) = &user.image {
         m.insert(string("image"), image_value(image));
     }
@@ -385,6 +368,59 @@ fn render_job(
         }
         (None, None) => {}
     }
+    m
+}
+
+/// The job's own keys, `stage` to `resource_group`.
+fn render_job(
+    plan: &JobPlan,
+    job: &Job,
+    settings: &KindSettings,
+    prefix: &str,
+    cache: &CacheSettings,
+    needs_limit: usize,
+    warnings: &mut Vec<String>,
+) -> Value {
+    let user = &settings.user;
+    let mut m = Mapping::new();
+    m.insert(string("stage"), string(format!("{prefix}-{}", job.level)));
+
+    if job.needs.len() > needs_limit {
+        warnings.push(format!(
+            "job `{}` needs {} jobs, over GitLab's limit of {needs_limit} \
+             (extensions.gitlab.needs_limit); it waits for its stage instead",
+            job.name,
+            job.needs.len()
+        ));
+    } else if !job.needs.is_empty() {
+        let needs = job
+            .needs
+            .iter()
+            .map(|need| {
+                let mut n = Mapping::new();
+                n.insert(string("job"), string(need.job.as_str()));
+                n.insert(string("artifacts"), Value::Bool(need.artifacts));
+                Value::Mapping(n)
+            })
+            .collect();
+        m.insert(string("needs"), Value::Sequence(needs));
+    }
+
+    let mut script = vec![format!("cd {}", job.module)];
+    script.extend(job_commands(plan, job));
+    m.insert(string("script"), strings(&script));
+
+    let mut variables = job_variables(plan, job);
+    variables.extend(user.variables.iter().map(|(k, v)| (k.clone(), v.clone())));
+    m.insert(string("variables"), string_map(&variables));
+
+    if let Some(artifacts) = artifacts(job, user.artifacts.as_ref()) {
+        m.insert(string("artifacts"), artifacts);
+    }
+    if let Some(cache) = cache.value(job) {
+        m.insert(string("cache"), cache);
+    }
+    m.insert(string("resource_group"), string(job.module.as_str()));
     Value::Mapping(m)
 }
 

@@ -196,6 +196,31 @@ pub(crate) fn job_variables(
     vars
 }
 
+/// Renders every job with `render` on all cores and returns the texts in job order, with
+/// the warnings in job order after them. Output does not depend on the thread count.
+pub(crate) fn render_jobs<F>(jobs: &[crate::ir::Job], render: F) -> (Vec<String>, Vec<String>)
+where
+    F: Fn(&crate::ir::Job, &mut Vec<String>) -> String + Sync,
+{
+    use rayon::prelude::*;
+    let rendered: Vec<(String, Vec<String>)> = jobs
+        .par_iter()
+        .with_min_len(64)
+        .map(|job| {
+            let mut warnings = Vec::new();
+            let text = render(job, &mut warnings);
+            (text, warnings)
+        })
+        .collect();
+    let mut texts = Vec::with_capacity(rendered.len());
+    let mut warnings = Vec::new();
+    for (text, w) in rendered {
+        texts.push(text);
+        warnings.extend(w);
+    }
+    (texts, warnings)
+}
+
 pub(crate) fn string(s: impl Into<String>) -> serde_yaml::Value {
     serde_yaml::Value::String(s.into())
 }

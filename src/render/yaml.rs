@@ -50,11 +50,35 @@ pub(crate) fn write_document(comment_lines: &[String], doc: &Mapping, style: &St
     out
 }
 
+/// One top-level (or, with `indent`, nested) entry as text: what [`write_document`]
+/// writes for it. Renderers write their jobs this way, each on its own core.
+pub(crate) fn write_entry_text(indent: usize, key: &str, value: &Value, style: &Style) -> String {
+    let mut out = String::new();
+    write_entry(
+        &mut out,
+        indent,
+        &Value::String(key.to_owned()),
+        value,
+        style,
+    );
+    out
+}
+
+/// The entries of `m` at `indent`, as they appear inside a mapping written at
+/// `indent - 2`: a fixed tail of keys shared by many jobs is written once this way.
+pub(crate) fn write_entries_text(indent: usize, m: &Mapping, style: &Style) -> String {
+    let mut out = String::new();
+    for (k, v) in m {
+        write_entry(&mut out, indent, k, v, style);
+    }
+    out
+}
+
 fn write_key(out: &mut String, indent: usize, key: &Value, style: &Style) {
     push_indent(out, indent);
     match key {
         Value::String(s) if style.plain_keys.contains(&s.as_str()) => out.push_str(s),
-        other => out.push_str(&inline_scalar(other)),
+        other => push_scalar(out, other),
     }
     out.push(':');
 }
@@ -99,7 +123,7 @@ fn write_value(out: &mut String, indent: usize, value: &Value, style: &Style) {
         Value::Tagged(t) => write_value(out, indent, &t.value, style),
         scalar => {
             out.push(' ');
-            out.push_str(&inline_scalar(scalar));
+            push_scalar(out, scalar);
             out.push('\n');
         }
     }
@@ -139,30 +163,37 @@ fn write_sequence(out: &mut String, indent: usize, items: &[Value], style: &Styl
     }
 }
 
-fn push_indent(out: &mut String, n: usize) {
-    out.extend(std::iter::repeat_n(' ', n));
-}
-
-/// A scalar on one line: plain when unambiguous, else quoted.
-fn inline_scalar(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => quote(s),
-        Value::Tagged(t) => inline_scalar(&t.value),
-        // Collections never reach here: callers handle them.
-        other => serde_json::to_string(other).unwrap_or_default(),
+fn push_indent(out: &mut String, mut n: usize) {
+    const SPACES: &str = "                                ";
+    while n > 0 {
+        let step = n.min(SPACES.len());
+        out.push_str(&SPACES[..step]);
+        n -= step;
     }
 }
 
-fn quote(s: &str) -> String {
+/// A scalar on one line: plain when unambiguous, else quoted.
+fn push_scalar(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => push_quoted(out, s),
+        Value::Tagged(t) => push_scalar(out, &t.value),
+        // Collections never reach here: callers handle them.
+        other => out.push_str(&serde_json::to_string(other).unwrap_or_default()),
+    }
+}
+
+fn push_quoted(out: &mut String, s: &str) {
     if plain_ok(s) {
-        s.to_owned()
+        out.push_str(s);
     } else if !s.chars().any(char::is_control) {
-        format!("'{}'", s.replace('\'', "''"))
+        out.push('\'');
+        out.push_str(&s.replace('\'', "''"));
+        out.push('\'');
     } else {
-        serde_json::to_string(s).expect("a string always serialises to JSON")
+        out.push_str(&serde_json::to_string(s).expect("a string always serialises to JSON"));
     }
 }
 
@@ -180,12 +211,11 @@ fn plain_ok(s: &str) -> bool {
     if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
         return false;
     }
-    let lower = s.to_ascii_lowercase();
     const SPECIAL: [&str; 16] = [
         "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", ".inf", "-.inf", "+.inf",
         ".nan", "=", "<<",
     ];
-    if SPECIAL.contains(&lower.as_str()) {
+    if SPECIAL.iter().any(|w| w.eq_ignore_ascii_case(s)) {
         return false;
     }
     // Job names, paths and commands: a letter then only characters no YAML reader gives a

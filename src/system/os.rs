@@ -81,6 +81,31 @@ impl System for OsSystem {
     }
 
     fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool> {
+        // Through a symlink to its target: renaming over the link would replace the link.
+        let resolved;
+        let path = match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                // A dangling link: its target, relative to the link's directory.
+                let target = std::fs::canonicalize(path).or_else(|_| {
+                    let target = std::fs::read_link(path)?;
+                    Ok::<_, io::Error>(
+                        path.parent()
+                            .map_or(target.clone(), |p| p.as_std_path().join(&target)),
+                    )
+                })?;
+                resolved = Utf8PathBuf::from_path_buf(target)
+                    .map_err(|p| io::Error::other(format!("not UTF-8: {}", p.display())))?;
+                resolved.as_path()
+            }
+            // `-o /dev/stdout`, a FIFO, a device: written in place; a rename would put a
+            // regular file where the special file was.
+            Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+                let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+                f.write_all(bytes)?;
+                return Ok(true);
+            }
+            _ => path,
+        };
         if let Ok(existing) = std::fs::read(path) {
             if existing == bytes {
                 return Ok(false);
@@ -95,13 +120,59 @@ impl System for OsSystem {
         let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
         let result = (|| {
             let mut f = std::fs::File::create(&tmp)?;
+            // No fsync: the rename is what keeps readers from a half-written file, and
+            // syncing a 13 MB pipeline cost more than generating it.
             f.write_all(bytes)?;
-            f.sync_all()?;
             std::fs::rename(&tmp, path)
         })();
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         result.map(|()| true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> (tempfile::TempDir, Utf8PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = Utf8PathBuf::from_path_buf(tmp.path().to_owned()).unwrap();
+        (tmp, path)
+    }
+
+    #[test]
+    fn writing_through_a_symlink_keeps_the_link_and_updates_its_target() {
+        let (_tmp, dir) = dir();
+        std::fs::create_dir(dir.join("real")).unwrap();
+        std::os::unix::fs::symlink(dir.join("real/out.yml"), dir.join("out.yml")).unwrap();
+        assert!(OsSystem
+            .write_atomic(&dir.join("out.yml"), b"a: 1\n")
+            .unwrap());
+        let link = std::fs::symlink_metadata(dir.join("out.yml")).unwrap();
+        assert!(link.file_type().is_symlink());
+        assert_eq!(OsSystem.read(&dir.join("real/out.yml")).unwrap(), b"a: 1\n");
+        assert!(!OsSystem
+            .write_atomic(&dir.join("out.yml"), b"a: 1\n")
+            .unwrap());
+    }
+
+    #[test]
+    fn a_fifo_is_written_in_place_not_replaced_by_a_regular_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let (_tmp, dir) = dir();
+        let fifo = dir.join("pipe");
+        let c_path = std::ffi::CString::new(fifo.as_str()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || OsSystem.read(&fifo).unwrap())
+        };
+        OsSystem.write_atomic(&fifo, b"jobs\n").unwrap();
+        assert_eq!(reader.join().unwrap(), b"jobs\n");
+        let meta = std::fs::symlink_metadata(&fifo).unwrap();
+        assert!(meta.file_type().is_fifo(), "the FIFO is still a FIFO");
     }
 }
