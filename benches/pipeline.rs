@@ -1,0 +1,199 @@
+//! Benchmarks of the standard workload (spec §11): cold, warm (persistent cache) and
+//! one-file edits on a long-lived database, at 200, 2,000 and 10,000 modules.
+//!
+//! The workload is written by `../shared/bench/gen_monorepo.py` (or the script named by
+//! `TERRACI_BENCH_GEN`) into `target/bench-workloads/` the first time a size is used.
+//! Run: `cargo bench --bench pipeline` (add a filter such as `cold` or `10000`).
+//! These run in process; the README's whole-process figures come from `hyperfine` on the
+//! release binary.
+
+use std::process::Command;
+use std::sync::OnceLock;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use clap::Parser;
+use divan::Bencher;
+use salsa::Setter;
+use terraci::cli::{Cli, Command as Sub, GlobalArgs};
+use terraci::files::{FileContents, Selection};
+use terraci::ir::PlanOptions;
+use terraci::run::{load_workspace, Io, Workspace};
+use terraci::system::OsSystem;
+
+// The binary's allocator (see main.rs), so that figures match it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const SIZES: &[usize] = &[200, 2000, 10000];
+
+fn main() {
+    divan::main();
+}
+
+/// The generated monorepo of `n` modules, made once per size and kept between runs.
+fn workload(n: usize) -> Utf8PathBuf {
+    static ROOT: OnceLock<Utf8PathBuf> = OnceLock::new();
+    let root = ROOT.get_or_init(|| {
+        let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
+        let root = Utf8PathBuf::from(target).join("bench-workloads");
+        std::fs::create_dir_all(&root).unwrap();
+        root
+    });
+    let dir = root.join(format!("m{n}"));
+    if !dir.join(".complete").exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        let script = std::env::var("TERRACI_BENCH_GEN").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/bench/gen_monorepo.py").into()
+        });
+        let status = Command::new("python3")
+            .args([script.as_str(), dir.as_str(), &n.to_string()])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("python3 runs the workload generator");
+        assert!(status.success(), "{script} failed");
+        std::fs::write(dir.join(".complete"), b"").unwrap();
+    }
+    dir
+}
+
+/// One whole `terraci generate` in process, output to a file in the workload.
+fn generate(dir: &Utf8Path, cache: bool) {
+    let out = dir.join(".terraci/bench-out.yml");
+    let mut argv = vec!["terraci", "generate", "-d", dir.as_str(), "-o", out.as_str()];
+    if !cache {
+        argv.push("--no-cache");
+    }
+    let cli = Cli::parse_from(&argv);
+    let (mut stdout, mut stderr) = (std::io::sink(), std::io::sink());
+    let mut io = Io {
+        system: &OsSystem,
+        stdout: &mut stdout,
+        stderr: &mut stderr,
+        argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+    };
+    assert_eq!(terraci::run::run(cli, &mut io), 0, "generate failed in {dir}");
+}
+
+/// Read everything, parse everything, no cache.
+#[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+fn cold(bencher: Bencher, n: usize) {
+    let dir = workload(n);
+    bencher.bench(|| generate(&dir, false));
+}
+
+/// A repeat run over unchanged files: facts come from `.terraci/cache/`.
+#[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+fn warm(bencher: Bencher, n: usize) {
+    let dir = workload(n);
+    generate(&dir, true);
+    bencher.bench(|| generate(&dir, true));
+}
+
+/// A long-lived database (what `watch` keeps) and one file of one module to edit.
+struct Session {
+    ws: Workspace,
+    selection: Selection,
+    file: terraci::files::File,
+    original: String,
+    /// The same file with an extra `terraform_remote_state` on another module.
+    with_edge: String,
+    /// The same file with a trailing comment: no fact changes.
+    with_comment: String,
+}
+
+impl Session {
+    fn new(n: usize) -> Self {
+        let dir = workload(n);
+        let cli = Cli::parse_from(["terraci", "generate", "-d", dir.as_str(), "--no-cache"]);
+        let (global, eval): (GlobalArgs, _) = match cli.command {
+            Sub::Generate(args) => (cli.global, args.eval),
+            _ => unreachable!(),
+        };
+        let ws = load_workspace(&OsSystem, &global, &eval).expect("the workload loads");
+        let ids: Vec<&String> = ws.modules.keys().collect();
+        // Edit the last module so that it may depend on the first without a cycle.
+        let (edited, target) = (ids[ids.len() - 1].clone(), ids[0].clone());
+        let path = format!("{edited}/main.tf");
+        let file = ws.files[&path];
+        let original = std::fs::read_to_string(dir.join(&path)).unwrap();
+        let target_main = std::fs::read_to_string(dir.join(&target).join("main.tf")).unwrap();
+        let key = target_main
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("key"))
+            .and_then(|rest| rest.split('"').nth(1))
+            .expect("each workload module has a backend key")
+            .to_owned();
+        let with_edge = format!(
+            "{original}\ndata \"terraform_remote_state\" \"bench_edit\" {{\n  backend = \"s3\"\n  \
+             config = {{\n    bucket = \"acme-terraform-state\"\n    key    = \"{key}\"\n    \
+             region = \"eu-central-1\"\n  }}\n}}\n"
+        );
+        let with_comment = format!("{original}\n# edited\n");
+        let selection = Selection::new(&ws.db, Default::default(), PlanOptions::default(), None);
+        Session {
+            ws,
+            selection,
+            file,
+            original,
+            with_edge,
+            with_comment,
+        }
+    }
+
+    fn set(&mut self, text: &str) {
+        self.file
+            .set_contents(&mut self.ws.db)
+            .to(FileContents::from_bytes(text.as_bytes().to_vec()));
+    }
+
+    /// What a regeneration recomputes: graph, selection, IR, YAML. Returns the edge count
+    /// and the pipeline text.
+    fn regenerate(&self) -> (usize, String) {
+        let db = &self.ws.db;
+        let graph = terraci::graph::dependency_graph(db, self.ws.project);
+        let plan = terraci::ir::job_plan(db, self.ws.project, self.selection)
+            .clone()
+            .expect("no job name collisions");
+        let header = terraci::render::Header {
+            version: "bench".into(),
+            command_line: "terraci generate".into(),
+        };
+        let text = terraci::render::render_gitlab(&plan, &self.ws.config.config, &header)
+            .expect("renders")
+            .text;
+        (graph.edges.len(), text)
+    }
+}
+
+/// One file edited with a new edge, then back: both directions are measured.
+#[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
+fn edit_with_edge_change(bencher: Bencher, n: usize) {
+    let mut session = Session::new(n);
+    let (before, _) = session.regenerate();
+    session.set(&session.with_edge.clone());
+    let (after, _) = session.regenerate();
+    assert_eq!(after, before + 1, "the edit adds one edge");
+    let texts = [session.original.clone(), session.with_edge.clone()];
+    let mut i = 0;
+    bencher.bench_local(|| {
+        session.set(&texts[i % 2]);
+        i += 1;
+        session.regenerate()
+    });
+}
+
+/// One file edited without changing any fact (a comment).
+#[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
+fn edit_without_edge_change(bencher: Bencher, n: usize) {
+    let mut session = Session::new(n);
+    let (before, text) = session.regenerate();
+    session.set(&session.with_comment.clone());
+    assert_eq!(session.regenerate(), (before, text), "a comment changes nothing");
+    let texts = [session.original.clone(), session.with_comment.clone()];
+    let mut i = 0;
+    bencher.bench_local(|| {
+        session.set(&texts[i % 2]);
+        i += 1;
+        session.regenerate()
+    });
+}
