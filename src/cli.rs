@@ -117,6 +117,13 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
+    pub pipeline: PipelineArgs,
+}
+
+/// What the pipeline holds and how it is written: shared by `generate` and `watch`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PipelineArgs {
+    #[command(flatten)]
     pub select: SelectArgs,
     #[command(flatten)]
     pub eval: EvalArgs,
