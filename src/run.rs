@@ -13,7 +13,7 @@ use salsa::Setter as _;
 
 use crate::cli::{
     ChangeArgs, Cli, Command, EvalArgs, ExecMode, GenerateArgs, GlobalArgs, GraphArgs, GraphFormat,
-    LocalExecArgs, OutputFormat, PipelineArgs, SelectArgs, ValidateArgs,
+    LocalExecArgs, OutputFormat, PipelineArgs, SelectArgs, ValidateArgs, WatchArgs,
 };
 use crate::config::{find_config_file, load_config, LoadedConfig};
 use crate::db::Database;
@@ -88,6 +88,7 @@ fn dispatch(cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Generate(args) => generate(&cli.global, args, io),
+        Command::Watch(args) => watch(&cli.global, args, io),
         Command::Validate(args) => validate(&cli.global, args, io),
         Command::Graph(args) => graph(&cli.global, args, io),
         Command::LocalExec(args) => local_exec(&cli.global, args, io),
@@ -759,6 +760,34 @@ fn render_pipeline(
         text,
         warnings: rendered.warnings,
     })
+}
+
+/// `watch`: the first pipeline, then one regeneration per batch of file events until
+/// SIGINT or SIGTERM (exit 0).
+fn watch(global: &GlobalArgs, args: &WatchArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    if args.changed_only {
+        return Err(fail(
+            exit::USAGE,
+            "watch regenerates the whole pipeline on every change; --changed-only is for `generate`",
+        ));
+    }
+    let root = project_dir(io.system, global)?;
+    let mut outside = Vec::new();
+    if let Some(config) = &global.config {
+        outside.push(io.system.absolute(config)?);
+    }
+    for f in &args.pipeline.eval.var_file {
+        outside.push(io.system.absolute(f)?);
+    }
+    // Watching starts before the project is read, so an edit made while it loads is
+    // seen; the signal handler is in place from here on, so Ctrl-C always exits 0.
+    let mut events = io
+        .system
+        .watch(&root, &outside)
+        .map_err(|e| fail(exit::ERROR, format!("cannot watch `{root}`: {e}")))?;
+    let mut watch = crate::watch::Watch::start(io.system, global, args, &io.argv, io.stderr)?;
+    watch.run(events.as_mut(), io.stderr)?;
+    Ok(exit::OK)
 }
 
 /// Provider order of spec §7.4.
