@@ -5,10 +5,12 @@
 
 mod memory;
 mod os;
+mod signals;
 mod watcher;
 
 pub use memory::MemorySystem;
 pub use os::OsSystem;
+pub use signals::SignalGuard;
 pub use watcher::{ChangeEvents, NotifyEvents, DEBOUNCE};
 
 use std::io;

@@ -8,11 +8,12 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use notify::{EventKind, RecursiveMode, Watcher as _};
+
+use super::SignalGuard;
 
 /// A batch ends after this long without a new event. An editor's save is a burst of
 /// events well inside it (write, rename, attribute change); a shorter quiet time would
@@ -39,8 +40,7 @@ pub struct NotifyEvents {
     rx: Receiver<Message>,
     /// Watching stops when this is dropped.
     _watcher: notify::RecommendedWatcher,
-    signals: signal_hook::iterator::Handle,
-    signal_thread: Option<JoinHandle<()>>,
+    _signals: SignalGuard,
 }
 
 impl NotifyEvents {
@@ -80,22 +80,13 @@ impl NotifyEvents {
                 .watch(dir.as_std_path(), RecursiveMode::NonRecursive)
                 .map_err(io_error)?;
         }
-
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-        let handle = signals.handle();
-        let signal_thread = std::thread::Builder::new()
-            .name("terraci-watch-signals".into())
-            .spawn(move || {
-                for _ in signals.forever() {
-                    let _ = tx.send(Message::Stop);
-                }
-            })?;
+        let signals = SignalGuard::install(move || {
+            let _ = tx.send(Message::Stop);
+        })?;
         Ok(NotifyEvents {
             rx,
             _watcher: watcher,
-            signals: handle,
-            signal_thread: Some(signal_thread),
+            _signals: signals,
         })
     }
 }
@@ -126,15 +117,6 @@ impl ChangeEvents for NotifyEvents {
                 .filter_map(|p| Utf8PathBuf::from_path_buf(p).ok())
                 .collect(),
         ))
-    }
-}
-
-impl Drop for NotifyEvents {
-    fn drop(&mut self) {
-        self.signals.close();
-        if let Some(thread) = self.signal_thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
