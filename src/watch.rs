@@ -163,6 +163,9 @@ pub struct Watch<'a> {
     warnings: Vec<String>,
     /// The last batch left an input unreadable (config, `--var-file`).
     input_error: bool,
+    /// The file holds what the current inputs give (the last regeneration did not keep
+    /// an older file).
+    clean: bool,
 }
 
 /// A batch turned into input changes.
@@ -171,6 +174,9 @@ struct Applied {
     touched: Vec<(String, Change, bool)>,
     /// Whether any input changed: nothing to regenerate otherwise.
     changed: bool,
+    /// Only known files were edited, and their facts are what they were: the pipeline
+    /// cannot change (only diagnostic positions can).
+    same_facts: bool,
     /// An input that could not be read as a whole (config, `--var-file`): message and
     /// the short reason for the line. Nothing is regenerated until it is fixed.
     error: Option<(String, &'static str)>,
@@ -229,8 +235,10 @@ impl<'a> Watch<'a> {
             shown: HashSet::new(),
             warnings: Vec::new(),
             input_error: false,
+            clean: false,
         };
         let (_, outcome) = watch.regenerate(err)?;
+        watch.clean = !matches!(outcome, Outcome::Kept { .. });
         let what = match outcome {
             Outcome::Written(file) => format!("{file} written"),
             Outcome::Unchanged => format!("{} unchanged", watch.target.1),
@@ -273,7 +281,15 @@ impl<'a> Watch<'a> {
             return Ok(None);
         }
         let trigger = trigger(&applied.touched);
+        // `--dry-run --format json` prints edge source lines, which a comment edit moves.
+        let shortcut =
+            applied.same_facts && self.clean && !recovered && !self.args.pipeline.dry_run;
         let report = match applied.error {
+            None if shortcut => Report {
+                trigger,
+                graph: Some(GraphDelta::default()),
+                outcome: Outcome::Unchanged,
+            },
             Some((message, why)) => {
                 writeln!(err, "error: {message}")?;
                 Report {
@@ -294,7 +310,8 @@ impl<'a> Watch<'a> {
                 }
             }
         };
-        if !self.global.quiet || matches!(report.outcome, Outcome::Kept { .. }) {
+        self.clean = !matches!(report.outcome, Outcome::Kept { .. });
+        if !self.global.quiet || !self.clean {
             writeln!(err, "{}", report.line(started.elapsed()))?;
         }
         Ok(Some(report))
@@ -309,6 +326,7 @@ impl<'a> Watch<'a> {
         let mut applied = Applied {
             touched: Vec::new(),
             changed: false,
+            same_facts: false,
             error: None,
         };
         let (mut config, mut var_files, mut rediscover, mut relevant) =
@@ -411,11 +429,19 @@ impl<'a> Watch<'a> {
             return applied;
         }
 
-        let db = &mut self.ws.db;
         applied.changed = !edits.is_empty();
+        let mut edited = Vec::with_capacity(edits.len());
         for (file, contents) in edits {
-            file.set_contents(db).to(contents);
+            let facts = crate::facts::file_facts(&self.ws.db, file).clone();
+            file.set_contents(&mut self.ws.db).to(contents);
+            edited.push((file, facts));
         }
+        // Parsing the edited files again (one each) tells whether the edit can change
+        // anything downstream; salsa would find the same by verifying every memo of the
+        // project, which is most of a regeneration's time on a large one.
+        applied.same_facts = edited
+            .iter()
+            .all(|(file, facts)| crate::facts::file_facts(&self.ws.db, *file) == facts);
         if config {
             match self.reload_config() {
                 Ok((changed, pattern_changed)) => {
@@ -442,7 +468,9 @@ impl<'a> Watch<'a> {
         if rediscover {
             applied.changed |= self.rediscover();
         }
-        applied.changed |= !self.ws.db.refresh_extra().is_empty();
+        let extra_changed = !self.ws.db.refresh_extra().is_empty();
+        applied.changed |= extra_changed;
+        applied.same_facts &= !(config || var_files || rediscover || extra_changed);
         if (rediscover || config) && applied.changed {
             // New modules: their facts and references on every core, as a cold run does.
             crate::parallel::warm_up(&self.ws.db, self.ws.project);
@@ -556,6 +584,12 @@ impl<'a> Watch<'a> {
             writeln!(err, "error: {text}")?;
             return Ok((delta, self.kept("dependency cycle")));
         }
+        // A new error keeps the file whatever the pipeline would be: skip building it.
+        let new_errors = self.new_errors(&error_keys(&diagnostics));
+        if new_errors > 0 {
+            self.show(&diagnostics, err)?;
+            return Ok((delta, self.kept(&plural(new_errors, "new error"))));
+        }
         let generation = build_pipeline(
             &self.ws,
             diagnostics,
@@ -569,10 +603,7 @@ impl<'a> Watch<'a> {
         );
         self.show(&generation.diagnostics, err)?;
         let errors = error_keys(&generation.diagnostics);
-        let new_errors = self
-            .accepted_errors
-            .as_ref()
-            .map_or(0, |accepted| errors.difference(accepted).count());
+        let new_errors = self.new_errors(&errors);
         if new_errors > 0 {
             return Ok((delta, self.kept(&plural(new_errors, "new error"))));
         }
@@ -616,6 +647,13 @@ impl<'a> Watch<'a> {
                 Ok((delta, self.kept("cannot write")))
             }
         }
+    }
+
+    /// How many of `errors` the last written file did not have.
+    fn new_errors(&self, errors: &BTreeSet<ErrorKey>) -> usize {
+        self.accepted_errors
+            .as_ref()
+            .map_or(0, |accepted| errors.difference(accepted).count())
     }
 
     fn kept(&self, why: &str) -> Outcome {

@@ -141,7 +141,7 @@ fn an_edit_that_adds_a_dependency_is_applied_to_the_file_input_and_rewrites() {
 }
 
 #[test]
-fn a_comment_edit_regenerates_but_does_not_write() {
+fn a_comment_edit_leaves_the_file_alone() {
     let fs = project();
     let (mut watch, _) = session(&fs);
     // If anything wrote the file, this marker would be gone.
@@ -218,6 +218,25 @@ fn a_half_typed_block_prints_the_diagnostic_and_keeps_the_last_good_file() {
     assert_eq!(
         needs(&fs, "plan-stage-eks"),
         ["apply-stage-dns", "apply-stage-vpc"]
+    );
+}
+
+#[test]
+fn a_comment_edit_while_the_file_is_kept_still_says_so() {
+    let fs = project();
+    let (mut watch, _) = session(&fs);
+    fs.write_file("/p/stage/dns/main.tf", format!("{DNS}locals {{\n  x =\n"));
+    let (report, _) = batch(&mut watch, &["stage/dns/main.tf"]);
+    assert!(matches!(
+        report.expect("regenerated").outcome,
+        Outcome::Kept { .. }
+    ));
+    // Facts of eks are unchanged, but the file is still behind the broken dns.
+    fs.write_file("/p/stage/eks/main.tf", format!("# note\n{EKS}"));
+    let (_, err) = batch(&mut watch, &["stage/eks/main.tf"]);
+    assert_eq!(
+        err,
+        "stage/eks/main.tf changed -> 0 edges changed -> .gitlab-ci.yml kept (1 new error) in N ms\n"
     );
 }
 
