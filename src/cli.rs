@@ -55,6 +55,16 @@ pub enum ColorChoice {
 pub enum Command {
     /// Generate the CI pipeline
     Generate(GenerateArgs),
+    /// Regenerate the pipeline file whenever a Terraform file or the config changes
+    #[command(
+        long_about = "Regenerate the pipeline file whenever a Terraform file or the config changes.\n\n\
+Keeps the project loaded, applies file changes incrementally and rewrites the output only \
+when its bytes change; prints one line per regeneration to stderr. A change that brings a \
+new error (a half-typed block) prints the diagnostic and keeps the last good file. \
+Without -o the file is .gitlab-ci.yml (gitlab) or .github/workflows/terraci.yml (github) \
+in the project directory. Stops cleanly (exit 0) on Ctrl-C or SIGTERM."
+    )]
+    Watch(WatchArgs),
     /// Check the project: discovery, diagnostics, cycles, levels
     Validate(ValidateArgs),
     /// Print the dependency graph
@@ -117,6 +127,13 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
+    pub pipeline: PipelineArgs,
+}
+
+/// What the pipeline holds and how it is written: shared by `generate` and `watch`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PipelineArgs {
+    #[command(flatten)]
     pub select: SelectArgs,
     #[command(flatten)]
     pub eval: EvalArgs,
@@ -138,6 +155,19 @@ pub struct GenerateArgs {
     /// Write a GitHub workflow even over GitHub's size limit
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct WatchArgs {
+    /// Write to FILE (default: .gitlab-ci.yml, or .github/workflows/terraci.yml for
+    /// github, in the project dir); rewritten atomically, only when its bytes change
+    #[arg(short = 'o', long)]
+    pub output: Option<Utf8PathBuf>,
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
+    /// Not supported by watch (it regenerates the whole pipeline); refused with a reason
+    #[arg(long, hide = true)]
+    pub changed_only: bool,
 }
 
 /// `--changed-only` and its companions, shared by `generate` and `local-exec`.

@@ -87,6 +87,15 @@ impl Database {
         }
     }
 
+    /// Whether `path` (absolute) is a file that filesystem functions read, or lies below
+    /// a directory that `fileset` listed: watch mode lets events on such paths through.
+    pub fn tracks_extra(&self, path: &Utf8Path) -> bool {
+        let Ok(extra) = self.extra.lock() else {
+            return false;
+        };
+        extra.files.contains_key(path) || extra.dirs.keys().any(|dir| path.starts_with(dir))
+    }
+
     /// Re-reads every file and directory that filesystem functions have asked for and
     /// updates the inputs whose contents changed (watch mode calls this after a batch of
     /// file events). Returns the paths that changed.

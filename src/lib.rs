@@ -26,3 +26,4 @@ pub mod run;
 pub mod system;
 pub mod testing;
 pub mod vcs;
+pub mod watch;

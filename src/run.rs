@@ -9,15 +9,16 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Context as _};
 use camino::{Utf8Path, Utf8PathBuf};
+use salsa::Setter as _;
 
 use crate::cli::{
     ChangeArgs, Cli, Command, EvalArgs, ExecMode, GenerateArgs, GlobalArgs, GraphArgs, GraphFormat,
-    LocalExecArgs, OutputFormat, SelectArgs, ValidateArgs,
+    LocalExecArgs, OutputFormat, PipelineArgs, SelectArgs, ValidateArgs, WatchArgs,
 };
 use crate::config::{find_config_file, load_config, LoadedConfig};
 use crate::db::Database;
 use crate::diagnostic::{Diagnostic, Severity, CODES};
-use crate::discover::discover_modules;
+use crate::discover::{discover_modules, DiscoveredModule};
 use crate::files::{ChangeInput, EvalSettings, File, Module, Project, Role, Selection};
 use crate::filter::Filters;
 use crate::graph::dependency_graph;
@@ -87,6 +88,7 @@ fn dispatch(cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Generate(args) => generate(&cli.global, args, io),
+        Command::Watch(args) => watch(&cli.global, args, io),
         Command::Validate(args) => validate(&cli.global, args, io),
         Command::Graph(args) => graph(&cli.global, args, io),
         Command::LocalExec(args) => local_exec(&cli.global, args, io),
@@ -150,11 +152,7 @@ pub fn load_workspace(
     let config_path = find_config_file(system, &root, global.config.as_deref());
     let config = load_config(system, config_path.as_deref())
         .map_err(|e| fail(exit::ERROR, e.to_string()))?;
-    let mut diagnostics: Vec<Diagnostic> = config
-        .warnings
-        .iter()
-        .map(|w| Diagnostic::warning("config-warning", w.clone()))
-        .collect();
+    let mut diagnostics = config_diagnostics(&config);
     let discovered = discover_modules(
         system,
         &root,
@@ -163,56 +161,19 @@ pub fn load_workspace(
     );
     diagnostics.extend(discovered.diagnostics);
 
-    let mut var_files = Vec::new();
-    for f in &eval.var_file {
-        let bytes = system
-            .read(&system.absolute(f)?)
-            .with_context(|| format!("cannot read --var-file {f}"))?;
-        let text = String::from_utf8(bytes).map_err(|_| anyhow!("--var-file {f} is not UTF-8"))?;
-        if let Err(e) = crate::resolve::var_file_assignments(f.as_str(), &text) {
-            return Err(fail(exit::ERROR, format!("--var-file {f}:{e}")));
-        }
-        var_files.push((f.to_string(), text));
-    }
-    let mut vars = Vec::new();
-    for v in &eval.var {
-        let (name, value) = v
-            .split_once('=')
-            .ok_or_else(|| fail(exit::USAGE, format!("--var `{v}`: expected NAME=VALUE")))?;
-        vars.push((name.to_owned(), value.to_owned()));
-    }
-
-    let db = Database::with_system(system.shared());
+    let eval_settings = eval_settings(system, eval)?;
+    let mut db = Database::with_system(system.shared());
     let mut files = BTreeMap::new();
     let mut modules = BTreeMap::new();
-    let mut module_inputs = Vec::new();
-    for m in discovered.modules {
-        let file_inputs: Vec<File> = m
-            .files
-            .into_iter()
-            .map(|f| {
-                let key = f.path.to_string();
-                let file = File::new(&db, f.path, f.kind, f.contents);
-                files.insert(key, file);
-                file
-            })
-            .collect();
-        let id = m.info.id.clone();
-        let module = Module::new(&db, m.info, file_inputs);
-        modules.insert(id, module);
-        module_inputs.push(module);
-    }
+    let (module_inputs, _) =
+        set_module_inputs(&mut db, discovered.modules, &mut files, &mut modules);
     let project = Project::new(
         &db,
         root.clone(),
         Arc::new(config.config.clone()),
         config.pattern.clone(),
         module_inputs,
-        EvalSettings {
-            workspace: eval.workspace.clone(),
-            var_files,
-            vars,
-        },
+        eval_settings,
     );
     let cache =
         crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
@@ -239,6 +200,107 @@ pub fn load_workspace(
         diagnostics,
         notices,
     })
+}
+
+/// The config's warnings as diagnostics.
+pub fn config_diagnostics(config: &LoadedConfig) -> Vec<Diagnostic> {
+    config
+        .warnings
+        .iter()
+        .map(|w| Diagnostic::warning("config-warning", w.clone()))
+        .collect()
+}
+
+/// `--workspace`, `--var-file` (read now) and `--var` as an input value.
+pub fn eval_settings(system: &dyn System, eval: &EvalArgs) -> anyhow::Result<EvalSettings> {
+    let mut var_files = Vec::new();
+    for f in &eval.var_file {
+        let bytes = system
+            .read(&system.absolute(f)?)
+            .with_context(|| format!("cannot read --var-file {f}"))?;
+        let text = String::from_utf8(bytes).map_err(|_| anyhow!("--var-file {f} is not UTF-8"))?;
+        if let Err(e) = crate::resolve::var_file_assignments(f.as_str(), &text) {
+            return Err(fail(exit::ERROR, format!("--var-file {f}:{e}")));
+        }
+        var_files.push((f.to_string(), text));
+    }
+    let mut vars = Vec::new();
+    for v in &eval.var {
+        let (name, value) = v
+            .split_once('=')
+            .ok_or_else(|| fail(exit::USAGE, format!("--var `{v}`: expected NAME=VALUE")))?;
+        vars.push((name.to_owned(), value.to_owned()));
+    }
+    Ok(EvalSettings {
+        workspace: eval.workspace.clone(),
+        var_files,
+        vars,
+    })
+}
+
+/// Sets discovered modules as inputs and returns them in id order, with whether any
+/// input was created or changed. A path or id already in `files`/`modules` keeps its
+/// input, updated only where it differs, so its memos stay valid (watch mode re-runs
+/// discovery on the same database); the maps end up holding exactly what was discovered.
+pub fn set_module_inputs(
+    db: &mut Database,
+    discovered: Vec<DiscoveredModule>,
+    files: &mut BTreeMap<String, File>,
+    modules: &mut BTreeMap<String, Module>,
+) -> (Vec<Module>, bool) {
+    let mut old_files = std::mem::take(files);
+    let mut old_modules = std::mem::take(modules);
+    let mut list = Vec::with_capacity(discovered.len());
+    let mut changed = false;
+    for m in discovered {
+        let file_inputs: Vec<File> = m
+            .files
+            .into_iter()
+            .map(|f| {
+                let key = f.path.to_string();
+                let file = match old_files.remove(&key) {
+                    Some(file) => {
+                        if file.kind(db) != f.kind {
+                            file.set_kind(db).to(f.kind);
+                            changed = true;
+                        }
+                        if *file.contents(db) != f.contents {
+                            file.set_contents(db).to(f.contents);
+                            changed = true;
+                        }
+                        file
+                    }
+                    None => {
+                        changed = true;
+                        File::new(db, f.path, f.kind, f.contents)
+                    }
+                };
+                files.insert(key, file);
+                file
+            })
+            .collect();
+        let id = m.info.id.clone();
+        let module = match old_modules.remove(&id) {
+            Some(module) => {
+                if *module.info(db) != m.info {
+                    module.set_info(db).to(m.info);
+                    changed = true;
+                }
+                if *module.files(db) != file_inputs {
+                    module.set_files(db).to(file_inputs);
+                    changed = true;
+                }
+                module
+            }
+            None => {
+                changed = true;
+                Module::new(db, m.info, file_inputs)
+            }
+        };
+        modules.insert(id, module);
+        list.push(module);
+    }
+    (list, changed || !old_modules.is_empty())
 }
 
 impl Workspace {
@@ -397,7 +459,7 @@ impl Workspace {
     }
 }
 
-fn cycle_text(cycles: &[Vec<String>]) -> String {
+pub fn cycle_text(cycles: &[Vec<String>]) -> String {
     let mut out = String::from("circular dependency detected");
     for c in cycles {
         let mut path = c.clone();
@@ -422,8 +484,9 @@ fn write_output(io: &mut Io<'_>, path: Option<&Utf8Path>, text: &str) -> anyhow:
 }
 
 fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
-    let ws = load_workspace(io.system, global, &args.eval)?;
-    let filters = ws.filters(&args.select)?;
+    let pipeline_args = &args.pipeline;
+    let ws = load_workspace(io.system, global, &pipeline_args.eval)?;
+    let filters = ws.filters(&pipeline_args.select)?;
     let diagnostics = ws.all_diagnostics();
     let graph = dependency_graph(&ws.db, ws.project);
     if !graph.cycles.is_empty() {
@@ -431,143 +494,260 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
         return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
     }
     let changes = change_input(io.system, &ws.root, &args.changes)?;
-    let changed_files_list = changes.as_ref().map(|c| c.files.clone());
-    let provider = select_provider(io.system, args.provider.as_deref(), &ws.config.config)?;
+    let provider = select_provider(
+        io.system,
+        pipeline_args.provider.as_deref(),
+        &ws.config.config,
+    )?;
     let selection = Selection::new(
         &ws.db,
         filters,
-        PlanOptions {
-            plan_only: args.plan_only || provider.config_plan_only(&ws.config.config),
-            parallel_plans: args.parallel_plans,
-        },
+        plan_options(pipeline_args, provider, &ws.config.config),
         changes,
     );
-    let affected = crate::changes::affected(&ws.db, ws.project, selection);
-    let mut diagnostics = diagnostics;
-    diagnostics.extend(ws.finish_diagnostics(affected.diagnostics.iter().cloned()));
-    ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
-    let plan = job_plan(&ws.db, ws.project, selection)
-        .clone()
-        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
-
-    if args.explain && !args.dry_run {
-        explain(affected, &plan, changed_files_list.as_deref(), io.stderr)?;
+    let header = header(&io.argv);
+    let generation = build_pipeline(
+        &ws,
+        diagnostics,
+        &PipelineRequest {
+            args: pipeline_args,
+            provider,
+            selection,
+            explain: args.explain,
+            header: &header,
+        },
+    );
+    ws.print_diagnostics(&generation.diagnostics, global.quiet, io.stderr)?;
+    if let Some(text) = &generation.explain {
+        io.stderr.write_all(text.as_bytes())?;
     }
-
-    if args.dry_run {
-        let graph_view = ws.graph_view(diagnostics.clone());
-        let text = match args.format {
-            OutputFormat::Json => {
-                let mut value = serde_json::to_value(&graph_view)?;
-                let obj = value.as_object_mut().expect("graph view is an object");
-                obj.insert(
-                    "diagnostics".into(),
-                    serde_json::Value::Array(diagnostics.iter().map(diagnostic_json).collect()),
-                );
-                obj.insert(
-                    "changed_files".into(),
-                    serde_json::to_value(&changed_files_list)?,
-                );
-                obj.insert(
-                    "changed_modules".into(),
-                    serde_json::to_value(&affected.changed_modules)?,
-                );
-                let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
-                obj.insert(
-                    "affected".into(),
-                    serde_json::Value::Array(
-                        affected
-                            .affected
-                            .iter()
-                            .filter(|(id, _)| targets.contains(id.as_str()))
-                            .map(|(id, reasons)| serde_json::json!({"id": id, "reasons": reasons}))
-                            .collect(),
-                    ),
-                );
-                obj.insert(
-                    "jobs".into(),
-                    serde_json::Value::Array(
-                        plan.jobs
-                            .iter()
-                            .map(|j| {
-                                serde_json::json!({
-                                    "name": j.name,
-                                    "needs": j.needs.iter().map(|n| n.job.clone()).collect::<Vec<_>>(),
-                                })
-                            })
-                            .collect(),
-                    ),
-                );
-                let mut s = serde_json::to_string_pretty(&value)?;
-                s.push('\n');
-                s
-            }
-            OutputFormat::Yaml => {
-                let mut s = String::new();
-                let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
-                s.push_str(&format!("modules: {}\n", graph.modules.len()));
-                if let Some(files) = &changed_files_list {
-                    s.push_str(&format!("changed files: {}\n", files.len()));
-                    for f in files {
-                        s.push_str(&format!("  {f}\n"));
-                    }
-                    let changed = &affected.changed_modules;
-                    s.push_str(&format!("changed modules: {}\n", changed.len()));
-                    for m in changed {
-                        s.push_str(&format!("  {m}\n"));
-                    }
-                }
-                s.push_str(&format!("affected: {}\n", targets.len()));
-                for (id, reasons) in &affected.affected {
-                    if targets.contains(id.as_str()) {
-                        if reasons.is_empty() {
-                            s.push_str(&format!("  {id}\n"));
-                        } else {
-                            s.push_str(&format!("  {id}: {}\n", reasons.join("; ")));
-                        }
-                    }
-                }
-                s.push_str(&format!("levels: {}\n", plan.levels));
-                s.push_str(&format!("jobs: {}\n", plan.jobs.len()));
-                for j in &plan.jobs {
-                    let needs: Vec<&str> = j.needs.iter().map(|n| n.job.as_str()).collect();
-                    if needs.is_empty() {
-                        s.push_str(&format!("  [{}] {}\n", j.level, j.name));
-                    } else {
-                        s.push_str(&format!(
-                            "  [{}] {} <- {}\n",
-                            j.level,
-                            j.name,
-                            needs.join(", ")
-                        ));
-                    }
-                }
-                s
-            }
-        };
-        write_output(io, args.output.as_deref(), &text)?;
-        return Ok(exit::OK);
-    }
-
-    let header = crate::render::Header {
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        command_line: io.argv.join(" "),
-    };
-    let rendered = match provider {
-        crate::render::Provider::Gitlab => {
-            crate::render::render_gitlab(&plan, &ws.config.config, &header)
-        }
-        crate::render::Provider::Github => {
-            crate::render::render_github(&plan, &ws.config.config, &header, args.force)
-        }
-    }
-    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let pipeline = generation.output?;
     if !global.quiet {
-        for w in &rendered.warnings {
+        for w in &pipeline.warnings {
             writeln!(io.stderr, "warning[needs-limit]: {w}")?;
         }
     }
-    let text = match args.format {
+    write_output(io, args.output.as_deref(), &pipeline.text)?;
+    ws.dismiss();
+    Ok(exit::OK)
+}
+
+/// The generated file's header: terraci's version and the command line.
+pub fn header(argv: &[String]) -> crate::render::Header {
+    crate::render::Header {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        command_line: argv.join(" "),
+    }
+}
+
+/// `--plan-only` and `--parallel-plans`, with the provider's `plan_only` from the config.
+pub fn plan_options(
+    args: &PipelineArgs,
+    provider: crate::render::Provider,
+    config: &crate::config::Config,
+) -> PlanOptions {
+    PlanOptions {
+        plan_only: args.plan_only || provider.config_plan_only(config),
+        parallel_plans: args.parallel_plans,
+    }
+}
+
+/// What a pipeline is built from besides the workspace: decided once by `generate`,
+/// once per regeneration by `watch`.
+pub struct PipelineRequest<'a> {
+    pub args: &'a PipelineArgs,
+    pub provider: crate::render::Provider,
+    pub selection: Selection,
+    /// `--explain` (ignored with `--dry-run`, whose output already says it).
+    pub explain: bool,
+    pub header: &'a crate::render::Header,
+}
+
+/// A pipeline built from a workspace, before anything is printed or written.
+pub struct Generation {
+    /// Every diagnostic, sorted: printed first.
+    pub diagnostics: Vec<Diagnostic>,
+    /// `--explain` text for stderr, printed after the diagnostics.
+    pub explain: Option<String>,
+    /// The text to write, or why there is none (clashing job names, a config value that
+    /// cannot be rendered, GitHub's size limit).
+    pub output: anyhow::Result<Pipeline>,
+}
+
+pub struct Pipeline {
+    pub text: String,
+    /// Renderer warnings (`needs-limit`), printed unless `-q`.
+    pub warnings: Vec<String>,
+}
+
+/// The pure part of `generate`: affected modules, job plan and rendered text (or the
+/// `--dry-run` report) of a loaded workspace. `diagnostics` are the project's
+/// ([`Workspace::all_diagnostics`]); the caller has refused a graph with cycles.
+pub fn build_pipeline(
+    ws: &Workspace,
+    mut diagnostics: Vec<Diagnostic>,
+    request: &PipelineRequest<'_>,
+) -> Generation {
+    let args = request.args;
+    let selection = request.selection;
+    let affected = crate::changes::affected(&ws.db, ws.project, selection);
+    diagnostics.extend(ws.finish_diagnostics(affected.diagnostics.iter().cloned()));
+    let plan = match job_plan(&ws.db, ws.project, selection) {
+        Ok(plan) => plan,
+        Err(e) => {
+            return Generation {
+                diagnostics,
+                explain: None,
+                output: Err(fail(exit::ERROR, e.to_string())),
+            }
+        }
+    };
+    let changed_files = selection
+        .changes(&ws.db)
+        .as_ref()
+        .map(|c| c.files.as_slice());
+    let explain = (request.explain && !args.dry_run).then(|| {
+        let mut text = Vec::new();
+        explain(affected, plan, changed_files, &mut text).expect("writing to a Vec cannot fail");
+        String::from_utf8_lossy(&text).into_owned()
+    });
+    let output = if args.dry_run {
+        dry_run_report(ws, &diagnostics, affected, plan, changed_files, args.format).map(|text| {
+            Pipeline {
+                text,
+                warnings: Vec::new(),
+            }
+        })
+    } else {
+        render_pipeline(ws, plan, request)
+    };
+    Generation {
+        diagnostics,
+        explain,
+        output,
+    }
+}
+
+/// `--dry-run`: modules, affected, levels and jobs, as text or JSON.
+fn dry_run_report(
+    ws: &Workspace,
+    diagnostics: &[Diagnostic],
+    affected: &crate::changes::Affected,
+    plan: &crate::ir::JobPlan,
+    changed_files_list: Option<&[String]>,
+    format: OutputFormat,
+) -> anyhow::Result<String> {
+    let graph = dependency_graph(&ws.db, ws.project);
+    let text = match format {
+        OutputFormat::Json => {
+            let graph_view = ws.graph_view(diagnostics.to_vec());
+            let mut value = serde_json::to_value(&graph_view)?;
+            let obj = value.as_object_mut().expect("graph view is an object");
+            obj.insert(
+                "diagnostics".into(),
+                serde_json::Value::Array(diagnostics.iter().map(diagnostic_json).collect()),
+            );
+            obj.insert(
+                "changed_files".into(),
+                serde_json::to_value(changed_files_list)?,
+            );
+            obj.insert(
+                "changed_modules".into(),
+                serde_json::to_value(&affected.changed_modules)?,
+            );
+            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
+            obj.insert(
+                "affected".into(),
+                serde_json::Value::Array(
+                    affected
+                        .affected
+                        .iter()
+                        .filter(|(id, _)| targets.contains(id.as_str()))
+                        .map(|(id, reasons)| serde_json::json!({"id": id, "reasons": reasons}))
+                        .collect(),
+                ),
+            );
+            obj.insert(
+                "jobs".into(),
+                serde_json::Value::Array(
+                    plan.jobs
+                        .iter()
+                        .map(|j| {
+                            serde_json::json!({
+                                "name": j.name,
+                                "needs": j.needs.iter().map(|n| n.job.clone()).collect::<Vec<_>>(),
+                            })
+                        })
+                        .collect(),
+                ),
+            );
+            let mut s = serde_json::to_string_pretty(&value)?;
+            s.push('\n');
+            s
+        }
+        OutputFormat::Yaml => {
+            let mut s = String::new();
+            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
+            s.push_str(&format!("modules: {}\n", graph.modules.len()));
+            if let Some(files) = changed_files_list {
+                s.push_str(&format!("changed files: {}\n", files.len()));
+                for f in files {
+                    s.push_str(&format!("  {f}\n"));
+                }
+                let changed = &affected.changed_modules;
+                s.push_str(&format!("changed modules: {}\n", changed.len()));
+                for m in changed {
+                    s.push_str(&format!("  {m}\n"));
+                }
+            }
+            s.push_str(&format!("affected: {}\n", targets.len()));
+            for (id, reasons) in &affected.affected {
+                if targets.contains(id.as_str()) {
+                    if reasons.is_empty() {
+                        s.push_str(&format!("  {id}\n"));
+                    } else {
+                        s.push_str(&format!("  {id}: {}\n", reasons.join("; ")));
+                    }
+                }
+            }
+            s.push_str(&format!("levels: {}\n", plan.levels));
+            s.push_str(&format!("jobs: {}\n", plan.jobs.len()));
+            for j in &plan.jobs {
+                let needs: Vec<&str> = j.needs.iter().map(|n| n.job.as_str()).collect();
+                if needs.is_empty() {
+                    s.push_str(&format!("  [{}] {}\n", j.level, j.name));
+                } else {
+                    s.push_str(&format!(
+                        "  [{}] {} <- {}\n",
+                        j.level,
+                        j.name,
+                        needs.join(", ")
+                    ));
+                }
+            }
+            s
+        }
+    };
+    Ok(text)
+}
+
+/// The provider's pipeline file, as YAML or (`--format json`) JSON.
+fn render_pipeline(
+    ws: &Workspace,
+    plan: &crate::ir::JobPlan,
+    request: &PipelineRequest<'_>,
+) -> anyhow::Result<Pipeline> {
+    let config = &ws.config.config;
+    let rendered = match request.provider {
+        crate::render::Provider::Gitlab => {
+            crate::render::render_gitlab(plan, config, request.header)
+        }
+        crate::render::Provider::Github => {
+            crate::render::render_github(plan, config, request.header, request.args.force)
+        }
+    }
+    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let text = match request.args.format {
         OutputFormat::Yaml => rendered.text,
         OutputFormat::Json => {
             let value: serde_json::Value = serde_yaml::from_str(&rendered.text)?;
@@ -576,13 +756,42 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
             s
         }
     };
-    write_output(io, args.output.as_deref(), &text)?;
-    ws.dismiss();
+    Ok(Pipeline {
+        text,
+        warnings: rendered.warnings,
+    })
+}
+
+/// `watch`: the first pipeline, then one regeneration per batch of file events until
+/// SIGINT or SIGTERM (exit 0).
+fn watch(global: &GlobalArgs, args: &WatchArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    if args.changed_only {
+        return Err(fail(
+            exit::USAGE,
+            "watch regenerates the whole pipeline on every change; --changed-only is for `generate`",
+        ));
+    }
+    let root = project_dir(io.system, global)?;
+    let mut outside = Vec::new();
+    if let Some(config) = &global.config {
+        outside.push(io.system.absolute(config)?);
+    }
+    for f in &args.pipeline.eval.var_file {
+        outside.push(io.system.absolute(f)?);
+    }
+    // Watching starts before the project is read, so an edit made while it loads is
+    // seen; the signal handler is in place from here on, so Ctrl-C always exits 0.
+    let mut events = io
+        .system
+        .watch(&root, &outside)
+        .map_err(|e| fail(exit::ERROR, format!("cannot watch `{root}`: {e}")))?;
+    let mut watch = crate::watch::Watch::start(io.system, global, args, &io.argv, io.stderr)?;
+    watch.run(events.as_mut(), io.stderr)?;
     Ok(exit::OK)
 }
 
 /// Provider order of spec §7.4.
-fn select_provider(
+pub fn select_provider(
     system: &dyn System,
     flag: Option<&str>,
     config: &crate::config::Config,

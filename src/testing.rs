@@ -6,11 +6,22 @@ use crate::system::MemorySystem;
 
 /// Loads `files` (paths relative to the project root `/p`) as a workspace.
 pub fn workspace(files: &[(&str, &str)]) -> Workspace {
+    let fs = memory_project(files);
+    load_workspace(&fs, &global_args(), &EvalArgs::default()).expect("in-memory project loads")
+}
+
+/// A `MemorySystem` holding `files` (paths relative to the project root `/p`).
+pub fn memory_project(files: &[(&str, &str)]) -> MemorySystem {
     let fs = MemorySystem::new();
     for (path, text) in files {
         fs.write_file(format!("/p/{path}"), *text);
     }
-    let global = GlobalArgs {
+    fs
+}
+
+/// The global flags of a run in `/p`: no fact cache, no colour.
+pub fn global_args() -> GlobalArgs {
+    GlobalArgs {
         config: None,
         dir: Some("/p".into()),
         verbose: 0,
@@ -19,8 +30,7 @@ pub fn workspace(files: &[(&str, &str)]) -> Workspace {
         log_level: "warn".into(),
         no_cache: true,
         cache_dir: None,
-    };
-    load_workspace(&fs, &global, &EvalArgs::default()).expect("in-memory project loads")
+    }
 }
 
 #[cfg(test)]

@@ -214,7 +214,9 @@ pub fn run(
         return run_with(plan, options, &OsRunner, &Interrupt::new(), out);
     }
     let interrupt = Arc::new(Interrupt::new());
-    let guard = process::SignalGuard::install(interrupt.clone()).map_err(ExecError::Signals)?;
+    let on_signal = interrupt.clone();
+    let guard = crate::system::SignalGuard::install(move || on_signal.trigger())
+        .map_err(ExecError::Signals)?;
     let result = run_with(plan, options, &OsRunner, &interrupt, out);
     drop(guard);
     result

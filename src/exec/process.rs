@@ -6,8 +6,7 @@ use std::fs::File;
 use std::io;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::{Mutex, PoisonError};
 
 use camino::Utf8Path;
 
@@ -139,37 +138,3 @@ fn send_sigint(pid: u32) {
 
 #[cfg(not(unix))]
 fn send_sigint(_pid: u32) {}
-
-/// SIGINT and SIGTERM trigger the [`Interrupt`] while this guard lives.
-pub(super) struct SignalGuard {
-    handle: signal_hook::iterator::Handle,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl SignalGuard {
-    pub(super) fn install(interrupt: Arc<Interrupt>) -> io::Result<Self> {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-        let handle = signals.handle();
-        let thread = std::thread::Builder::new()
-            .name("terraci-signals".into())
-            .spawn(move || {
-                for _ in signals.forever() {
-                    interrupt.trigger();
-                }
-            })?;
-        Ok(SignalGuard {
-            handle,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for SignalGuard {
-    fn drop(&mut self) {
-        self.handle.close();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}

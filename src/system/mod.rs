@@ -5,9 +5,13 @@
 
 mod memory;
 mod os;
+mod signals;
+mod watcher;
 
 pub use memory::MemorySystem;
 pub use os::OsSystem;
+pub use signals::SignalGuard;
+pub use watcher::{ChangeEvents, NotifyEvents, DEBOUNCE};
 
 use std::io;
 use std::sync::Arc;
@@ -47,6 +51,16 @@ pub trait System: Send + Sync {
     /// disk: for caches, whose readers check their integrity themselves.
     fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
         self.write_atomic(path, bytes).map(|_| ())
+    }
+    /// Starts watching `root` recursively, plus the files `outside` it (their directories,
+    /// not recursively), for watch mode. Also takes over SIGINT and SIGTERM, which end
+    /// the event stream. Systems without a watcher say `Unsupported`.
+    fn watch(&self, root: &Utf8Path, outside: &[Utf8PathBuf]) -> io::Result<Box<dyn ChangeEvents>> {
+        let _ = (root, outside);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this system cannot watch files",
+        ))
     }
     /// An owned handle to the same system, for the database's on-demand file inputs.
     fn shared(&self) -> Arc<dyn System>;

@@ -15,6 +15,14 @@ impl System for OsSystem {
         std::sync::Arc::new(OsSystem)
     }
 
+    fn watch(
+        &self,
+        root: &Utf8Path,
+        outside: &[Utf8PathBuf],
+    ) -> io::Result<Box<dyn super::ChangeEvents>> {
+        Ok(Box::new(super::NotifyEvents::start(root, outside)?))
+    }
+
     fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)
     }

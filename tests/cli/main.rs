@@ -13,3 +13,4 @@ mod robustness;
 mod rules;
 mod seeds;
 mod validate;
+mod watch;

@@ -43,31 +43,39 @@ impl Project {
     }
 
     pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = self.command(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run terraci");
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: self.redact(&out.stdout),
+            stderr: self.redact(&out.stderr),
+        }
+    }
+
+    /// `terraci ARGS` in the project, with a clean environment (see [`Project::run`]).
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_terraci"));
         cmd.args(args)
             .current_dir(self.path())
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", self.path());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().expect("run terraci");
-        let redact = |s: &[u8]| {
-            let text = String::from_utf8_lossy(s).into_owned();
-            let real = self
-                .path()
-                .canonicalize()
-                .unwrap_or(self.path().to_path_buf());
-            text.replace(&real.display().to_string(), "[PROJECT]")
-                .replace(&self.path().display().to_string(), "[PROJECT]")
-                .replace(env!("CARGO_PKG_VERSION"), "[VERSION]")
-        };
-        Output {
-            code: out.status.code().unwrap_or(-1),
-            stdout: redact(&out.stdout),
-            stderr: redact(&out.stderr),
-        }
+        cmd
+    }
+
+    /// Output with the project directory and terraci's version replaced by placeholders.
+    pub fn redact(&self, bytes: &[u8]) -> String {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        let real = self
+            .path()
+            .canonicalize()
+            .unwrap_or(self.path().to_path_buf());
+        text.replace(&real.display().to_string(), "[PROJECT]")
+            .replace(&self.path().display().to_string(), "[PROJECT]")
+            .replace(env!("CARGO_PKG_VERSION"), "[VERSION]")
     }
 }
 

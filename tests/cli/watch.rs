@@ -1,0 +1,133 @@
+//! `terraci watch` as a user runs it: the real binary and the real file watcher on a
+//! copy of the example, an edit saved the way editors save (temp file + rename), then
+//! Ctrl-C. Waits poll with a generous timeout; nothing asserts on how long anything took.
+
+use std::io::Read as _;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::support::Project;
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+const RDS: &str = "platform/stage/eu-central-1/rds/main.tf";
+const READS_EKS: &str = r#"
+data "terraform_remote_state" "eks" {
+  backend = "s3"
+  config = {
+    bucket = "acme-terraform-state"
+    key    = "${local.service}/${local.environment}/${local.region}/eks/terraform.tfstate"
+    region = "eu-central-1"
+  }
+}
+"#;
+
+/// Polls `done` until it holds; panics with `what` and the stderr so far otherwise.
+fn wait_for(what: &str, stderr: &Mutex<String>, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < TIMEOUT,
+            "timed out waiting for {what}; stderr so far:\n{}",
+            stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The `needs` of a GitLab job.
+fn needs(pipeline: &str, job: &str) -> Vec<String> {
+    let doc: serde_yaml::Value = serde_yaml::from_str(pipeline).expect("YAML");
+    doc[job]["needs"]
+        .as_sequence()
+        .expect("needs")
+        .iter()
+        .filter_map(|n| n["job"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Collects the child's stderr as it comes.
+fn capture_stderr(child: &mut Child) -> Arc<Mutex<String>> {
+    let mut pipe = child.stderr.take().expect("stderr is piped");
+    let text = Arc::new(Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    text
+}
+
+#[test]
+fn watch_rewrites_the_pipeline_on_an_edit_and_exits_cleanly_on_ctrl_c() {
+    let p = Project::fixture("example");
+    let mut child = p
+        .command(&["watch", "-o", "out.yml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("terraci watch starts");
+    let stderr = capture_stderr(&mut child);
+    wait_for("the first pipeline", &stderr, || {
+        stderr.lock().unwrap().contains(" written in ")
+    });
+    let job = "plan-platform-stage-eu-central-1-rds";
+    assert_eq!(
+        needs(&p.read("out.yml"), job),
+        ["apply-platform-stage-eu-central-1-vpc"]
+    );
+
+    // Saved as editors do: a hidden temp file renamed over the original.
+    let rds = p.path().join(RDS);
+    let edited = format!("{}{READS_EKS}", p.read(RDS));
+    let tmp = rds.with_file_name(".main.tf.swp");
+    std::fs::write(&tmp, edited).unwrap();
+    std::fs::rename(&tmp, &rds).unwrap();
+    wait_for("the rewrite", &stderr, || {
+        stderr.lock().unwrap().contains(" rewritten in ")
+    });
+    assert_eq!(
+        needs(&p.read("out.yml"), job),
+        [
+            "apply-platform-stage-eu-central-1-eks",
+            "apply-platform-stage-eu-central-1-vpc"
+        ]
+    );
+
+    // SAFETY: kill(2) on our own child's pid has no memory effects.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            panic!("watch did not stop on SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    // The reader thread sees EOF once the process is gone.
+    wait_for("stderr to close", &stderr, || {
+        Arc::strong_count(&stderr) == 1
+    });
+
+    let text = p.redact(stderr.lock().unwrap().as_bytes());
+    let text = regex::Regex::new(r"in \d+ ms")
+        .unwrap()
+        .replace_all(&text, "in N ms");
+    assert_eq!(
+        text,
+        "watching [PROJECT]: 10 modules, 11 edges -> out.yml written in N ms\n\
+         platform/stage/eu-central-1/rds/main.tf changed -> 1 edge changed -> out.yml rewritten in N ms\n"
+    );
+}
