@@ -167,14 +167,15 @@ pub fn load_workspace(
     let mut modules = BTreeMap::new();
     let (module_inputs, _) =
         set_module_inputs(&mut db, discovered.modules, &mut files, &mut modules);
-    let project = Project::new(
-        &db,
+    let project = Project::builder(
         root.clone(),
         Arc::new(config.config.clone()),
         config.pattern.clone(),
         module_inputs,
         eval_settings,
-    );
+    )
+    .durability(salsa::Durability::HIGH)
+    .new(&db);
     let cache =
         crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
     let mut notices = Vec::new();
@@ -242,6 +243,10 @@ pub fn eval_settings(system: &dyn System, eval: &EvalArgs) -> anyhow::Result<Eva
 /// input was created or changed. A path or id already in `files`/`modules` keeps its
 /// input, updated only where it differs, so its memos stay valid (watch mode re-runs
 /// discovery on the same database); the maps end up holding exactly what was discovered.
+/// Inputs start out `HIGH` durability: a file the user has not touched in this process is
+/// unlikely to change. An edit sets the file `LOW`, so after its first edit, salsa
+/// checks the memos that read only untouched files in O(1) each instead of walking
+/// their dependencies (the first edit of a file still walks them once: it was `HIGH`).
 pub fn set_module_inputs(
     db: &mut Database,
     discovered: Vec<DiscoveredModule>,
@@ -265,14 +270,18 @@ pub fn set_module_inputs(
                             changed = true;
                         }
                         if *file.contents(db) != f.contents {
-                            file.set_contents(db).to(f.contents);
+                            file.set_contents(db)
+                                .with_durability(salsa::Durability::LOW)
+                                .to(f.contents);
                             changed = true;
                         }
                         file
                     }
                     None => {
                         changed = true;
-                        File::new(db, f.path, f.kind, f.contents)
+                        File::builder(f.path, f.kind, f.contents)
+                            .durability(salsa::Durability::HIGH)
+                            .new(db)
                     }
                 };
                 files.insert(key, file);
@@ -294,7 +303,9 @@ pub fn set_module_inputs(
             }
             None => {
                 changed = true;
-                Module::new(db, m.info, file_inputs)
+                Module::builder(m.info, file_inputs)
+                    .durability(salsa::Durability::HIGH)
+                    .new(db)
             }
         };
         modules.insert(id, module);

@@ -433,7 +433,9 @@ impl<'a> Watch<'a> {
         let mut edited = Vec::with_capacity(edits.len());
         for (file, contents) in edits {
             let facts = crate::facts::file_facts(&self.ws.db, file).clone();
-            file.set_contents(&mut self.ws.db).to(contents);
+            file.set_contents(&mut self.ws.db)
+                .with_durability(salsa::Durability::LOW)
+                .to(contents);
             edited.push((file, facts));
         }
         // Parsing the edited files again (one each) tells whether the edit can change
