@@ -256,7 +256,8 @@ fn kind_code(kind: FileKind) -> u8 {
 
 /// SipHash with fixed keys: deterministic across runs of one build. A different hash in
 /// another build only turns hits into misses; the format version guards the rest.
-fn content_hash(bytes: &[u8]) -> u64 {
+/// SipHash-1-3 of `bytes` with fixed keys: equal on every run and machine.
+pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
     #[allow(deprecated)]
     let mut h = std::hash::SipHasher::new_with_keys(0x7465_7272_6163_6921, 0x6661_6374_7321);
     h.write(bytes);

@@ -96,6 +96,13 @@ impl Database {
         extra.files.contains_key(path) || extra.dirs.keys().any(|dir| path.starts_with(dir))
     }
 
+    /// Whether any query read a file or listed a directory through filesystem functions.
+    pub fn reads_outside_modules(&self) -> bool {
+        self.extra
+            .lock()
+            .map_or(true, |e| !e.files.is_empty() || !e.dirs.is_empty())
+    }
+
     /// Re-reads every file and directory that filesystem functions have asked for and
     /// updates the inputs whose contents changed (watch mode calls this after a batch of
     /// file events). Returns the paths that changed.

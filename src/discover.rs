@@ -11,7 +11,11 @@ use indexmap::IndexMap;
 use crate::config::Pattern;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::files::{FileContents, FileKind, ModuleInfo, Role};
-use crate::system::{EntryKind, System};
+use std::io;
+
+use rayon::prelude::*;
+
+use crate::system::{DirEntry, EntryKind, Stamp, System};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscoveredFile {
@@ -19,6 +23,8 @@ pub struct DiscoveredFile {
     pub path: Utf8PathBuf,
     pub kind: FileKind,
     pub contents: FileContents,
+    /// The version read, where the system can say (see [`crate::replay`]).
+    pub stamp: Option<Stamp>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,10 +40,171 @@ pub struct Discovered {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Walks `root` and returns every module directory, libraries included.
+/// Walks `root` and returns every module directory, libraries included, with the bytes
+/// of its files (read on all cores).
 pub fn discover_modules(
     system: &dyn System,
     root: &Utf8Path,
+    pattern: &Pattern,
+    library_paths: &[String],
+) -> Discovered {
+    let layout = walk(system, root);
+    let paths: Vec<&String> = layout
+        .module_dirs
+        .iter()
+        .flat_map(|(_, files)| files.iter().map(|(path, _)| path))
+        .collect();
+    let read: Vec<io::Result<(Vec<u8>, Option<Stamp>)>> = paths
+        .par_iter()
+        .with_min_len(32)
+        .map(|path| system.read_stamped(&root.join(path)))
+        .collect();
+    let mut read = read.into_iter();
+    let mut diagnostics = layout.diagnostics;
+    let module_dirs: Vec<(String, Vec<DiscoveredFile>)> = layout
+        .module_dirs
+        .into_iter()
+        .map(|(rel, files)| {
+            let files = files
+                .into_iter()
+                .map(|(path, kind)| {
+                    let (contents, stamp) = match read.next().expect("one result per file") {
+                        Ok((bytes, stamp)) => (FileContents::from_bytes(bytes), stamp),
+                        Err(err) => {
+                            diagnostics.push(
+                                Diagnostic::new(
+                                    Severity::Error,
+                                    "unreadable-path",
+                                    format!("cannot read file: {err}"),
+                                )
+                                .with_file(path.clone()),
+                            );
+                            (FileContents::Unreadable(err.to_string()), None)
+                        }
+                    };
+                    DiscoveredFile {
+                        path: path.into(),
+                        kind,
+                        contents,
+                        stamp,
+                    }
+                })
+                .collect();
+            (rel, files)
+        })
+        .collect();
+    assemble(module_dirs, diagnostics, pattern, library_paths)
+}
+
+/// What the walk found: module directories (sorted) with the paths and kinds of the
+/// files terraci reads there (after OpenTofu shadowing), and what could not be listed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    pub module_dirs: Vec<(String, Vec<(String, FileKind)>)>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Layout {
+    /// Every file path, in order.
+    pub fn files(&self) -> impl Iterator<Item = &str> {
+        self.module_dirs
+            .iter()
+            .flat_map(|(_, files)| files.iter().map(|(p, _)| p.as_str()))
+    }
+}
+
+/// A directory's entries and its `.gitignore`'s bytes.
+type Listing = (io::Result<Vec<DirEntry>>, Option<Vec<u8>>);
+
+/// Lists the directories below `root` level by level (each level's directories on all
+/// cores), applying `.gitignore` files and skipping hidden entries, without reading any
+/// Terraform file. A `.gitignore` only ever applies below its own directory, so visiting
+/// breadth-first applies the same rules in the same precedence as a depth-first walk.
+pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
+    let mut out = Layout::default();
+    let mut ignores = IgnoreRules::default();
+    let mut level: Vec<String> = vec![String::new()];
+    while !level.is_empty() {
+        let listed: Vec<Listing> = level
+            .par_iter()
+            .with_min_len(8)
+            .map(|rel| {
+                let abs = if rel.is_empty() {
+                    root.to_owned()
+                } else {
+                    root.join(rel)
+                };
+                match system.read_dir(&abs) {
+                    Ok(entries) => {
+                        let gitignore = entries
+                            .iter()
+                            .any(|e| e.name == ".gitignore")
+                            .then(|| system.read(&abs.join(".gitignore")).ok())
+                            .flatten();
+                        (Ok(entries), gitignore)
+                    }
+                    Err(err) => (Err(err), None),
+                }
+            })
+            .collect();
+        let mut next = Vec::new();
+        for (rel, (entries, gitignore)) in level.into_iter().zip(listed) {
+            let entries = match entries {
+                Ok(e) => e,
+                Err(err) => {
+                    out.diagnostics.push(Diagnostic::new(
+                        Severity::Error,
+                        "unreadable-path",
+                        format!("cannot read directory `{}`: {err}", display_rel(&rel)),
+                    ));
+                    continue;
+                }
+            };
+            if let Some(bytes) = gitignore {
+                ignores.add(&rel, &String::from_utf8_lossy(&bytes));
+            }
+            let mut files: Vec<(String, FileKind)> = Vec::new();
+            for entry in entries {
+                if entry.name.starts_with('.') {
+                    continue;
+                }
+                let child = if rel.is_empty() {
+                    entry.name.clone()
+                } else {
+                    format!("{rel}/{}", entry.name)
+                };
+                let is_dir = matches!(
+                    entry.kind,
+                    EntryKind::Dir | EntryKind::Symlink { to_dir: true }
+                );
+                if ignores.is_ignored(&child, is_dir) {
+                    continue;
+                }
+                match entry.kind {
+                    EntryKind::Dir => next.push(child),
+                    EntryKind::Symlink { to_dir: true } => {}
+                    EntryKind::File | EntryKind::Symlink { to_dir: false } => {
+                        if let Some(kind) = FileKind::of(&entry.name) {
+                            files.push((child, kind));
+                        }
+                    }
+                }
+            }
+            let files = apply_tofu_shadowing(files);
+            if files.iter().any(|(_, kind)| !kind.is_vars()) && !rel.is_empty() {
+                out.module_dirs.push((rel, files));
+            }
+        }
+        level = next;
+    }
+    out.module_dirs.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Module infos (ids, pattern components, parents, roles) for the walked directories.
+fn assemble(
+    module_dirs: Vec<(String, Vec<DiscoveredFile>)>,
+    diagnostics: Vec<Diagnostic>,
     pattern: &Pattern,
     library_paths: &[String],
 ) -> Discovered {
@@ -46,88 +213,10 @@ pub fn discover_modules(
         .map(|p| p.trim_start_matches("./").trim_matches('/').to_owned())
         .filter(|p| !p.is_empty())
         .collect();
-    let mut out = Discovered::default();
-    let mut ignores = IgnoreRules::default();
-    let mut stack: Vec<String> = vec![String::new()];
-    // Depth-first, sorted: directories are popped in reverse push order.
-    let mut module_dirs: Vec<(String, Vec<DiscoveredFile>)> = Vec::new();
-    while let Some(rel) = stack.pop() {
-        let abs = if rel.is_empty() {
-            root.to_owned()
-        } else {
-            root.join(&rel)
-        };
-        let entries = match system.read_dir(&abs) {
-            Ok(e) => e,
-            Err(err) => {
-                out.diagnostics.push(Diagnostic::new(
-                    Severity::Error,
-                    "unreadable-path",
-                    format!("cannot read directory `{}`: {err}", display_rel(&rel)),
-                ));
-                continue;
-            }
-        };
-        if entries.iter().any(|e| e.name == ".gitignore") {
-            if let Ok(bytes) = system.read(&abs.join(".gitignore")) {
-                ignores.add(&rel, &String::from_utf8_lossy(&bytes));
-            }
-        }
-        let mut files: Vec<DiscoveredFile> = Vec::new();
-        let mut subdirs: Vec<String> = Vec::new();
-        for entry in entries {
-            if entry.name.starts_with('.') {
-                continue;
-            }
-            let child = if rel.is_empty() {
-                entry.name.clone()
-            } else {
-                format!("{rel}/{}", entry.name)
-            };
-            let is_dir = matches!(
-                entry.kind,
-                EntryKind::Dir | EntryKind::Symlink { to_dir: true }
-            );
-            if ignores.is_ignored(&child, is_dir) {
-                continue;
-            }
-            match entry.kind {
-                EntryKind::Dir => subdirs.push(child),
-                EntryKind::Symlink { to_dir: true } => {}
-                EntryKind::File | EntryKind::Symlink { to_dir: false } => {
-                    if let Some(kind) = FileKind::of(&entry.name) {
-                        let contents = match system.read(&root.join(&child)) {
-                            Ok(bytes) => FileContents::from_bytes(bytes),
-                            Err(err) => {
-                                out.diagnostics.push(
-                                    Diagnostic::new(
-                                        Severity::Error,
-                                        "unreadable-path",
-                                        format!("cannot read file: {err}"),
-                                    )
-                                    .with_file(child.clone()),
-                                );
-                                FileContents::Unreadable(err.to_string())
-                            }
-                        };
-                        files.push(DiscoveredFile {
-                            path: child.into(),
-                            kind,
-                            contents,
-                        });
-                    }
-                }
-            }
-        }
-        for dir in subdirs.into_iter().rev() {
-            stack.push(dir);
-        }
-        let files = apply_tofu_shadowing(files);
-        if files.iter().any(|f| !f.kind.is_vars()) && !rel.is_empty() {
-            module_dirs.push((rel, files));
-        }
-    }
-    module_dirs.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = Discovered {
+        modules: Vec::new(),
+        diagnostics,
+    };
 
     let depth = pattern.depth();
     let is_library = |id: &str| {
@@ -135,14 +224,14 @@ pub fn discover_modules(
             .iter()
             .any(|l| id == l || id.starts_with(&format!("{l}/")))
     };
-    let module_ids: Vec<&str> = module_dirs
+    let module_ids: Vec<String> = module_dirs
         .iter()
         .filter(|(id, _)| id.split('/').count() >= depth || is_library(id))
-        .map(|(id, _)| id.as_str())
+        .map(|(id, _)| id.clone())
         .collect();
-    for (id, files) in &module_dirs {
+    for (id, files) in module_dirs {
         let parts: Vec<&str> = id.split('/').collect();
-        let role = if is_library(id) {
+        let role = if is_library(&id) {
             Role::Library
         } else if parts.len() < depth {
             Role::Plain
@@ -164,7 +253,7 @@ pub fn discover_modules(
         let parent = (1..parts.len())
             .rev()
             .map(|n| parts[..n].join("/"))
-            .find(|p| module_ids.binary_search(&p.as_str()).is_ok());
+            .find(|p| module_ids.binary_search(p).is_ok());
         out.modules.push(DiscoveredModule {
             info: ModuleInfo {
                 id: id.clone(),
@@ -173,7 +262,7 @@ pub fn discover_modules(
                 parent,
                 role,
             },
-            files: files.clone(),
+            files,
         });
     }
     out
@@ -253,15 +342,14 @@ impl IgnoreRules {
 }
 
 /// OpenTofu: `x.tofu` replaces `x.tf`, `x.tofu.json` replaces `x.tf.json`.
-fn apply_tofu_shadowing(files: Vec<DiscoveredFile>) -> Vec<DiscoveredFile> {
-    let names: Vec<String> = files
-        .iter()
-        .map(|f| f.path.file_name().unwrap_or_default().to_owned())
-        .collect();
+fn apply_tofu_shadowing(files: Vec<(String, FileKind)>) -> Vec<(String, FileKind)> {
+    let name_of = |path: &str| path.rsplit('/').next().unwrap_or(path).to_owned();
+    let names: Vec<String> = files.iter().map(|(p, _)| name_of(p)).collect();
     files
         .into_iter()
-        .filter(|f| {
-            let name = f.path.file_name().unwrap_or_default();
+        .filter(|(path, _)| {
+            let name = name_of(path);
+            let name = name.as_str();
             let shadow = if let Some(stem) = name.strip_suffix(".tf") {
                 format!("{stem}.tofu")
             } else if let Some(stem) = name.strip_suffix(".tf.json") {

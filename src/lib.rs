@@ -21,6 +21,7 @@ pub mod ir;
 pub mod parallel;
 pub mod parse;
 pub mod render;
+pub mod replay;
 pub mod resolve;
 pub mod run;
 pub mod system;

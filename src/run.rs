@@ -129,6 +129,9 @@ pub struct Workspace {
     pub diagnostics: Vec<Diagnostic>,
     /// Notes for stderr that are not diagnostics (an unusable fact cache).
     pub notices: Vec<String>,
+    /// Every file read, project-relative, with the version read where the system can
+    /// stamp it (for [`crate::replay`]).
+    pub stamps: Vec<(String, Option<crate::system::Stamp>)>,
 }
 
 pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<Utf8PathBuf> {
@@ -165,6 +168,11 @@ pub fn load_workspace(
     let mut db = Database::with_system(system.shared());
     let mut files = BTreeMap::new();
     let mut modules = BTreeMap::new();
+    let stamps = discovered
+        .modules
+        .iter()
+        .flat_map(|m| m.files.iter().map(|f| (f.path.to_string(), f.stamp)))
+        .collect();
     let (module_inputs, _) =
         set_module_inputs(&mut db, discovered.modules, &mut files, &mut modules);
     let project = Project::builder(
@@ -200,6 +208,7 @@ pub fn load_workspace(
         modules,
         diagnostics,
         notices,
+        stamps,
     })
 }
 
@@ -495,28 +504,90 @@ fn write_output(io: &mut Io<'_>, path: Option<&Utf8Path>, text: &str) -> anyhow:
 }
 
 fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let key = replay_key(io.system, global, args, &io.argv);
+    if let Some(key) = &key {
+        match key.lookup(io.system) {
+            Ok(Some(record)) => {
+                io.stderr.write_all(&record.stderr)?;
+                write_output(io, args.output.as_deref(), &record.output)?;
+                return Ok(exit::OK);
+            }
+            Ok(None) => {}
+            Err(notice) if !global.quiet => writeln!(io.stderr, "notice: {notice}")?,
+            Err(_) => {}
+        }
+    }
+    let started = io.system.now();
+    // Everything for stderr goes through a buffer, so a recorded run replays it exactly.
+    let mut stderr = Vec::new();
+    let outcome = generate_pipeline(global, args, io.system, &io.argv, &mut stderr);
+    io.stderr.write_all(&stderr)?;
+    let (text, stamps) = outcome?;
+    write_output(io, args.output.as_deref(), &text)?;
+    if let (Some(key), Some(stamps)) = (key, stamps) {
+        if let Err(e) = key.save(io.system, started, stamps, &text, &stderr) {
+            if !global.quiet {
+                writeln!(io.stderr, "notice: cannot write the run record: {e}")?;
+            }
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// The key under which this `generate` may be replayed ([`crate::replay`]): `None`
+/// with `--no-cache` or `--changed-only`, or when something it needs cannot be read
+/// (the run then goes the normal way and reports it).
+fn replay_key(
+    system: &dyn System,
+    global: &GlobalArgs,
+    args: &GenerateArgs,
+    argv: &[String],
+) -> Option<crate::replay::RunKey> {
+    if args.changes.changed_only {
+        return None;
+    }
+    let root = project_dir(system, global).ok()?;
+    let settings =
+        crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref())?;
+    let config = find_config_file(system, &root, global.config.as_deref());
+    crate::replay::RunKey::new(
+        system,
+        &settings,
+        &root,
+        config.as_deref(),
+        &args.pipeline.eval.var_file,
+        argv,
+    )
+}
+
+/// `generate` up to the text to write: the text, and the stamps of the files read when
+/// the run may be recorded for replay. Everything for stderr goes to `err`.
+#[allow(clippy::type_complexity)]
+fn generate_pipeline(
+    global: &GlobalArgs,
+    args: &GenerateArgs,
+    system: &dyn System,
+    argv: &[String],
+    err: &mut Vec<u8>,
+) -> anyhow::Result<(String, Option<Vec<(String, Option<crate::system::Stamp>)>>)> {
     let pipeline_args = &args.pipeline;
-    let ws = load_workspace(io.system, global, &pipeline_args.eval)?;
+    let ws = load_workspace(system, global, &pipeline_args.eval)?;
     let filters = ws.filters(&pipeline_args.select)?;
     let diagnostics = ws.all_diagnostics();
     let graph = dependency_graph(&ws.db, ws.project);
     if !graph.cycles.is_empty() {
-        ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+        ws.print_diagnostics(&diagnostics, global.quiet, err)?;
         return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
     }
-    let changes = change_input(io.system, &ws.root, &args.changes)?;
-    let provider = select_provider(
-        io.system,
-        pipeline_args.provider.as_deref(),
-        &ws.config.config,
-    )?;
+    let changes = change_input(system, &ws.root, &args.changes)?;
+    let provider = select_provider(system, pipeline_args.provider.as_deref(), &ws.config.config)?;
     let selection = Selection::new(
         &ws.db,
         filters,
         plan_options(pipeline_args, provider, &ws.config.config),
         changes,
     );
-    let header = header(&io.argv);
+    let header = header(argv);
     let generation = build_pipeline(
         &ws,
         diagnostics,
@@ -528,19 +599,20 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
             header: &header,
         },
     );
-    ws.print_diagnostics(&generation.diagnostics, global.quiet, io.stderr)?;
+    ws.print_diagnostics(&generation.diagnostics, global.quiet, err)?;
     if let Some(text) = &generation.explain {
-        io.stderr.write_all(text.as_bytes())?;
+        err.write_all(text.as_bytes())?;
     }
     let pipeline = generation.output?;
     if !global.quiet {
         for w in &pipeline.warnings {
-            writeln!(io.stderr, "warning[needs-limit]: {w}")?;
+            writeln!(err, "warning[needs-limit]: {w}")?;
         }
     }
-    write_output(io, args.output.as_deref(), &pipeline.text)?;
+    let replayable = ws.notices.is_empty() && !ws.db.reads_outside_modules();
+    let stamps = replayable.then(|| ws.stamps.clone());
     ws.dismiss();
-    Ok(exit::OK)
+    Ok((pipeline.text, stamps))
 }
 
 /// The generated file's header: terraci's version and the command line.

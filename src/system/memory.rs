@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use super::{DirEntry, EntryKind, System};
+use super::{DirEntry, EntryKind, Stamp, System};
 
 #[derive(Debug, Clone, Default)]
 pub struct MemorySystem {
@@ -16,7 +16,31 @@ pub struct MemorySystem {
 #[derive(Debug, Default)]
 struct Inner {
     files: BTreeMap<Utf8PathBuf, Vec<u8>>,
+    /// Bumped on every write: the file's stamp.
+    versions: BTreeMap<Utf8PathBuf, u64>,
+    writes: u64,
+    /// Paths read so far, in order (tests of what a run does not read).
+    reads: Vec<Utf8PathBuf>,
     env: BTreeMap<String, String>,
+}
+
+impl Inner {
+    fn put(&mut self, path: &Utf8Path, bytes: Vec<u8>) {
+        self.writes += 1;
+        self.versions.insert(path.to_owned(), self.writes);
+        self.files.insert(path.to_owned(), bytes);
+    }
+
+    fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        let len = self.files.get(path)?.len() as u64;
+        Some(Stamp {
+            dev: 0,
+            ino: self.versions.get(path).copied().unwrap_or(0),
+            len,
+            mtime_ns: 0,
+            ctime_ns: 0,
+        })
+    }
 }
 
 impl MemorySystem {
@@ -27,14 +51,19 @@ impl MemorySystem {
     /// Adds or replaces a file; `path` must be absolute.
     pub fn write_file(&self, path: impl AsRef<Utf8Path>, contents: impl Into<Vec<u8>>) {
         let mut inner = self.inner.lock().expect("memory system lock poisoned");
-        inner
-            .files
-            .insert(path.as_ref().to_owned(), contents.into());
+        inner.put(path.as_ref(), contents.into());
     }
 
     pub fn remove_file(&self, path: impl AsRef<Utf8Path>) {
         let mut inner = self.inner.lock().expect("memory system lock poisoned");
         inner.files.remove(path.as_ref());
+        inner.versions.remove(path.as_ref());
+    }
+
+    /// Takes the paths read since the last call.
+    pub fn take_reads(&self) -> Vec<Utf8PathBuf> {
+        let mut inner = self.inner.lock().expect("memory system lock poisoned");
+        std::mem::take(&mut inner.reads)
     }
 
     pub fn set_env(&self, name: &str, value: &str) {
@@ -50,12 +79,39 @@ impl System for MemorySystem {
     }
 
     fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>> {
-        let inner = self.inner.lock().expect("memory system lock poisoned");
+        let mut inner = self.inner.lock().expect("memory system lock poisoned");
+        inner.reads.push(path.to_owned());
         inner
             .files
             .get(path)
             .cloned()
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{path}: not found")))
+    }
+
+    fn read_stamped(&self, path: &Utf8Path) -> io::Result<(Vec<u8>, Option<Stamp>)> {
+        let bytes = self.read(path)?;
+        let inner = self.inner.lock().expect("memory system lock poisoned");
+        Ok((bytes, inner.stamp(path)))
+    }
+
+    fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        let inner = self.inner.lock().expect("memory system lock poisoned");
+        inner.stamp(path)
+    }
+
+    fn program_stamp(&self) -> Option<Stamp> {
+        Some(Stamp {
+            dev: 0,
+            ino: 0,
+            len: 0,
+            mtime_ns: 0,
+            ctime_ns: 0,
+        })
+    }
+
+    /// A fixed moment long after every stamp this system hands out.
+    fn now(&self) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)
     }
 
     fn read_dir(&self, path: &Utf8Path) -> io::Result<Vec<DirEntry>> {
@@ -113,7 +169,7 @@ impl System for MemorySystem {
         if inner.files.get(path).is_some_and(|b| b == bytes) {
             return Ok(false);
         }
-        inner.files.insert(path.to_owned(), bytes.to_vec());
+        inner.put(path, bytes.to_vec());
         Ok(true)
     }
 }

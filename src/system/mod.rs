@@ -28,6 +28,39 @@ pub enum EntryKind {
     },
 }
 
+/// What identifies one version of a file without reading it: device, inode, length and
+/// the modification and change times in nanoseconds since the epoch. A write changes the
+/// change time (which no user tool can set back), so an equal stamp means equal bytes,
+/// unless the write came so soon after the stamp was taken that the clock had not moved
+/// on; [`Stamp::settled_before`] tells which stamps are old enough to rule that out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub len: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+}
+
+impl Stamp {
+    /// Whether any write after `read_started` would give the file a different stamp: its
+    /// last change lies clearly before that moment. File times come from a coarse clock
+    /// (a few ms behind the real one), hence the 50 ms margin; on file systems that keep
+    /// whole seconds only (no nanoseconds), 2 s.
+    pub fn settled_before(&self, read_started: std::time::SystemTime) -> bool {
+        let Ok(started) = read_started.duration_since(std::time::UNIX_EPOCH) else {
+            return false;
+        };
+        let started = i64::try_from(started.as_nanos()).unwrap_or(i64::MAX);
+        let margin = if self.ctime_ns % 1_000_000_000 == 0 {
+            2_000_000_000
+        } else {
+            50_000_000
+        };
+        self.ctime_ns.max(self.mtime_ns) < started.saturating_sub(margin)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
     pub name: String,
@@ -36,6 +69,23 @@ pub struct DirEntry {
 
 pub trait System: Send + Sync {
     fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>>;
+    /// Reads a file and stamps the version it read (the stamp is taken on the open file
+    /// before reading, so a write during the read leaves a newer stamp on disk). `None`
+    /// for systems that cannot stamp: such files are never trusted unread.
+    fn read_stamped(&self, path: &Utf8Path) -> io::Result<(Vec<u8>, Option<Stamp>)> {
+        Ok((self.read(path)?, None))
+    }
+    /// The stamp of the file at `path` now (following symlinks), without reading it.
+    fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        let _ = path;
+        None
+    }
+    /// The stamp of the running program: a rebuilt binary never replays an older one's run.
+    fn program_stamp(&self) -> Option<Stamp> {
+        None
+    }
+    /// The wall clock.
+    fn now(&self) -> std::time::SystemTime;
     /// Entries of a directory, sorted by name (byte order). Names that are not UTF-8 are
     /// reported as an error entry by the caller's walk, so they are skipped here.
     fn read_dir(&self, path: &Utf8Path) -> io::Result<Vec<DirEntry>>;

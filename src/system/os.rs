@@ -5,7 +5,19 @@ use std::io::{self, Write};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use super::{DirEntry, EntryKind, System};
+use super::{DirEntry, EntryKind, Stamp, System};
+
+fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt as _;
+    let ns = |secs: i64, nanos: i64| secs.saturating_mul(1_000_000_000).saturating_add(nanos);
+    Stamp {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        len: meta.size(),
+        mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+        ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+    }
+}
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OsSystem;
@@ -25,6 +37,28 @@ impl System for OsSystem {
 
     fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)
+    }
+
+    fn read_stamped(&self, path: &Utf8Path) -> io::Result<(Vec<u8>, Option<Stamp>)> {
+        use std::io::Read as _;
+        let mut file = std::fs::File::open(path)?;
+        let meta = file.metadata()?;
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+        file.read_to_end(&mut bytes)?;
+        Ok((bytes, Some(stamp_of(&meta))))
+    }
+
+    fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        std::fs::metadata(path).ok().map(|m| stamp_of(&m))
+    }
+
+    fn program_stamp(&self) -> Option<Stamp> {
+        let exe = std::env::current_exe().ok()?;
+        std::fs::metadata(exe).ok().map(|m| stamp_of(&m))
+    }
+
+    fn now(&self) -> std::time::SystemTime {
+        std::time::SystemTime::now()
     }
 
     fn read_dir(&self, path: &Utf8Path) -> io::Result<Vec<DirEntry>> {

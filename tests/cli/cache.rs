@@ -1,5 +1,6 @@
-//! The persistent fact cache: output with and without it is byte-identical, a damaged
-//! cache is reported and rebuilt, an edited file is never answered from the cache.
+//! The persistent fact cache and the run record: output with and without them is
+//! byte-identical, a damaged cache is reported and rebuilt, an edited file is never
+//! answered from either.
 
 use std::path::Path;
 use std::process::Command;
@@ -77,6 +78,8 @@ fn a_damaged_cache_is_ignored_with_a_notice_and_rebuilt() {
         },
     ] {
         std::fs::write(&cache, damaged).expect("damage the cache");
+        // The run record would answer without reading the facts at all.
+        let _ = std::fs::remove_file(p.path().join(".terraci/cache/run.bin"));
         let out = p.run(&["generate"]);
         assert_eq!(out.stdout, first.stdout);
         assert!(
@@ -84,6 +87,7 @@ fn a_damaged_cache_is_ignored_with_a_notice_and_rebuilt() {
             "{}",
             out.stderr
         );
+        let _ = std::fs::remove_file(p.path().join(".terraci/cache/run.bin"));
         let again = p.run(&["generate"]);
         assert_eq!(again.stdout, first.stdout);
         assert!(
@@ -108,6 +112,28 @@ fn an_edited_file_is_never_answered_from_the_cache() {
     let fresh = p.run(&["graph", "--format", "list", "--no-cache"]);
     assert_ne!(after.stdout, before.stdout);
     assert_eq!(after.stdout, fresh.stdout);
+}
+
+#[test]
+fn a_repeat_generate_is_replayed_and_an_edit_is_never_answered_from_it() {
+    let p = Project::fixture("example");
+    // A run records only files that had settled before it began (50 ms on this disk).
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let first = p.run(&["generate"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(p.path().join(".terraci/cache/run.bin").exists());
+    let again = p.run(&["generate"]);
+    assert_eq!(again.code, 0);
+    assert_eq!(again.stdout, first.stdout);
+    assert_eq!(again.stderr, first.stderr);
+    let eks = "platform/stage/eu-central-1/eks/main.tf";
+    let text = p.read(eks);
+    // Same length, written right after the record: only the change time tells.
+    p.write(eks, text.replace("}/vpc/terraform", "}/rds/terraform"));
+    let after = p.run(&["generate"]);
+    let fresh = p.run(&["generate", "--no-cache"]);
+    assert_ne!(after.stdout, first.stdout);
+    assert_eq!(after.stdout, fresh.stdout.replace(" --no-cache", ""));
 }
 
 #[test]

@@ -1,0 +1,507 @@
+//! Run replay: a repeat `generate` whose inputs are all unchanged prints and writes what
+//! the last run did, without reading a single Terraform file.
+//!
+//! Input: the command line, the working directory, the environment variables `generate`
+//! consults, the config file's bytes, the `--var-file` files' bytes, the running binary's
+//! stamp (together the run's *key*), and the walk of the project with a [`Stamp`] for
+//! every file terraci would read. Output: `run.bin` in the cache directory, one record
+//! of the last successful run (key, file stamps, output text, stderr text), and on a later
+//! run with the same key and the same stamps, that run's output replayed byte for byte.
+//!
+//! Why this sits in front of the fact cache: with every fact cached, a run of 10,000
+//! modules still reads 30,000 files, hashes them, and evaluates, resolves, plans and
+//! renders everything again. A run whose inputs have not changed can only produce the
+//! same bytes, and finding out that nothing changed costs one walk and one `stat` per
+//! file, as `git status` does.
+//!
+//! Soundness: the key holds everything besides the files that the output depends on, in
+//! full (not hashed); the files are compared by path and stamp. A stamp is recorded from
+//! the open file before its bytes are read, and only if the file had last changed clearly
+//! before the run began ([`Stamp::settled_before`]); a run with any unsettled file, or
+//! whose evaluation read files with `file`/`fileset`, or which printed a cache notice,
+//! or which did not succeed, records nothing (and removes no earlier record, which its
+//! key or stamps no longer match). `--changed-only` runs (which depend on git) are never
+//! replayed. The record ends in a checksum; a damaged one is ignored with a notice.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use rayon::prelude::*;
+
+use crate::cache::CacheSettings;
+use crate::discover::walk;
+use crate::system::{Stamp, System};
+
+const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
+/// Bump when the layout of the record changes.
+const FORMAT: u64 = 1;
+const FILE_NAME: &str = "run.bin";
+
+/// The environment variables that `generate` reads (provider selection).
+pub const ENV_VARS: [&str; 4] = [
+    "TERRACI_PROVIDER",
+    "GITHUB_ACTIONS",
+    "GITLAB_CI",
+    "CI_SERVER_URL",
+];
+
+/// Everything a `generate` run depends on besides the project's files, in full.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunKey {
+    bytes: Vec<u8>,
+    root: Utf8PathBuf,
+    record: Utf8PathBuf,
+}
+
+/// A recorded run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Project-relative path and stamp of every file the run read, sorted by path.
+    pub files: Vec<(String, Stamp)>,
+    pub output: String,
+    pub stderr: Vec<u8>,
+}
+
+impl RunKey {
+    /// The key of a run, or `None` when the run cannot be replayed (the binary cannot be
+    /// stamped, a `--var-file` cannot be read).
+    pub fn new(
+        system: &dyn System,
+        settings: &CacheSettings,
+        root: &Utf8Path,
+        config_file: Option<&Utf8Path>,
+        var_files: &[Utf8PathBuf],
+        argv: &[String],
+    ) -> Option<RunKey> {
+        let mut bytes = Vec::new();
+        put_stamp(&mut bytes, &system.program_stamp()?);
+        put_str(&mut bytes, system.current_dir().ok()?.as_str());
+        put_str(&mut bytes, root.as_str());
+        put_u64(&mut bytes, argv.len() as u64);
+        for arg in argv {
+            put_str(&mut bytes, arg);
+        }
+        for name in ENV_VARS {
+            match system.env_var(name) {
+                Some(v) => {
+                    bytes.push(1);
+                    put_str(&mut bytes, &v);
+                }
+                None => bytes.push(0),
+            }
+        }
+        for path in config_file
+            .into_iter()
+            .chain(var_files.iter().map(|p| p.as_path()))
+        {
+            put_str(&mut bytes, path.as_str());
+            let abs = system.absolute(path).ok()?;
+            match system.read(&abs) {
+                Ok(content) => {
+                    put_u64(&mut bytes, content.len() as u64);
+                    bytes.extend_from_slice(&content);
+                }
+                Err(_) => return None,
+            }
+        }
+        Some(RunKey {
+            bytes,
+            root: root.to_owned(),
+            record: settings.dir.join(FILE_NAME),
+        })
+    }
+
+    /// The recorded run, if this key's run was recorded and no file terraci would read
+    /// has changed since (stamps compared on all cores). `Err` is a notice: a record was
+    /// there but damaged.
+    pub fn lookup(&self, system: &dyn System) -> Result<Option<Record>, String> {
+        let Ok(blob) = system.read(&self.record) else {
+            return Ok(None);
+        };
+        let (key, record) = decode(&blob).map_err(|why| {
+            format!(
+                "ignoring the run record `{}` ({why}); rebuilding it",
+                self.record
+            )
+        })?;
+        if key != self.bytes {
+            return Ok(None);
+        }
+        let layout = walk(system, &self.root);
+        if !layout.diagnostics.is_empty() {
+            return Ok(None);
+        }
+        let mut paths: Vec<&str> = layout.files().collect();
+        if paths.len() != record.files.len() {
+            return Ok(None);
+        }
+        paths.sort_unstable();
+        let same = paths
+            .par_iter()
+            .zip(record.files.par_iter())
+            .with_min_len(64)
+            .all(|(path, (recorded, stamp))| {
+                path == recorded && system.stamp(&self.root.join(path)).as_ref() == Some(stamp)
+            });
+        Ok(same.then_some(record))
+    }
+
+    /// Records a successful run. `files` are the project-relative paths the run read with
+    /// their stamps; a run with a missing or unsettled stamp is not recorded.
+    pub fn save(
+        &self,
+        system: &dyn System,
+        started: std::time::SystemTime,
+        mut files: Vec<(String, Option<Stamp>)>,
+        output: &str,
+        stderr: &[u8],
+    ) -> std::io::Result<bool> {
+        if !files
+            .iter()
+            .all(|(_, s)| s.is_some_and(|s| s.settled_before(started)))
+        {
+            return Ok(false);
+        }
+        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut out = Vec::with_capacity(output.len() + files.len() * 96 + 4096);
+        out.extend_from_slice(MAGIC);
+        put_u64(&mut out, FORMAT);
+        put_str(&mut out, env!("CARGO_PKG_VERSION"));
+        put_u64(&mut out, self.bytes.len() as u64);
+        out.extend_from_slice(&self.bytes);
+        put_u64(&mut out, files.len() as u64);
+        for (path, stamp) in &files {
+            put_str(&mut out, path);
+            put_stamp(&mut out, stamp.as_ref().expect("checked above"));
+        }
+        put_str(&mut out, output);
+        put_u64(&mut out, stderr.len() as u64);
+        out.extend_from_slice(stderr);
+        let sum = crate::cache::content_hash(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        system.replace(&self.record, &out)?;
+        Ok(true)
+    }
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_u64(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_stamp(out: &mut Vec<u8>, s: &Stamp) {
+    for v in [s.dev, s.ino, s.len, s.mtime_ns as u64, s.ctime_ns as u64] {
+        put_u64(out, v);
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
+        if n > self.b.len() {
+            return Err("truncated");
+        }
+        let (head, tail) = self.b.split_at(n);
+        self.b = tail;
+        Ok(head)
+    }
+
+    fn u64(&mut self) -> Result<u64, &'static str> {
+        let b = self.bytes(8)?;
+        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    }
+
+    fn len(&mut self) -> Result<usize, &'static str> {
+        let n = usize::try_from(self.u64()?).map_err(|_| "bad length")?;
+        if n > self.b.len() {
+            return Err("truncated");
+        }
+        Ok(n)
+    }
+
+    fn blob(&mut self) -> Result<&'a [u8], &'static str> {
+        let n = self.len()?;
+        self.bytes(n)
+    }
+
+    fn string(&mut self) -> Result<String, &'static str> {
+        String::from_utf8(self.blob()?.to_vec()).map_err(|_| "not UTF-8")
+    }
+
+    fn stamp(&mut self) -> Result<Stamp, &'static str> {
+        Ok(Stamp {
+            dev: self.u64()?,
+            ino: self.u64()?,
+            len: self.u64()?,
+            mtime_ns: self.u64()? as i64,
+            ctime_ns: self.u64()? as i64,
+        })
+    }
+}
+
+/// The key bytes and the record, from a whole `run.bin`.
+fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
+    if blob.len() < MAGIC.len() + 8 || &blob[..MAGIC.len()] != MAGIC {
+        return Err("not a terraci run record");
+    }
+    let (body, sum) = blob.split_at(blob.len() - 8);
+    if crate::cache::content_hash(body).to_le_bytes() != sum {
+        return Err("checksum mismatch: truncated or damaged");
+    }
+    let mut r = Reader {
+        b: &body[MAGIC.len()..],
+    };
+    if r.u64()? != FORMAT || r.string()? != env!("CARGO_PKG_VERSION") {
+        return Err("written by another version of terraci");
+    }
+    let key = r.blob()?.to_vec();
+    let n = r.u64()?;
+    // Each entry takes at least 48 bytes: a count beyond that is damage, not a size hint.
+    if n > (r.b.len() / 48) as u64 {
+        return Err("bad file count");
+    }
+    let mut files = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        files.push((r.string()?, r.stamp()?));
+    }
+    let output = r.string()?;
+    let stderr = r.blob()?.to_vec();
+    if !r.b.is_empty() {
+        return Err("trailing bytes");
+    }
+    Ok((
+        key,
+        Record {
+            files,
+            output,
+            stderr,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(ino: u64) -> Stamp {
+        Stamp {
+            dev: 1,
+            ino,
+            len: 10,
+            mtime_ns: 5,
+            ctime_ns: 6,
+        }
+    }
+
+    #[test]
+    fn a_record_survives_the_round_trip_and_damage_is_refused() {
+        let fs = crate::system::MemorySystem::new();
+        let settings = CacheSettings {
+            dir: "/p/.terraci/cache".into(),
+        };
+        let key = RunKey::new(&fs, &settings, "/p".into(), None, &[], &["terraci".into()])
+            .expect("the memory system stamps its program");
+        let files = vec![
+            ("b/main.tf".to_owned(), Some(stamp(2))),
+            ("a/main.tf".to_owned(), Some(stamp(1))),
+        ];
+        assert!(key
+            .save(&fs, fs.now(), files, "jobs: {}\n", b"warning\n")
+            .unwrap());
+        let blob = fs.read(&settings.dir.join(FILE_NAME)).unwrap();
+        let (k, record) = decode(&blob).unwrap();
+        assert_eq!(k, key.bytes);
+        assert_eq!(
+            record,
+            Record {
+                files: vec![
+                    ("a/main.tf".to_owned(), stamp(1)),
+                    ("b/main.tf".to_owned(), stamp(2)),
+                ],
+                output: "jobs: {}\n".to_owned(),
+                stderr: b"warning\n".to_vec(),
+            }
+        );
+        for cut in [0, 10, 20, blob.len() / 2, blob.len() - 1] {
+            assert!(decode(&blob[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut flipped = blob.clone();
+        flipped[40] ^= 1;
+        assert!(decode(&flipped).is_err());
+    }
+
+    #[test]
+    fn a_run_with_an_unsettled_or_unstamped_file_is_not_recorded() {
+        let fs = crate::system::MemorySystem::new();
+        let settings = CacheSettings { dir: "/c".into() };
+        let key = RunKey::new(&fs, &settings, "/p".into(), None, &[], &[]).unwrap();
+        let fresh = Stamp {
+            ctime_ns: 1_000_000_000 * 1_000_000_000 - 1_000,
+            ..stamp(1)
+        };
+        let saved = key
+            .save(&fs, fs.now(), vec![("a.tf".into(), Some(fresh))], "", b"")
+            .unwrap();
+        assert!(!saved, "changed a microsecond before the run began");
+        let saved = key
+            .save(&fs, fs.now(), vec![("a.tf".into(), None)], "", b"")
+            .unwrap();
+        assert!(!saved, "no stamp");
+        assert!(!fs.is_file("/c/run.bin".into()));
+    }
+
+    mod runs {
+        use clap::Parser as _;
+
+        use crate::system::{MemorySystem, System as _};
+
+        const CONFIG: &str = "structure:\n  pattern: \"{env}/{module}\"\n";
+        const VPC: &str = "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\n";
+        const DNS: &str = "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"stage/dns/terraform.tfstate\"\n  }\n}\n";
+        const EKS: &str = "data \"terraform_remote_state\" \"net\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\n";
+
+        fn project() -> MemorySystem {
+            crate::testing::memory_project(&[
+                (".terraci.yaml", CONFIG),
+                ("stage/vpc/main.tf", VPC),
+                ("stage/dns/main.tf", DNS),
+                ("stage/eks/main.tf", EKS),
+            ])
+        }
+
+        struct Run {
+            code: u8,
+            file: String,
+            stderr: String,
+            /// Whether any Terraform file was read.
+            read_terraform: bool,
+        }
+
+        fn generate(fs: &MemorySystem, extra: &[&str]) -> Run {
+            let argv: Vec<String> = ["terraci", "generate", "-d", "/p", "-o", "/out.yml"]
+                .iter()
+                .chain(extra)
+                .map(|s| (*s).to_owned())
+                .collect();
+            let cli = crate::cli::Cli::try_parse_from(&argv).expect("valid command line");
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            fs.take_reads();
+            let code = crate::run::run(
+                cli,
+                &mut crate::run::Io {
+                    system: fs,
+                    stdout: &mut out,
+                    stderr: &mut err,
+                    argv,
+                },
+            );
+            let read_terraform = fs.take_reads().iter().any(|p| p.as_str().ends_with(".tf"));
+            Run {
+                code,
+                file: String::from_utf8(fs.read("/out.yml".into()).unwrap_or_default()).unwrap(),
+                stderr: String::from_utf8(err).unwrap(),
+                read_terraform,
+            }
+        }
+
+        /// What a run without any cache writes, its header's command line aside.
+        fn fresh(fs: &MemorySystem, extra: &[&str]) -> String {
+            let run = generate(fs, &[extra, &["--no-cache"]].concat());
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            run.file.replace(" --no-cache", "")
+        }
+
+        #[test]
+        fn a_repeat_generate_reads_no_terraform_file_and_writes_the_same_bytes() {
+            let fs = project();
+            let first = generate(&fs, &[]);
+            assert_eq!(first.code, 0, "{}", first.stderr);
+            assert!(first.read_terraform);
+            assert!(fs.is_file("/p/.terraci/cache/run.bin".into()));
+            fs.remove_file("/out.yml");
+            let again = generate(&fs, &[]);
+            assert_eq!(again.code, 0);
+            assert!(!again.read_terraform, "replayed without reading a module");
+            assert_eq!(again.file, first.file);
+            assert_eq!(again.stderr, first.stderr);
+            assert_eq!(again.file, fresh(&fs, &[]));
+        }
+
+        #[test]
+        fn any_change_to_what_the_output_depends_on_reruns_it() {
+            let fs = project();
+            assert_eq!(generate(&fs, &[]).code, 0);
+            type Change<'a> = (&'a str, &'a dyn Fn(&MemorySystem));
+            let changes: [Change; 7] = [
+                ("the same bytes written again", &|fs| {
+                    fs.write_file("/p/stage/vpc/main.tf", VPC)
+                }),
+                ("an edge moved", &|fs| {
+                    fs.write_file("/p/stage/eks/main.tf", EKS.replace("/vpc/", "/dns/"))
+                }),
+                ("a new module", &|fs| {
+                    fs.write_file("/p/stage/rds/main.tf", DNS)
+                }),
+                ("a deleted module", &|fs| {
+                    fs.remove_file("/p/stage/rds/main.tf")
+                }),
+                ("a changed config", &|fs| {
+                    fs.write_file(
+                        "/p/.terraci.yaml",
+                        format!("{CONFIG}extensions:\n  gitlab:\n    image: alpine\n"),
+                    )
+                }),
+                ("a provider from the environment", &|fs| {
+                    fs.set_env("TERRACI_PROVIDER", "github")
+                }),
+                ("a .gitignore hiding a module", &|fs| {
+                    fs.write_file("/p/.gitignore", "stage/dns/\n")
+                }),
+            ];
+            for (what, change) in changes {
+                let before = generate(&fs, &[]);
+                assert!(!before.read_terraform, "{what}: replayed before the change");
+                change(&fs);
+                let after = generate(&fs, &[]);
+                assert_eq!(after.code, 0, "{what}: {}", after.stderr);
+                assert!(after.read_terraform, "{what}: not replayed");
+                assert_eq!(after.file, fresh(&fs, &[]), "{what}");
+            }
+            let other = generate(&fs, &["--plan-only"]);
+            assert!(other.read_terraform, "another command line is another run");
+            assert_eq!(other.file, fresh(&fs, &["--plan-only"]));
+        }
+
+        #[test]
+        fn a_damaged_record_is_ignored_with_a_notice_and_rewritten() {
+            let fs = project();
+            let first = generate(&fs, &[]);
+            let record = fs.read("/p/.terraci/cache/run.bin".into()).unwrap();
+            fs.write_file("/p/.terraci/cache/run.bin", &record[..record.len() - 3]);
+            let damaged = generate(&fs, &[]);
+            assert!(damaged.read_terraform);
+            assert_eq!(damaged.file, first.file);
+            assert!(
+                damaged.stderr.contains("notice: ignoring the run record"),
+                "{}",
+                damaged.stderr
+            );
+            let again = generate(&fs, &[]);
+            assert!(!again.read_terraform);
+            assert_eq!(again.stderr, first.stderr, "the notice is not replayed");
+        }
+
+        #[test]
+        fn changed_only_runs_are_never_recorded() {
+            let fs = project();
+            let run = generate(&fs, &["--changed-only"]);
+            assert!(run.read_terraform || run.code != 0);
+            assert!(!fs.is_file("/p/.terraci/cache/run.bin".into()));
+        }
+    }
+}
