@@ -1,5 +1,6 @@
-//! Benchmarks of the standard workload (spec §11): cold, warm (persistent cache) and
-//! one-file edits on a long-lived database, at 200, 2,000 and 10,000 modules.
+//! Benchmarks of the standard workload (spec §11): cold, warm (run replay), warm with the
+//! fact cache only, and one-file edits on a long-lived database, at 200, 2,000 and 10,000
+//! modules.
 //!
 //! The workload is written by `../shared/bench/gen_monorepo.py` (or the script named by
 //! `TERRACI_BENCH_GEN`) into `target/bench-workloads/` the first time a size is used.
@@ -99,12 +100,27 @@ fn cold(bencher: Bencher, n: usize) {
     bencher.bench(|| generate(&dir, false));
 }
 
-/// A repeat run over unchanged files: facts come from `.terraci/cache/`.
+/// A repeat run over unchanged files: replayed from `.terraci/cache/run.bin` after a walk
+/// and one stamp per file.
 #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
 fn warm(bencher: Bencher, n: usize) {
     let dir = workload(n);
     generate(&dir, true);
     bencher.bench(|| generate(&dir, true));
+}
+
+/// A repeat run without the run record (what a run after any edit does): every file is
+/// read and hashed, facts come from `.terraci/cache/facts.bin`, the rest runs.
+#[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+fn warm_fact_cache(bencher: Bencher, n: usize) {
+    let dir = workload(n);
+    generate(&dir, true);
+    let record = dir.join(".terraci/cache/run.bin");
+    bencher
+        .with_inputs(|| {
+            let _ = std::fs::remove_file(&record);
+        })
+        .bench_values(|()| generate(&dir, true));
 }
 
 /// A long-lived database (what `watch` keeps) and one file of one module to edit.
