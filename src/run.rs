@@ -132,6 +132,7 @@ pub struct Workspace {
     /// Every file read, project-relative, with the version read where the system can
     /// stamp it (for [`crate::replay`]).
     pub stamps: Vec<(String, Option<crate::system::Stamp>)>,
+    saving: PendingSave,
 }
 
 pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<Utf8PathBuf> {
@@ -146,7 +147,10 @@ pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<U
     Ok(abs)
 }
 
-pub fn load_workspace(
+/// Discovers and loads the project, computes every module's facts and references on all
+/// cores, and starts writing the fact cache on another thread: the caller goes on with
+/// the graph meanwhile and calls [`Workspace::wait_for_cache`] before printing notices.
+pub fn load_workspace_overlapped(
     system: &dyn System,
     global: &GlobalArgs,
     eval: &EvalArgs,
@@ -191,14 +195,16 @@ pub fn load_workspace(
         notices.extend(crate::cache::attach(&db, system, settings));
     }
     crate::parallel::warm_up(&db, project);
-    if let Some(settings) = &cache {
-        if let Err(e) = crate::cache::save(&db, system, settings, &files) {
-            notices.push(format!(
-                "cannot write the fact cache in `{}`: {e}",
-                settings.dir
-            ));
-        }
-    }
+    let saving = PendingSave(cache.map(|settings| {
+        // A clone of the database shares the memos: the writer reads the facts that
+        // warm-up computed while this thread goes on to the graph.
+        let (db, files, system) = (db.clone(), files.clone(), system.shared());
+        std::thread::spawn(move || {
+            crate::cache::save(&db, &*system, &settings, &files)
+                .err()
+                .map(|e| format!("cannot write the fact cache in `{}`: {e}", settings.dir))
+        })
+    }));
     Ok(Workspace {
         db,
         project,
@@ -209,7 +215,41 @@ pub fn load_workspace(
         diagnostics,
         notices,
         stamps,
+        saving,
     })
+}
+
+/// Loads a workspace with its fact cache written (see [`load_workspace_overlapped`]).
+pub fn load_workspace(
+    system: &dyn System,
+    global: &GlobalArgs,
+    eval: &EvalArgs,
+) -> anyhow::Result<Workspace> {
+    let mut ws = load_workspace_overlapped(system, global, eval)?;
+    ws.wait_for_cache();
+    Ok(ws)
+}
+
+/// The fact cache being written on another thread; joined by
+/// [`Workspace::wait_for_cache`], by [`Workspace::dismiss`] or when dropped, so the
+/// process never exits halfway through the write.
+pub struct PendingSave(Option<std::thread::JoinHandle<Option<String>>>);
+
+impl PendingSave {
+    /// Waits for the writer; its notice if the cache could not be written.
+    fn join(&mut self) -> Option<String> {
+        let handle = self.0.take()?;
+        match handle.join() {
+            Ok(notice) => notice,
+            Err(_) => Some("the fact cache writer failed; the cache was not updated".into()),
+        }
+    }
+}
+
+impl Drop for PendingSave {
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
 }
 
 /// The config's warnings as diagnostics.
@@ -326,8 +366,16 @@ pub fn set_module_inputs(
 impl Workspace {
     /// Ends a one-shot command without tearing the database down: the process exits
     /// next, and freeing every memo one by one cost a sixth of a cold run.
-    pub fn dismiss(self) {
+    pub fn dismiss(mut self) {
+        self.wait_for_cache();
         std::mem::forget(self);
+    }
+
+    /// Waits until the fact cache is written; a failure becomes a notice.
+    pub fn wait_for_cache(&mut self) {
+        if let Some(notice) = self.saving.join() {
+            self.notices.push(notice);
+        }
     }
 
     /// Resolves anchors to positions, sorts and deduplicates.
@@ -571,13 +619,15 @@ fn generate_pipeline(
     err: &mut Vec<u8>,
 ) -> anyhow::Result<(String, Option<Vec<(String, Option<crate::system::Stamp>)>>)> {
     let pipeline_args = &args.pipeline;
-    let ws = load_workspace(system, global, &pipeline_args.eval)?;
+    let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval)?;
     let filters = ws.filters(&pipeline_args.select)?;
     let diagnostics = ws.all_diagnostics();
     let graph = dependency_graph(&ws.db, ws.project);
     if !graph.cycles.is_empty() {
+        let cycles = cycle_text(&graph.cycles);
+        ws.wait_for_cache();
         ws.print_diagnostics(&diagnostics, global.quiet, err)?;
-        return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
+        return Err(fail(exit::VALIDATION, cycles));
     }
     let changes = change_input(system, &ws.root, &args.changes)?;
     let provider = select_provider(system, pipeline_args.provider.as_deref(), &ws.config.config)?;
@@ -599,6 +649,7 @@ fn generate_pipeline(
             header: &header,
         },
     );
+    ws.wait_for_cache();
     ws.print_diagnostics(&generation.diagnostics, global.quiet, err)?;
     if let Some(text) = &generation.explain {
         err.write_all(text.as_bytes())?;
