@@ -142,18 +142,22 @@ fn ancestors(path: &str) -> impl Iterator<Item = &str> {
 /// it, not to a module above it, and give a `deleted-module` warning instead.
 #[salsa::tracked(returns(ref))]
 pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected {
-    let graph = dependency_graph(db, project);
     let Some(changes) = selection.changes(db) else {
+        // Every root module, read from the module list rather than the graph: an edit
+        // that changes an edge does not change this set, and need not recompute it.
         return Affected {
             changed_modules: Vec::new(),
-            affected: graph
-                .modules
+            affected: project
+                .modules(db)
                 .iter()
-                .map(|m| (m.clone(), Vec::new()))
+                .map(|m| m.info(db))
+                .filter(|info| info.is_root())
+                .map(|info| (info.id.clone(), Vec::new()))
                 .collect(),
             diagnostics: Vec::new(),
         };
     };
+    let graph = dependency_graph(db, project);
     let roots: BTreeSet<&str> = graph.modules.iter().map(String::as_str).collect();
     let all_dirs: BTreeSet<&str> = project
         .modules(db)

@@ -5,8 +5,13 @@
 //! module-id tie-break, levels, and every cycle as a path. Invalidated when any module's
 //! edges change; a fact-preserving edit is backdated before it reaches this query.
 //! petgraph indices never leave this module.
+//!
+//! A one-file edit that changes an edge rebuilds this graph (watch mode runs it on every
+//! such edit), so it works on module indices (sorted ids: index order is id order) and
+//! looks for cycles only when Kahn's algorithm leaves modules behind.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 
 use petgraph::graphmap::DiGraphMap;
 
@@ -30,26 +35,45 @@ pub struct DependencyGraph {
     pub cycles: Vec<Vec<String>>,
     /// Every resolution diagnostic of every module, in module order.
     pub diagnostics: Vec<Diagnostic>,
-    /// id -> direct dependencies / direct dependents, sorted (lookups are O(log n)).
-    forward: BTreeMap<String, Vec<String>>,
-    backward: BTreeMap<String, Vec<String>>,
+    /// Index in `modules` -> indices of its direct dependencies / dependents, sorted.
+    forward: Vec<Vec<u32>>,
+    backward: Vec<Vec<u32>>,
 }
 
 impl DependencyGraph {
+    /// The index of `id` in [`Self::modules`].
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.modules.binary_search_by(|m| m.as_str().cmp(id)).ok()
+    }
+
     /// Direct dependencies of `id`, sorted.
     pub fn dependencies(&self, id: &str) -> Vec<&str> {
-        self.forward
-            .get(id)
-            .map(|v| v.iter().map(String::as_str).collect())
+        self.index_of(id)
+            .map(|i| self.names(&self.forward[i]))
             .unwrap_or_default()
     }
 
     /// Direct dependents of `id`, sorted.
     pub fn dependents(&self, id: &str) -> Vec<&str> {
-        self.backward
-            .get(id)
-            .map(|v| v.iter().map(String::as_str).collect())
+        self.index_of(id)
+            .map(|i| self.names(&self.backward[i]))
             .unwrap_or_default()
+    }
+
+    /// Direct dependencies of the module at `index` (indices into [`Self::modules`]),
+    /// sorted.
+    pub fn dependency_indices(&self, index: usize) -> &[u32] {
+        self.forward
+            .get(index)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    fn names(&self, indices: &[u32]) -> Vec<&str> {
+        indices
+            .iter()
+            .map(|&i| self.modules[i as usize].as_str())
+            .collect()
     }
 
     /// `id` and everything it depends on, transitively.
@@ -81,91 +105,99 @@ impl DependencyGraph {
 
 #[salsa::tracked(returns(ref))]
 pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
-    let mut graph = DependencyGraph::default();
-    for &m in project.modules(db) {
-        let info = m.info(db);
-        if !info.is_root() {
-            continue;
-        }
-        graph.modules.push(info.id.clone());
-        let resolved = resolved_dependencies(db, project, m);
-        for (to, sources) in &resolved.edges {
-            graph
-                .edges
-                .insert((info.id.clone(), to.clone()), sources.clone());
-        }
-        graph
-            .diagnostics
-            .extend(resolved.diagnostics.iter().cloned());
-    }
-    graph.modules.sort();
-    for (from, to) in graph.edges.keys() {
-        graph
-            .forward
-            .entry(from.clone())
-            .or_default()
-            .push(to.clone());
-        graph
-            .backward
-            .entry(to.clone())
-            .or_default()
-            .push(from.clone());
-    }
-    for list in graph.backward.values_mut() {
-        list.sort();
-    }
-    let (order, levels) = kahn(&graph.modules, graph.edges.keys());
-    graph.order = order;
-    graph.levels = levels;
-    graph.cycles = cycles(&graph.modules, graph.edges.keys());
-    graph
-}
-
-fn kahn<'a>(
-    modules: &[String],
-    edges: impl Iterator<Item = &'a (String, String)> + Clone,
-) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut remaining_deps: BTreeMap<&str, usize> =
-        modules.iter().map(|m| (m.as_str(), 0)).collect();
-    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (from, to) in edges {
-        *remaining_deps.entry(from).or_default() += 1;
-        dependents.entry(to).or_default().push(from);
-    }
-    let mut level: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut ready: BTreeSet<&str> = remaining_deps
+    let mut roots: Vec<(&str, crate::files::Module)> = project
+        .modules(db)
         .iter()
-        .filter(|(_, &n)| n == 0)
-        .map(|(m, _)| *m)
+        .map(|&m| (m.info(db).id.as_str(), m))
+        .filter(|&(_, m)| m.info(db).is_root())
         .collect();
-    let mut order = Vec::new();
-    while let Some(m) = ready.pop_first() {
-        order.push(m.to_owned());
-        let my_level = *level.entry(m).or_insert(0);
-        for &d in dependents.get(m).map(Vec::as_slice).unwrap_or_default() {
-            let l = level.entry(d).or_insert(0);
-            *l = (*l).max(my_level + 1);
-            let n = remaining_deps
-                .get_mut(d)
-                .expect("every dependent is a module");
-            *n -= 1;
-            if *n == 0 {
-                ready.insert(d);
+    // The project keeps its modules sorted by id; sorting again is a no-op check.
+    if !roots.is_sorted_by(|a, b| a.0 <= b.0) {
+        roots.sort_by(|a, b| a.0.cmp(b.0));
+    }
+    let modules: Vec<String> = roots.iter().map(|(id, _)| (*id).to_owned()).collect();
+    let index = |id: &str| modules.binary_search_by(|m| m.as_str().cmp(id)).ok();
+
+    let mut edges = Vec::new();
+    let mut forward: Vec<Vec<u32>> = vec![Vec::new(); modules.len()];
+    let mut backward: Vec<Vec<u32>> = vec![Vec::new(); modules.len()];
+    let mut diagnostics = Vec::new();
+    for (from, &(id, m)) in roots.iter().enumerate() {
+        let resolved = resolved_dependencies(db, project, m);
+        // `resolved.edges` is sorted by dependency id, and modules come in id order, so
+        // the edge keys arrive sorted.
+        for (to, sources) in &resolved.edges {
+            edges.push(((id.to_owned(), to.clone()), sources.clone()));
+            // Resolution only ever names root modules, so `to` always has an index.
+            if let Some(to) = index(to) {
+                forward[from].push(to as u32);
+                backward[to].push(from as u32);
             }
         }
+        diagnostics.extend(resolved.diagnostics.iter().cloned());
     }
+    // `backward` lists were filled in ascending `from` order: already sorted.
+    let (order, level) = kahn(&forward, &backward);
     let mut levels: Vec<Vec<String>> = Vec::new();
-    for m in &order {
-        let l = level[m.as_str()];
+    let mut in_order = vec![false; modules.len()];
+    for &i in &order {
+        in_order[i as usize] = true;
+    }
+    // Walking indices in id order fills each level sorted.
+    for (i, id) in modules.iter().enumerate() {
+        if !in_order[i] {
+            continue;
+        }
+        let l = level[i] as usize;
         if levels.len() <= l {
             levels.resize(l + 1, Vec::new());
         }
-        levels[l].push(m.clone());
+        levels[l].push(id.clone());
     }
-    for l in &mut levels {
-        l.sort();
+    let edges: BTreeMap<(String, String), Vec<EdgeSource>> = edges.into_iter().collect();
+    // Every cycle stops Kahn's algorithm; without leftovers there is none to look for.
+    let cycles = if order.len() < modules.len() {
+        cycles(&modules, edges.keys())
+    } else {
+        Vec::new()
+    };
+    DependencyGraph {
+        order: order.iter().map(|&i| modules[i as usize].clone()).collect(),
+        modules,
+        edges,
+        levels,
+        cycles,
+        diagnostics,
+        forward,
+        backward,
     }
-    (order, levels)
+}
+
+/// Kahn's algorithm over module indices, smallest ready index (= smallest id) first.
+/// Returns the order and each module's level (0 for modules left out by a cycle).
+fn kahn(forward: &[Vec<u32>], backward: &[Vec<u32>]) -> (Vec<u32>, Vec<u32>) {
+    let mut remaining: Vec<usize> = forward.iter().map(Vec::len).collect();
+    let mut level = vec![0u32; forward.len()];
+    let mut ready: BinaryHeap<Reverse<u32>> = remaining
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n == 0)
+        .map(|(i, _)| Reverse(i as u32))
+        .collect();
+    let mut order = Vec::with_capacity(forward.len());
+    while let Some(Reverse(m)) = ready.pop() {
+        order.push(m);
+        let next = level[m as usize] + 1;
+        for &d in &backward[m as usize] {
+            let d = d as usize;
+            level[d] = level[d].max(next);
+            remaining[d] -= 1;
+            if remaining[d] == 0 {
+                ready.push(Reverse(d as u32));
+            }
+        }
+    }
+    (order, level)
 }
 
 fn cycles<'a>(
@@ -235,6 +267,31 @@ mod tests {
         list.iter().map(|s| (*s).to_owned()).collect()
     }
 
+    /// Kahn over sorted `modules`, as ids: the order and the levels.
+    fn kahn_ids(modules: &[String], edges: &[(String, String)]) -> (Vec<String>, Vec<Vec<String>>) {
+        let index = |id: &str| modules.iter().position(|m| m == id).unwrap() as u32;
+        let mut forward = vec![Vec::new(); modules.len()];
+        let mut backward = vec![Vec::new(); modules.len()];
+        for (from, to) in edges {
+            forward[index(from) as usize].push(index(to));
+            backward[index(to) as usize].push(index(from));
+        }
+        let (order, level) = kahn(&forward, &backward);
+        let mut levels: Vec<Vec<String>> = Vec::new();
+        for &i in &order {
+            let l = level[i as usize] as usize;
+            if levels.len() <= l {
+                levels.resize(l + 1, Vec::new());
+            }
+            levels[l].push(modules[i as usize].clone());
+        }
+        for l in &mut levels {
+            l.sort();
+        }
+        let order = order.iter().map(|&i| modules[i as usize].clone()).collect();
+        (order, levels)
+    }
+
     #[test]
     fn levels_of_the_how_it_works_page() {
         let modules = ids(&["app", "eks", "rds", "vpc"]);
@@ -244,7 +301,7 @@ mod tests {
             ("app", "eks"),
             ("app", "rds"),
         ]);
-        let (order, levels) = kahn(&modules, edges.iter());
+        let (order, levels) = kahn_ids(&modules, &edges);
         assert_eq!(order, ["vpc", "eks", "rds", "app"]);
         assert_eq!(
             levels,
@@ -260,7 +317,7 @@ mod tests {
             cycles(&modules, edges.iter()),
             vec![ids(&["app", "vpc", "eks"])]
         );
-        let (order, _) = kahn(&modules, edges.iter());
+        let (order, _) = kahn_ids(&modules, &edges);
         assert!(order.is_empty());
     }
 }

@@ -5,8 +5,6 @@
 //! GitLab and GitHub renderers and by `local-exec`, which never look at the dependency
 //! graph themselves. Invalidated by the graph, the selection and the options.
 
-use std::collections::BTreeMap;
-
 use indexmap::IndexMap;
 use serde::Serialize;
 
@@ -118,118 +116,176 @@ pub fn build_job_plan(
 ) -> Result<JobPlan, IrError> {
     let mut sorted: Vec<&Target> = targets.iter().collect();
     sorted.sort_by(|a, b| a.id.cmp(&b.id));
-
-    let mut owner: BTreeMap<String, &str> = BTreeMap::new();
-    for t in &sorted {
-        let name = job_name(JobKind::Plan, &t.id);
-        if let Some(first) = owner.insert(name.clone(), &t.id) {
-            return Err(IrError::JobNameCollision {
-                first: first.to_owned(),
-                second: t.id.clone(),
-                job: name,
-            });
-        }
-    }
-
-    let ids: std::collections::BTreeSet<&str> = sorted.iter().map(|t| t.id.as_str()).collect();
-    let mut jobs: Vec<Job> = Vec::new();
-    for t in &sorted {
-        let deps: Vec<&String> = t
-            .dependencies
-            .iter()
-            .filter(|d| ids.contains(d.as_str()))
-            .collect();
-        let plan_needs: Vec<Need> = if options.plan_only {
-            if options.parallel_plans {
-                Vec::new()
-            } else {
-                deps.iter()
-                    .map(|d| Need {
-                        job: job_name(JobKind::Plan, d),
-                        artifacts: false,
-                    })
-                    .collect()
-            }
-        } else {
-            deps.iter()
-                .map(|d| Need {
-                    job: job_name(JobKind::Apply, d),
-                    artifacts: false,
-                })
-                .collect()
-        };
-        jobs.push(Job {
-            name: job_name(JobKind::Plan, &t.id),
-            kind: JobKind::Plan,
-            module: t.id.clone(),
-            components: t.components.clone(),
-            needs: plan_needs,
-            level: 0,
-        });
-        if !options.plan_only {
-            let mut needs = vec![Need {
-                job: job_name(JobKind::Plan, &t.id),
-                artifacts: true,
-            }];
-            needs.extend(deps.iter().map(|d| Need {
-                job: job_name(JobKind::Apply, d),
-                artifacts: false,
-            }));
-            jobs.push(Job {
-                name: job_name(JobKind::Apply, &t.id),
-                kind: JobKind::Apply,
-                module: t.id.clone(),
-                components: t.components.clone(),
-                needs,
-                level: 0,
-            });
-        }
-    }
-
-    // Kahn layering: the dependency graph is acyclic (generate refuses cycles before
-    // this point), so a fixed point is reached in at most `jobs.len()` rounds.
-    let index: BTreeMap<String, usize> = jobs
+    let nodes: Vec<Node<'_>> = sorted
         .iter()
-        .enumerate()
-        .map(|(i, j)| (j.name.clone(), i))
+        .map(|t| Node {
+            id: &t.id,
+            components: &t.components,
+            // Dependencies that get no jobs are dropped; the rest keep their given order.
+            deps: t
+                .dependencies
+                .iter()
+                .filter_map(|d| {
+                    sorted
+                        .binary_search_by(|t| t.id.as_str().cmp(d))
+                        .ok()
+                        .map(|i| i as u32)
+                })
+                .collect(),
+        })
         .collect();
-    let mut levels: Vec<Option<usize>> = vec![None; jobs.len()];
-    let mut remaining = jobs.len();
-    while remaining > 0 {
-        let mut progressed = false;
-        for i in 0..jobs.len() {
-            if levels[i].is_some() {
-                continue;
+    plan_nodes(&nodes, options, binary, init_enabled, env, segments)
+}
+
+/// A module that gets jobs, by index: `deps` are indices into the same node list.
+struct Node<'a> {
+    id: &'a str,
+    components: &'a IndexMap<String, String>,
+    deps: Vec<u32>,
+}
+
+/// The job DAG of `nodes`, which are sorted by id.
+///
+/// A plan job's level is one more than the apply (or, plan-only, the plan) jobs of its
+/// dependencies, an apply job's one more than its plan job, so levels are worked out per
+/// module in one topological pass. Modules in or behind a cycle (generate refuses cycles
+/// before this point) get level 0.
+fn plan_nodes(
+    nodes: &[Node<'_>],
+    options: PlanOptions,
+    binary: Binary,
+    init_enabled: bool,
+    env: IndexMap<String, String>,
+    segments: Vec<String>,
+) -> Result<JobPlan, IrError> {
+    let suffixes: Vec<String> = nodes.iter().map(|n| n.id.replace('/', "-")).collect();
+    // Only looked up, never iterated: output order does not depend on hashing.
+    let mut owner: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(nodes.len());
+    for (i, suffix) in suffixes.iter().enumerate() {
+        if let Some(&first) = owner.get(suffix.as_str()) {
+            return Err(IrError::JobNameCollision {
+                first: nodes[first].id.to_owned(),
+                second: nodes[i].id.to_owned(),
+                job: format!("{}-{suffix}", JobKind::Plan.as_str()),
+            });
+        }
+        owner.insert(suffix, i);
+    }
+
+    let parallel = options.plan_only && options.parallel_plans;
+    // How many levels a dependency's plan job sits before this module's plan job.
+    let step = if options.plan_only { 1 } else { 2 };
+    let mut plan_level = vec![0u32; nodes.len()];
+    // Whether a module's jobs ever become ready (false in or behind a cycle).
+    let mut reached = vec![true; nodes.len()];
+    if !parallel {
+        reached.fill(false);
+        let mut remaining: Vec<usize> = nodes.iter().map(|n| n.deps.len()).collect();
+        let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
+        for (i, n) in nodes.iter().enumerate() {
+            for &d in &n.deps {
+                dependents[d as usize].push(i as u32);
             }
-            let mut level = 0;
-            let mut ready = true;
-            for need in &jobs[i].needs {
-                match index.get(&need.job).and_then(|&k| levels[k]) {
-                    Some(l) => level = level.max(l + 1),
-                    None => {
-                        ready = false;
-                        break;
-                    }
+        }
+        let mut ready: Vec<u32> = (0..nodes.len() as u32)
+            .filter(|&i| remaining[i as usize] == 0)
+            .collect();
+        while let Some(m) = ready.pop() {
+            let m = m as usize;
+            reached[m] = true;
+            for &d in &dependents[m] {
+                let d = d as usize;
+                plan_level[d] = plan_level[d].max(plan_level[m] + step);
+                remaining[d] -= 1;
+                if remaining[d] == 0 {
+                    ready.push(d as u32);
                 }
             }
-            if ready {
-                levels[i] = Some(level);
-                remaining -= 1;
-                progressed = true;
+        }
+        for (level, &reached) in plan_level.iter_mut().zip(&reached) {
+            if !reached {
+                *level = 0;
             }
         }
-        if !progressed {
-            break;
+    }
+
+    let plan_names: Vec<String> = suffixes
+        .iter()
+        .map(|s| format!("{}-{s}", JobKind::Plan.as_str()))
+        .collect();
+    let apply_names: Vec<String> = if options.plan_only {
+        Vec::new()
+    } else {
+        suffixes
+            .iter()
+            .map(|s| format!("{}-{s}", JobKind::Apply.as_str()))
+            .collect()
+    };
+    // Jobs by level, modules in id order within a level, a module's plan job before its
+    // apply job: the order of (level, module id, kind) without a sort.
+    let mut by_level: Vec<Vec<(u32, JobKind)>> = Vec::new();
+    for (i, (&level, &reached)) in plan_level.iter().zip(&reached).enumerate() {
+        let mut put = |level: u32, kind: JobKind| {
+            let level = level as usize;
+            if by_level.len() <= level {
+                by_level.resize_with(level + 1, Vec::new);
+            }
+            by_level[level].push((i as u32, kind));
+        };
+        put(level, JobKind::Plan);
+        if !options.plan_only {
+            // An apply job waits for its plan job; in a cycle neither is ever ready.
+            put(if reached { level + 1 } else { 0 }, JobKind::Apply);
         }
     }
-    for (job, level) in jobs.iter_mut().zip(levels) {
-        job.level = level.unwrap_or(0);
+    let mut jobs = Vec::with_capacity(nodes.len() * if options.plan_only { 1 } else { 2 });
+    for (level, entries) in by_level.iter().enumerate() {
+        for &(i, kind) in entries {
+            let node = &nodes[i as usize];
+            let needs: Vec<Need> = match kind {
+                JobKind::Plan if parallel => Vec::new(),
+                JobKind::Plan => {
+                    let names = if options.plan_only {
+                        &plan_names
+                    } else {
+                        &apply_names
+                    };
+                    node.deps
+                        .iter()
+                        .map(|&d| Need {
+                            job: names[d as usize].clone(),
+                            artifacts: false,
+                        })
+                        .collect()
+                }
+                JobKind::Apply => std::iter::once(Need {
+                    job: plan_names[i as usize].clone(),
+                    artifacts: true,
+                })
+                .chain(node.deps.iter().map(|&d| Need {
+                    job: apply_names[d as usize].clone(),
+                    artifacts: false,
+                }))
+                .collect(),
+            };
+            let name = match kind {
+                JobKind::Plan => plan_names[i as usize].clone(),
+                JobKind::Apply => apply_names[i as usize].clone(),
+            };
+            jobs.push(Job {
+                name,
+                kind,
+                module: node.id.to_owned(),
+                components: node.components.clone(),
+                needs,
+                level,
+            });
+        }
     }
-    jobs.sort_by(|a, b| (a.level, &a.module, a.kind).cmp(&(b.level, &b.module, b.kind)));
-    let levels = jobs.iter().map(|j| j.level + 1).max().unwrap_or(0);
     Ok(JobPlan {
         jobs,
-        levels,
+        levels: by_level.len(),
         binary,
         init_enabled,
         env,
@@ -346,45 +402,72 @@ pub fn job_plan(
     let graph = crate::graph::dependency_graph(db, project);
     let affected = crate::changes::affected(db, project, selection);
     let filters = selection.filters(db);
-    let mut components: BTreeMap<&str, IndexMap<String, String>> = BTreeMap::new();
-    for &m in project.modules(db) {
-        let info = m.info(db);
-        if info.is_root() {
-            components.insert(info.id.as_str(), info.components.clone());
+    // Root module infos in the graph's order (both sorted by id).
+    let mut infos: Vec<&crate::files::ModuleInfo> = project
+        .modules(db)
+        .iter()
+        .map(|m| m.info(db))
+        .filter(|info| info.is_root())
+        .collect();
+    if !infos.is_sorted_by(|a, b| a.id <= b.id) {
+        infos.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    // Graph index -> node index, for modules that get jobs. Affected ids are sorted, as
+    // are the graph's, so one merge walk finds them.
+    let mut node_of: Vec<Option<u32>> = vec![None; graph.modules.len()];
+    let mut targets: Vec<usize> = Vec::new();
+    let mut affected_ids = affected.affected.keys().peekable();
+    for (i, id) in graph.modules.iter().enumerate() {
+        while affected_ids.next_if(|a| a.as_str() < id.as_str()).is_some() {}
+        if affected_ids.next_if(|a| *a == id).is_none() {
+            continue;
+        }
+        let Some(info) = infos.get(i).filter(|info| info.id == *id) else {
+            continue;
+        };
+        if filters.allows(id, &info.components) {
+            node_of[i] = Some(targets.len() as u32);
+            targets.push(i);
         }
     }
-    let targets: std::collections::BTreeSet<&str> = affected
-        .affected
-        .keys()
-        .map(String::as_str)
-        .filter(|id| components.get(id).is_some_and(|c| filters.allows(id, c)))
-        .collect();
-    let list: Vec<Target> = targets
+    // Each target's nearest targets below it, looking through modules without jobs.
+    let mut seen = vec![usize::MAX; graph.modules.len()];
+    let mut stack: Vec<u32> = Vec::new();
+    let nodes: Vec<Node<'_>> = targets
         .iter()
-        .map(|&id| {
-            let mut deps = std::collections::BTreeSet::new();
-            let mut seen = std::collections::BTreeSet::new();
-            let mut stack: Vec<&str> = graph.dependencies(id);
-            while let Some(d) = stack.pop() {
-                if !seen.insert(d) {
-                    continue;
+        .enumerate()
+        .map(|(n, &i)| {
+            let direct = graph.dependency_indices(i);
+            let deps = if direct.iter().all(|&d| node_of[d as usize].is_some()) {
+                direct.iter().filter_map(|&d| node_of[d as usize]).collect()
+            } else {
+                let mut deps = Vec::new();
+                stack.extend_from_slice(direct);
+                while let Some(d) = stack.pop() {
+                    let d = d as usize;
+                    if seen[d] == n {
+                        continue;
+                    }
+                    seen[d] = n;
+                    match node_of[d] {
+                        Some(node) => deps.push(node),
+                        None => stack.extend_from_slice(graph.dependency_indices(d)),
+                    }
                 }
-                if targets.contains(d) {
-                    deps.insert(d.to_owned());
-                } else {
-                    stack.extend(graph.dependencies(d));
-                }
-            }
-            Target {
-                id: id.to_owned(),
-                components: components.get(id).cloned().unwrap_or_default(),
-                dependencies: deps.into_iter().collect(),
+                // Node indices follow id order: sorted indices are sorted ids.
+                deps.sort_unstable();
+                deps
+            };
+            Node {
+                id: &graph.modules[i],
+                components: &infos[i].components,
+                deps,
             }
         })
         .collect();
     let config = project.config(db);
-    build_job_plan(
-        &list,
+    plan_nodes(
+        &nodes,
         selection.plan_options(db),
         config.execution.binary,
         config.execution.init_enabled,
