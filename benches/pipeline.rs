@@ -133,6 +133,8 @@ struct Session {
     with_edge: String,
     /// The same file with a trailing comment: no fact changes.
     with_comment: String,
+    /// Job texts kept between renders, as `watch` keeps them.
+    job_texts: terraci::render::JobTexts,
 }
 
 impl Session {
@@ -171,6 +173,7 @@ impl Session {
             original,
             with_edge,
             with_comment,
+            job_texts: Default::default(),
         }
     }
 
@@ -181,7 +184,8 @@ impl Session {
             .to(FileContents::from_bytes(text.as_bytes().to_vec()));
     }
 
-    /// What a regeneration recomputes: graph, selection, IR, YAML. Returns the edge count
+    /// What a regeneration recomputes: graph, selection, IR, YAML (jobs whose text is
+    /// kept are not rendered again). Returns the edge count
     /// and the pipeline text.
     fn regenerate(&self) -> (usize, String) {
         let db = &self.ws.db;
@@ -193,9 +197,14 @@ impl Session {
             version: "bench".into(),
             command_line: "terraci generate".into(),
         };
-        let text = terraci::render::render_gitlab(plan, &self.ws.config.config, &header)
-            .expect("renders")
-            .text;
+        let text = terraci::render::render_gitlab_with(
+            plan,
+            &self.ws.config.config,
+            &header,
+            Some(&self.job_texts),
+        )
+        .expect("renders")
+        .text;
         (graph.edges.len(), text)
     }
 }

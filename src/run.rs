@@ -647,6 +647,7 @@ fn generate_pipeline(
             selection,
             explain: args.explain,
             header: &header,
+            job_texts: None,
         },
     );
     ws.wait_for_cache();
@@ -695,6 +696,8 @@ pub struct PipelineRequest<'a> {
     /// `--explain` (ignored with `--dry-run`, whose output already says it).
     pub explain: bool,
     pub header: &'a crate::render::Header,
+    /// Job texts of the previous render, kept by `watch` (GitLab only).
+    pub job_texts: Option<&'a crate::render::JobTexts>,
 }
 
 /// A pipeline built from a workspace, before anything is printed or written.
@@ -874,7 +877,7 @@ fn render_pipeline(
     let config = &ws.config.config;
     let rendered = match request.provider {
         crate::render::Provider::Gitlab => {
-            crate::render::render_gitlab(plan, config, request.header)
+            crate::render::render_gitlab_with(plan, config, request.header, request.job_texts)
         }
         crate::render::Provider::Github => {
             crate::render::render_github(plan, config, request.header, request.args.force)

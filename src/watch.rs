@@ -166,6 +166,8 @@ pub struct Watch<'a> {
     /// The file holds what the current inputs give (the last regeneration did not keep
     /// an older file).
     clean: bool,
+    /// Job texts of the last render: an edit re-renders only the jobs it changed.
+    job_texts: crate::render::JobTexts,
 }
 
 /// A batch turned into input changes.
@@ -236,6 +238,7 @@ impl<'a> Watch<'a> {
             warnings: Vec::new(),
             input_error: false,
             clean: false,
+            job_texts: crate::render::JobTexts::default(),
         };
         let (_, outcome) = watch.regenerate(err)?;
         watch.clean = !matches!(outcome, Outcome::Kept { .. });
@@ -601,6 +604,7 @@ impl<'a> Watch<'a> {
                 selection: self.selection,
                 explain: false,
                 header: &self.header,
+                job_texts: Some(&self.job_texts),
             },
         );
         self.show(&generation.diagnostics, err)?;

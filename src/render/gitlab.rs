@@ -5,7 +5,11 @@
 //! order, each as `stage`, `needs`, `script`, `variables`, `artifacts`, `cache`,
 //! `resource_group`, then what `job_defaults` and `overwrites` set.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
 use indexmap::IndexMap;
+use rayon::prelude::*;
 use serde_yaml::{Mapping, Value};
 
 use super::yaml::{write_document, write_entries_text, write_entry_text, Style};
@@ -14,7 +18,7 @@ use super::{
     RenderError, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
 };
 use crate::config::{
-    Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
+    Binary, Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
 };
 use crate::ir::{Job, JobKind, JobPlan};
 
@@ -28,6 +32,18 @@ pub fn render_gitlab(
     plan: &JobPlan,
     config: &Config,
     header: &Header,
+) -> Result<Rendered, RenderError> {
+    render_gitlab_with(plan, config, header, None)
+}
+
+/// Renders `.gitlab-ci.yml`, reusing from `texts` the text of every job that is equal to
+/// the one it was rendered from under the same settings (`watch`: an edit re-renders only
+/// the jobs it changed). Output is the same bytes as [`render_gitlab`]'s.
+pub fn render_gitlab_with(
+    plan: &JobPlan,
+    config: &Config,
+    header: &Header,
+    texts: Option<&JobTexts>,
 ) -> Result<Rendered, RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let mut warnings = ignored_keys(&gitlab);
@@ -92,20 +108,115 @@ pub fn render_gitlab(
         let cache = CacheSettings::new(&gitlab, &plan.segments)?;
         let limit = gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT);
         let kinds = [JobKind::Plan, JobKind::Apply].map(|kind| KindSettings::new(&gitlab, kind));
-        let (jobs, job_warnings) = super::render_jobs(&plan.jobs, |job, warnings| {
+        let render = |job: &Job, warnings: &mut Vec<String>| {
             let settings = &kinds[usize::from(job.kind == JobKind::Apply)];
             let head = render_job(plan, job, settings, &prefix, &cache, limit, warnings);
             let mut out = write_entry_text(0, &job.name, &head, &style);
             out.push_str(&settings.tail);
             out
-        });
-        for job in jobs {
-            text.push('\n');
-            text.push_str(&job);
-        }
+        };
+        let job_warnings = match texts {
+            None => {
+                let (jobs, job_warnings) = super::render_jobs(&plan.jobs, render);
+                for job in jobs {
+                    text.push('\n');
+                    text.push_str(&job);
+                }
+                job_warnings
+            }
+            Some(texts) => {
+                let key = JobTextKey {
+                    gitlab: gitlab.clone(),
+                    binary: plan.binary,
+                    init_enabled: plan.init_enabled,
+                    env: plan.env.clone(),
+                    segments: plan.segments.clone(),
+                };
+                texts.write(&plan.jobs, key, render, &mut text)
+            }
+        };
         warnings.extend(job_warnings);
     }
     Ok(Rendered { text, warnings })
+}
+
+/// Job texts kept from one render to the next, for [`render_gitlab_with`].
+#[derive(Default)]
+pub struct JobTexts {
+    state: Mutex<JobTextState>,
+}
+
+#[derive(Default)]
+struct JobTextState {
+    key: Option<JobTextKey>,
+    /// Job name -> the job and what it rendered to.
+    jobs: HashMap<String, JobText>,
+}
+
+/// Everything besides the job itself that a job's text depends on.
+#[derive(PartialEq)]
+struct JobTextKey {
+    gitlab: GitLab,
+    binary: Binary,
+    init_enabled: bool,
+    env: IndexMap<String, String>,
+    segments: Vec<String>,
+}
+
+struct JobText {
+    job: Job,
+    text: String,
+    warnings: Vec<String>,
+}
+
+impl JobTexts {
+    /// Appends each job's text (after a blank line) to `text` and returns the jobs'
+    /// warnings, both in job order; renders with `render`, on all cores, only the jobs
+    /// whose text under `key` is not kept, and keeps exactly the texts of `jobs`.
+    fn write<F>(&self, jobs: &[Job], key: JobTextKey, render: F, text: &mut String) -> Vec<String>
+    where
+        F: Fn(&Job, &mut Vec<String>) -> String + Sync,
+    {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut old = if state.key.as_ref() == Some(&key) {
+            std::mem::take(&mut state.jobs)
+        } else {
+            HashMap::new()
+        };
+        let fresh = |job: &Job| {
+            let mut warnings = Vec::new();
+            let text = render(job, &mut warnings);
+            JobText {
+                job: job.clone(),
+                text,
+                warnings,
+            }
+        };
+        let rendered: Vec<Option<JobText>> = jobs
+            .par_iter()
+            .with_min_len(64)
+            .map(|job| {
+                let kept = old.get(&job.name).is_some_and(|t| t.job == *job);
+                (!kept).then(|| fresh(job))
+            })
+            .collect();
+        let mut warnings = Vec::new();
+        let mut kept = HashMap::with_capacity(jobs.len());
+        for (job, rendered) in jobs.iter().zip(rendered) {
+            // `None` twice for one name cannot happen (job names are unique in a plan),
+            // but would render afresh rather than lose the job.
+            let entry = rendered
+                .or_else(|| old.remove(&job.name))
+                .unwrap_or_else(|| fresh(job));
+            text.push('\n');
+            text.push_str(&entry.text);
+            warnings.extend(entry.warnings.iter().cloned());
+            kept.insert(job.name.clone(), entry);
+        }
+        state.key = Some(key);
+        state.jobs = kept;
+        warnings
+    }
 }
 
 fn ignored_keys(gitlab: &GitLab) -> Vec<String> {

@@ -24,7 +24,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use github::{render_github, GITHUB_MAX_BYTES};
-pub use gitlab::{render_gitlab, DEFAULT_NEEDS_LIMIT};
+pub use gitlab::{render_gitlab, render_gitlab_with, JobTexts, DEFAULT_NEEDS_LIMIT};
 
 use crate::config::{Binary, Config};
 

@@ -181,6 +181,40 @@ fn fixtures_render_to_their_snapshots() {
 }
 
 #[test]
+fn kept_job_texts_give_the_same_bytes_as_a_fresh_render() {
+    // One store across every fixture (settings change between them) and across edits of
+    // one plan (a job's needs dropped, a job removed): each render must equal a fresh one.
+    let texts = JobTexts::default();
+    let strip = |r: Result<Rendered, RenderError>| r.map(|r| (r.text, r.warnings));
+    for round in 0..2 {
+        for case in cases() {
+            let mut plan = job_plan(&case, Provider::Gitlab);
+            for edit in 0..3 {
+                match edit {
+                    1 => {
+                        if let Some(job) = plan.jobs.iter_mut().find(|j| !j.needs.is_empty()) {
+                            job.needs.clear();
+                        }
+                    }
+                    2 => {
+                        plan.jobs.pop();
+                    }
+                    _ => {}
+                }
+                let fresh = strip(render_gitlab(&plan, &case.config, &header()));
+                let kept = strip(render_gitlab_with(
+                    &plan,
+                    &case.config,
+                    &header(),
+                    Some(&texts),
+                ));
+                assert_eq!(kept, fresh, "{} round {round} edit {edit}", case.name);
+            }
+        }
+    }
+}
+
+#[test]
 fn output_is_deterministic() {
     for case in cases() {
         for provider in Provider::ALL {
