@@ -178,11 +178,11 @@ impl JobTexts {
         F: Fn(&Job, &mut Vec<String>) -> String + Sync,
     {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut old = if state.key.as_ref() == Some(&key) {
-            std::mem::take(&mut state.jobs)
-        } else {
-            HashMap::new()
-        };
+        if state.key.as_ref() != Some(&key) {
+            state.jobs.clear();
+            state.key = Some(key);
+        }
+        let kept = |job: &Job| state.jobs.get(&job.name).is_some_and(|t| t.job == *job);
         let fresh = |job: &Job| {
             let mut warnings = Vec::new();
             let text = render(job, &mut warnings);
@@ -195,26 +195,39 @@ impl JobTexts {
         let rendered: Vec<Option<JobText>> = jobs
             .par_iter()
             .with_min_len(64)
-            .map(|job| {
-                let kept = old.get(&job.name).is_some_and(|t| t.job == *job);
-                (!kept).then(|| fresh(job))
-            })
+            .map(|job| (!kept(job)).then(|| fresh(job)))
             .collect();
+        // Texts first (a kept job's text is the one it was compared with above), then the
+        // store is updated, so even two jobs of one name would each get their own text.
+        let len: usize = jobs
+            .iter()
+            .zip(&rendered)
+            .map(|(job, r)| match r {
+                Some(entry) => entry.text.len() + 1,
+                None => state.jobs.get(&job.name).map_or(0, |t| t.text.len() + 1),
+            })
+            .sum();
+        text.reserve(len);
         let mut warnings = Vec::new();
-        let mut kept = HashMap::with_capacity(jobs.len());
-        for (job, rendered) in jobs.iter().zip(rendered) {
-            // `None` twice for one name cannot happen (job names are unique in a plan),
-            // but would render afresh rather than lose the job.
-            let entry = rendered
-                .or_else(|| old.remove(&job.name))
-                .unwrap_or_else(|| fresh(job));
+        for (job, r) in jobs.iter().zip(&rendered) {
+            let entry = match r {
+                Some(entry) => entry,
+                None => &state.jobs[&job.name],
+            };
             text.push('\n');
             text.push_str(&entry.text);
             warnings.extend(entry.warnings.iter().cloned());
-            kept.insert(job.name.clone(), entry);
         }
-        state.key = Some(key);
-        state.jobs = kept;
+        for (job, rendered) in jobs.iter().zip(rendered) {
+            if let Some(entry) = rendered {
+                state.jobs.insert(job.name.clone(), entry);
+            }
+        }
+        if state.jobs.len() != jobs.len() {
+            let names: std::collections::HashSet<&str> =
+                jobs.iter().map(|j| j.name.as_str()).collect();
+            state.jobs.retain(|name, _| names.contains(name.as_str()));
+        }
         warnings
     }
 }
