@@ -241,7 +241,12 @@ pub fn attach(
         Ok(entries) => (entries, None),
         Err(notice) => (Entries::default(), Some(notice)),
     };
-    FactCache::new(db, Arc::new(entries));
+    // HIGH: the cache never changes while the database lives, and every `file_facts`
+    // reads it; at the default LOW, every memo of the project would depend on a LOW
+    // input and be walked on each later edit (watch) instead of checked in O(1).
+    FactCache::builder(Arc::new(entries))
+        .durability(salsa::Durability::HIGH)
+        .new(db);
     notice
 }
 
