@@ -244,7 +244,7 @@ pub fn attach(
     // HIGH: the cache never changes while the database lives, and every `file_facts`
     // reads it; at the default LOW, every memo of the project would depend on a LOW
     // input and be walked on each later edit (watch) instead of checked in O(1).
-    FactCache::builder(Arc::new(entries))
+    let _singleton = FactCache::builder(Arc::new(entries))
         .durability(salsa::Durability::HIGH)
         .new(db);
     notice
