@@ -48,7 +48,17 @@ pub fn discover_modules(
     pattern: &Pattern,
     library_paths: &[String],
 ) -> Discovered {
-    let layout = walk(system, root);
+    discover_in(system, root, walk(system, root), pattern, library_paths)
+}
+
+/// [`discover_modules`] over a walk already made of `root`.
+pub fn discover_in(
+    system: &dyn System,
+    root: &Utf8Path,
+    layout: Layout,
+    pattern: &Pattern,
+    library_paths: &[String],
+) -> Discovered {
     let paths: Vec<&String> = layout
         .module_dirs
         .iter()

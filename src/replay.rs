@@ -27,7 +27,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
 use crate::cache::CacheSettings;
-use crate::discover::walk;
+use crate::discover::{walk, Layout};
 use crate::system::{Stamp, System};
 
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
@@ -49,6 +49,15 @@ pub struct RunKey {
     bytes: Vec<u8>,
     root: Utf8PathBuf,
     record: Utf8PathBuf,
+}
+
+/// What [`RunKey::lookup`] found.
+#[derive(Debug)]
+pub enum Lookup {
+    /// The run to replay.
+    Hit(Record),
+    /// Nothing to replay; the walk of the project if one was made.
+    Miss(Option<Layout>),
 }
 
 /// A recorded run.
@@ -110,11 +119,12 @@ impl RunKey {
     }
 
     /// The recorded run, if this key's run was recorded and no file terraci would read
-    /// has changed since (stamps compared on all cores). `Err` is a notice: a record was
+    /// has changed since (stamps compared on all cores); otherwise the walk of the
+    /// project when one was made, for discovery to reuse. `Err` is a notice: a record was
     /// there but damaged.
-    pub fn lookup(&self, system: &dyn System) -> Result<Option<Record>, String> {
+    pub fn lookup(&self, system: &dyn System) -> Result<Lookup, String> {
         let Ok(blob) = system.read(&self.record) else {
-            return Ok(None);
+            return Ok(Lookup::Miss(None));
         };
         let (key, record) = decode(&blob).map_err(|why| {
             format!(
@@ -123,15 +133,15 @@ impl RunKey {
             )
         })?;
         if key != self.bytes {
-            return Ok(None);
+            return Ok(Lookup::Miss(None));
         }
         let layout = walk(system, &self.root);
         if !layout.diagnostics.is_empty() {
-            return Ok(None);
+            return Ok(Lookup::Miss(Some(layout)));
         }
         let mut paths: Vec<&str> = layout.files().collect();
         if paths.len() != record.files.len() {
-            return Ok(None);
+            return Ok(Lookup::Miss(Some(layout)));
         }
         paths.sort_unstable();
         let same = paths
@@ -141,7 +151,11 @@ impl RunKey {
             .all(|(path, (recorded, stamp))| {
                 path == recorded && system.stamp(&self.root.join(path)).as_ref() == Some(stamp)
             });
-        Ok(same.then_some(record))
+        Ok(if same {
+            Lookup::Hit(record)
+        } else {
+            Lookup::Miss(Some(layout))
+        })
     }
 
     /// Records a successful run. `files` are the project-relative paths the run read with

@@ -18,7 +18,7 @@ use crate::cli::{
 use crate::config::{find_config_file, load_config, LoadedConfig};
 use crate::db::Database;
 use crate::diagnostic::{Diagnostic, Severity, CODES};
-use crate::discover::{discover_modules, DiscoveredModule};
+use crate::discover::{discover_in, walk, DiscoveredModule};
 use crate::files::{ChangeInput, EvalSettings, File, Module, Project, Role, Selection};
 use crate::filter::Filters;
 use crate::graph::dependency_graph;
@@ -150,19 +150,23 @@ pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<U
 /// Discovers and loads the project, computes every module's facts and references on all
 /// cores, and starts writing the fact cache on another thread: the caller goes on with
 /// the graph meanwhile and calls [`Workspace::wait_for_cache`] before printing notices.
+/// `layout` is a walk of the project directory already made (by the replay check).
 pub fn load_workspace_overlapped(
     system: &dyn System,
     global: &GlobalArgs,
     eval: &EvalArgs,
+    layout: Option<crate::discover::Layout>,
 ) -> anyhow::Result<Workspace> {
     let root = project_dir(system, global)?;
     let config_path = find_config_file(system, &root, global.config.as_deref());
     let config = load_config(system, config_path.as_deref())
         .map_err(|e| fail(exit::ERROR, e.to_string()))?;
     let mut diagnostics = config_diagnostics(&config);
-    let discovered = discover_modules(
+    let layout = layout.unwrap_or_else(|| walk(system, &root));
+    let discovered = discover_in(
         system,
         &root,
+        layout,
         &config.pattern,
         &config.config.library_modules.paths,
     );
@@ -225,7 +229,7 @@ pub fn load_workspace(
     global: &GlobalArgs,
     eval: &EvalArgs,
 ) -> anyhow::Result<Workspace> {
-    let mut ws = load_workspace_overlapped(system, global, eval)?;
+    let mut ws = load_workspace_overlapped(system, global, eval, None)?;
     ws.wait_for_cache();
     Ok(ws)
 }
@@ -553,14 +557,15 @@ fn write_output(io: &mut Io<'_>, path: Option<&Utf8Path>, text: &str) -> anyhow:
 
 fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     let key = replay_key(io.system, global, args, &io.argv);
+    let mut layout = None;
     if let Some(key) = &key {
         match key.lookup(io.system) {
-            Ok(Some(record)) => {
+            Ok(crate::replay::Lookup::Hit(record)) => {
                 io.stderr.write_all(&record.stderr)?;
                 write_output(io, args.output.as_deref(), &record.output)?;
                 return Ok(exit::OK);
             }
-            Ok(None) => {}
+            Ok(crate::replay::Lookup::Miss(walked)) => layout = walked,
             Err(notice) if !global.quiet => writeln!(io.stderr, "notice: {notice}")?,
             Err(_) => {}
         }
@@ -568,7 +573,7 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
     let started = io.system.now();
     // Everything for stderr goes through a buffer, so a recorded run replays it exactly.
     let mut stderr = Vec::new();
-    let outcome = generate_pipeline(global, args, io.system, &io.argv, &mut stderr);
+    let outcome = generate_pipeline(global, args, io.system, &io.argv, layout, &mut stderr);
     io.stderr.write_all(&stderr)?;
     let (text, stamps) = outcome?;
     write_output(io, args.output.as_deref(), &text)?;
@@ -616,10 +621,11 @@ fn generate_pipeline(
     args: &GenerateArgs,
     system: &dyn System,
     argv: &[String],
+    layout: Option<crate::discover::Layout>,
     err: &mut Vec<u8>,
 ) -> anyhow::Result<(String, Option<Vec<(String, Option<crate::system::Stamp>)>>)> {
     let pipeline_args = &args.pipeline;
-    let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval)?;
+    let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval, layout)?;
     let filters = ws.filters(&pipeline_args.select)?;
     let diagnostics = ws.all_diagnostics();
     let graph = dependency_graph(&ws.db, ws.project);
