@@ -95,10 +95,15 @@ impl Output {
     }
 }
 
+/// Copies a fixture, leaving out `.terraci/` (the caches and logs a run of the README's
+/// quick start leaves in `fixtures/example`), so every test starts without them.
 fn copy_dir(src: &Path, dst: &Path) {
     std::fs::create_dir_all(dst).expect("mkdir");
     for entry in std::fs::read_dir(src).expect("read fixture dir") {
         let entry = entry.expect("dir entry");
+        if entry.file_name() == ".terraci" {
+            continue;
+        }
         let to = dst.join(entry.file_name());
         if entry.file_type().expect("file type").is_dir() {
             copy_dir(&entry.path(), &to);
