@@ -64,10 +64,15 @@ pub fn discover_in(
         .iter()
         .flat_map(|(_, files)| files.iter().map(|(path, _)| path))
         .collect();
-    let read: Vec<io::Result<(Vec<u8>, Option<Stamp>)>> = paths
+    // Decoding (UTF-8 check and the copy into the shared text) happens on the workers too.
+    let read: Vec<io::Result<(FileContents, Option<Stamp>)>> = paths
         .par_iter()
         .with_min_len(32)
-        .map(|path| system.read_stamped(&root.join(path)))
+        .map(|path| {
+            system
+                .read_stamped(&root.join(path))
+                .map(|(bytes, stamp)| (FileContents::from_bytes(bytes), stamp))
+        })
         .collect();
     let mut read = read.into_iter();
     let mut diagnostics = layout.diagnostics;
@@ -79,7 +84,7 @@ pub fn discover_in(
                 .into_iter()
                 .map(|(path, kind)| {
                     let (contents, stamp) = match read.next().expect("one result per file") {
-                        Ok((bytes, stamp)) => (FileContents::from_bytes(bytes), stamp),
+                        Ok(read) => read,
                         Err(err) => {
                             diagnostics.push(
                                 Diagnostic::new(
