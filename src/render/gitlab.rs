@@ -18,7 +18,7 @@ use super::{
     RenderError, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
 };
 use crate::config::{
-    Binary, Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
+    Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
 };
 use crate::ir::{Job, JobKind, JobPlan};
 
@@ -124,16 +124,12 @@ pub fn render_gitlab_with(
                 }
                 job_warnings
             }
-            Some(texts) => {
-                let key = JobTextKey {
-                    gitlab: gitlab.clone(),
-                    binary: plan.binary,
-                    init_enabled: plan.init_enabled,
-                    env: plan.env.clone(),
-                    segments: plan.segments.clone(),
-                };
-                texts.write(&plan.jobs, key, render, &mut text)
-            }
+            Some(texts) => texts.write(
+                &plan.jobs,
+                JobTextKey::new(&gitlab, plan),
+                render,
+                &mut text,
+            ),
         };
         warnings.extend(job_warnings);
     }
@@ -153,14 +149,36 @@ struct JobTextState {
     jobs: HashMap<String, JobText>,
 }
 
-/// Everything besides the job itself that a job's text depends on.
+/// Everything besides the job itself that a job's text depends on, written out with
+/// `Debug`: maps are compared in order (`IndexMap`'s `==` ignores order, the YAML does
+/// not).
 #[derive(PartialEq)]
-struct JobTextKey {
-    gitlab: GitLab,
-    binary: Binary,
-    init_enabled: bool,
-    env: IndexMap<String, String>,
-    segments: Vec<String>,
+struct JobTextKey(String);
+
+impl JobTextKey {
+    fn new(gitlab: &GitLab, plan: &JobPlan) -> JobTextKey {
+        JobTextKey(format!(
+            "{:?}",
+            (
+                gitlab,
+                plan.binary,
+                plan.init_enabled,
+                &plan.env,
+                &plan.segments
+            )
+        ))
+    }
+}
+
+/// Whether `a` renders exactly as `b` under one key: every field, maps in order.
+fn same_job(a: &Job, b: &Job) -> bool {
+    a.level == b.level
+        && a.kind == b.kind
+        && a.needs == b.needs
+        && a.name == b.name
+        && a.module == b.module
+        && a.components.len() == b.components.len()
+        && a.components.iter().eq(b.components.iter())
 }
 
 struct JobText {
@@ -182,7 +200,12 @@ impl JobTexts {
             state.jobs.clear();
             state.key = Some(key);
         }
-        let kept = |job: &Job| state.jobs.get(&job.name).is_some_and(|t| t.job == *job);
+        let kept = |job: &Job| {
+            state
+                .jobs
+                .get(&job.name)
+                .is_some_and(|t| same_job(&t.job, job))
+        };
         let fresh = |job: &Job| {
             let mut warnings = Vec::new();
             let text = render(job, &mut warnings);

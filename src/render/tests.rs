@@ -183,13 +183,14 @@ fn fixtures_render_to_their_snapshots() {
 #[test]
 fn kept_job_texts_give_the_same_bytes_as_a_fresh_render() {
     // One store across every fixture (settings change between them) and across edits of
-    // one plan (a job's needs dropped, a job removed): each render must equal a fresh one.
+    // one plan (a job's needs dropped, a job removed, `execution.env` and a job's
+    // components reordered): each render must equal a fresh one.
     let texts = JobTexts::default();
     let strip = |r: Result<Rendered, RenderError>| r.map(|r| (r.text, r.warnings));
     for round in 0..2 {
         for case in cases() {
             let mut plan = job_plan(&case, Provider::Gitlab);
-            for edit in 0..3 {
+            for edit in 0..6 {
                 match edit {
                     1 => {
                         if let Some(job) = plan.jobs.iter_mut().find(|j| !j.needs.is_empty()) {
@@ -198,6 +199,17 @@ fn kept_job_texts_give_the_same_bytes_as_a_fresh_render() {
                     }
                     2 => {
                         plan.jobs.pop();
+                    }
+                    3 => {
+                        plan.env.insert("A_FIRST".into(), "1".into());
+                        plan.env.insert("B_SECOND".into(), "2".into());
+                    }
+                    // Same entries in another order: equal maps, different YAML.
+                    4 => plan.env.reverse(),
+                    5 => {
+                        if let Some(job) = plan.jobs.first_mut() {
+                            job.components.reverse();
+                        }
                     }
                     _ => {}
                 }
