@@ -626,6 +626,11 @@ fn generate_pipeline(
 ) -> anyhow::Result<(String, Option<Vec<(String, Option<crate::system::Stamp>)>>)> {
     let pipeline_args = &args.pipeline;
     let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval, layout)?;
+    if args.changes.changed_only {
+        // Change detection lists untracked files: it must not meet the cache writer's
+        // temp files in `.terraci/cache/`.
+        ws.wait_for_cache();
+    }
     let filters = ws.filters(&pipeline_args.select)?;
     let diagnostics = ws.all_diagnostics();
     let graph = dependency_graph(&ws.db, ws.project);
