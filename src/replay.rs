@@ -2,8 +2,8 @@
 //! the last run did, without reading a single Terraform file.
 //!
 //! Input: the command line, the working directory, the environment variables `generate`
-//! consults, the config file's bytes, the `--var-file` files' bytes, the running binary's
-//! stamp (together the run's *key*), and the walk of the project with a [`Stamp`] for
+//! consults, the config file's and the `--var-file` files' stamps and bytes, the running
+//! binary's stamp (together the run's *key*), and the walk of the project with a [`Stamp`] for
 //! every file terraci would read. Output: `run.bin` in the cache directory, one record
 //! of the last successful run (key, file stamps, output text, stderr text), and on a later
 //! run with the same key and the same stamps, that run's output replayed byte for byte.
@@ -47,6 +47,8 @@ pub const ENV_VARS: [&str; 4] = [
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunKey {
     bytes: Vec<u8>,
+    /// Stamps of the config and `--var-file`s, which must have settled like the files.
+    inputs: Vec<Stamp>,
     root: Utf8PathBuf,
     record: Utf8PathBuf,
 }
@@ -97,12 +99,19 @@ impl RunKey {
                 None => bytes.push(0),
             }
         }
+        // The config and `--var-file`s are read again by the run itself: their stamps
+        // (taken before these reads) make any write after this point another key, so a
+        // run that read a newer version is never found under this one.
+        let mut inputs = Vec::new();
         for path in config_file
             .into_iter()
             .chain(var_files.iter().map(|p| p.as_path()))
         {
             put_str(&mut bytes, path.as_str());
             let abs = system.absolute(path).ok()?;
+            let stamp = system.stamp(&abs)?;
+            put_stamp(&mut bytes, &stamp);
+            inputs.push(stamp);
             match system.read(&abs) {
                 Ok(content) => {
                     put_u64(&mut bytes, content.len() as u64);
@@ -113,6 +122,7 @@ impl RunKey {
         }
         Some(RunKey {
             bytes,
+            inputs,
             root: root.to_owned(),
             record: settings.dir.join(FILE_NAME),
         })
@@ -159,7 +169,8 @@ impl RunKey {
     }
 
     /// Records a successful run. `files` are the project-relative paths the run read with
-    /// their stamps; a run with a missing or unsettled stamp is not recorded.
+    /// their stamps; a run with a missing or unsettled stamp is not recorded. `started`
+    /// must precede every stamp: the moment before the key was made.
     pub fn save(
         &self,
         system: &dyn System,
@@ -168,9 +179,9 @@ impl RunKey {
         output: &str,
         stderr: &[u8],
     ) -> std::io::Result<bool> {
-        if !files
-            .iter()
-            .all(|(_, s)| s.is_some_and(|s| s.settled_before(started)))
+        let settled = |s: &Stamp| s.settled_before(started);
+        if !files.iter().all(|(_, s)| s.as_ref().is_some_and(settled))
+            || !self.inputs.iter().all(settled)
         {
             return Ok(false);
         }
@@ -451,7 +462,7 @@ mod tests {
             let fs = project();
             assert_eq!(generate(&fs, &[]).code, 0);
             type Change<'a> = (&'a str, &'a dyn Fn(&MemorySystem));
-            let changes: [Change; 7] = [
+            let changes: [Change; 8] = [
                 ("the same bytes written again", &|fs| {
                     fs.write_file("/p/stage/vpc/main.tf", VPC)
                 }),
@@ -470,6 +481,10 @@ mod tests {
                         format!("{CONFIG}extensions:\n  gitlab:\n    image: alpine\n"),
                     )
                 }),
+                ("the config rewritten with the same bytes", &|fs| {
+                    let same = fs.read("/p/.terraci.yaml".into()).unwrap();
+                    fs.write_file("/p/.terraci.yaml", same)
+                }),
                 ("a provider from the environment", &|fs| {
                     fs.set_env("TERRACI_PROVIDER", "github")
                 }),
@@ -483,7 +498,10 @@ mod tests {
                 change(&fs);
                 let after = generate(&fs, &[]);
                 assert_eq!(after.code, 0, "{what}: {}", after.stderr);
-                assert!(after.read_terraform, "{what}: not replayed");
+                assert!(
+                    after.read_terraform,
+                    "{what}: replayed, but it must run again"
+                );
                 assert_eq!(after.file, fresh(&fs, &[]), "{what}");
             }
             let other = generate(&fs, &["--plan-only"]);

@@ -556,6 +556,8 @@ fn write_output(io: &mut Io<'_>, path: Option<&Utf8Path>, text: &str) -> anyhow:
 }
 
 fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    // Before any stamp is taken: a run records only files that changed before it began.
+    let started = io.system.now();
     let key = replay_key(io.system, global, args, &io.argv);
     let mut layout = None;
     if let Some(key) = &key {
@@ -570,7 +572,6 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
             Err(_) => {}
         }
     }
-    let started = io.system.now();
     // Everything for stderr goes through a buffer, so a recorded run replays it exactly.
     let mut stderr = Vec::new();
     let outcome = generate_pipeline(global, args, io.system, &io.argv, layout, &mut stderr);
