@@ -111,7 +111,7 @@ pub fn cached_facts(db: &dyn Db, file: File) -> Option<FileFacts> {
         file,
     };
     let facts = r.facts().ok()?;
-    (r.i == r.b.len()).then_some(facts)
+    r.at_end().then_some(facts)
 }
 
 /// Reads the cache file. `Err` is a notice for the user: the file was there but unusable.
@@ -124,9 +124,33 @@ pub fn load(system: &dyn System, settings: &CacheSettings) -> Result<Entries, St
     parse(bytes).map_err(|why| format!("ignoring the fact cache `{path}` ({why}); rebuilding it"))
 }
 
-fn parse(blob: Vec<u8>) -> Result<Entries, &'static str> {
-    if blob.len() < MAGIC.len() + 8 || &blob[..MAGIC.len()] != MAGIC {
-        return Err("not a terraci fact cache");
+/// Starts a file of terraci's own (this cache, the run record of [`crate::replay`]):
+/// `magic`, the layout's `format` and the terraci version.
+pub(crate) fn begin_file(magic: &[u8; 16], format: u64, capacity: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(capacity);
+    out.extend_from_slice(magic);
+    put_u64(&mut out, format);
+    put_str(&mut out, env!("CARGO_PKG_VERSION"));
+    out
+}
+
+/// Ends a file begun with [`begin_file`]: the checksum of everything before it.
+pub(crate) fn seal(out: &mut Vec<u8>) {
+    let sum = content_hash(out);
+    out.extend_from_slice(&sum.to_le_bytes());
+}
+
+/// Checks a file written by [`begin_file`] and [`seal`]: magic (`what` names the kind of
+/// file when it is wrong), checksum, format and terraci version. Returns a reader over
+/// the body after the header (without the checksum).
+pub(crate) fn open_file<'a>(
+    blob: &'a [u8],
+    magic: &[u8; 16],
+    format: u64,
+    what: &'static str,
+) -> Result<Reader<'a, ()>, &'static str> {
+    if blob.len() < magic.len() + 8 || &blob[..magic.len()] != magic {
+        return Err(what);
     }
     let (body, sum) = blob.split_at(blob.len() - 8);
     if content_hash(body).to_le_bytes() != sum {
@@ -134,14 +158,19 @@ fn parse(blob: Vec<u8>) -> Result<Entries, &'static str> {
     }
     let mut r = Reader {
         b: body,
-        i: MAGIC.len(),
+        i: magic.len(),
         file: (),
     };
-    let format = r.u64().map_err(|_| "truncated")?;
+    let format_found = r.u64().map_err(|_| "truncated")?;
     let version = r.string().map_err(|_| "truncated")?;
-    if format != u64::from(FORMAT) || version != env!("CARGO_PKG_VERSION") {
+    if format_found != format || version != env!("CARGO_PKG_VERSION") {
         return Err("written by another version of terraci");
     }
+    Ok(r)
+}
+
+fn parse(blob: Vec<u8>) -> Result<Entries, &'static str> {
+    let mut r = open_file(&blob, MAGIC, u64::from(FORMAT), "not a terraci fact cache")?;
     let count = r.u64().map_err(|_| "truncated")? as usize;
     let mut by_path = HashMap::with_capacity(count.min(1 << 20));
     for _ in 0..count {
@@ -189,10 +218,11 @@ pub fn save(
     let mut unchanged = old
         .as_ref()
         .is_some_and(|o| o.by_path.len() == cacheable.len());
-    let mut out = Vec::with_capacity(old.as_ref().map_or(1 << 16, |o| o.blob.len()));
-    out.extend_from_slice(MAGIC);
-    put_u64(&mut out, u64::from(FORMAT));
-    put_str(&mut out, env!("CARGO_PKG_VERSION"));
+    let mut out = begin_file(
+        MAGIC,
+        u64::from(FORMAT),
+        old.as_ref().map_or(1 << 16, |o| o.blob.len()),
+    );
     put_u64(&mut out, cacheable.len() as u64);
     let mut payload = Vec::new();
     for (path, file, text) in cacheable {
@@ -222,8 +252,7 @@ pub fn save(
     if unchanged {
         return Ok(());
     }
-    let sum = content_hash(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
+    seal(&mut out);
     // A `.gitignore` of `*` keeps the cache out of `git status` and so out of
     // `--changed-only` (as pytest and ruff do with their caches).
     system.write_atomic(&settings.dir.join(".gitignore"), b"*\n")?;
@@ -261,7 +290,6 @@ fn kind_code(kind: FileKind) -> u8 {
 
 /// SipHash with fixed keys: deterministic across runs of one build. A different hash in
 /// another build only turns hits into misses; the format version guards the rest.
-/// SipHash-1-3 of `bytes` with fixed keys: equal on every run and machine.
 pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
     #[allow(deprecated)]
     let mut h = std::hash::SipHasher::new_with_keys(0x7465_7272_6163_6921, 0x6661_6374_7321);
@@ -271,7 +299,7 @@ pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
 
 // ---- encoding: LEB128 integers, length-prefixed strings, one tag byte per variant ----
 
-fn put_u64(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_u64(out: &mut Vec<u8>, mut v: u64) {
     loop {
         let byte = (v & 0x7f) as u8;
         v >>= 7;
@@ -283,9 +311,14 @@ fn put_u64(out: &mut Vec<u8>, mut v: u64) {
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_u64(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_bytes(out, s.as_bytes());
+}
+
+/// Length-prefixed bytes.
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_u64(out, b.len() as u64);
+    out.extend_from_slice(b);
 }
 
 fn put_strs(out: &mut Vec<u8>, items: &[String]) {
@@ -542,13 +575,13 @@ fn write_parts(out: &mut Vec<u8>, parts: &[TemplatePart]) {
 }
 
 /// Decoding; `F` is the file the facts are rebuilt for (`()` while reading the index).
-struct Reader<'a, F> {
+pub(crate) struct Reader<'a, F> {
     b: &'a [u8],
     i: usize,
     file: F,
 }
 
-type R<T> = Result<T, ()>;
+pub(crate) type R<T> = Result<T, ()>;
 
 /// Nesting bound while decoding: a corrupt entry must not recurse without end.
 const MAX_DEPTH: u32 = 512;
@@ -560,7 +593,7 @@ impl<F> Reader<'_, F> {
         Ok(b)
     }
 
-    fn u64(&mut self) -> R<u64> {
+    pub(crate) fn u64(&mut self) -> R<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -582,7 +615,7 @@ impl<F> Reader<'_, F> {
         Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
     }
 
-    fn len(&mut self) -> R<usize> {
+    pub(crate) fn len(&mut self) -> R<usize> {
         let n = self.u64()? as usize;
         // Every item takes at least one byte: a count beyond the rest is corrupt.
         if n > self.b.len() - self.i {
@@ -591,11 +624,22 @@ impl<F> Reader<'_, F> {
         Ok(n)
     }
 
-    fn string(&mut self) -> R<String> {
-        let n = self.len()?;
-        let s = std::str::from_utf8(&self.b[self.i..self.i + n]).map_err(|_| ())?;
-        self.i += n;
+    pub(crate) fn string(&mut self) -> R<String> {
+        let s = std::str::from_utf8(self.bytes()?).map_err(|_| ())?;
         Ok(s.to_owned())
+    }
+
+    /// Length-prefixed bytes.
+    pub(crate) fn bytes(&mut self) -> R<&[u8]> {
+        let n = self.len()?;
+        let b = &self.b[self.i..self.i + n];
+        self.i += n;
+        Ok(b)
+    }
+
+    /// Whether every byte was read.
+    pub(crate) fn at_end(&self) -> bool {
+        self.i == self.b.len()
     }
 
     fn strings(&mut self) -> R<Vec<String>> {

@@ -5,16 +5,15 @@
 //! for what could not be read. Runs outside salsa; the driver turns the result into inputs.
 //! Invalidated by any directory or file creation/removal (the watcher re-runs it).
 
+use std::io;
+
 use camino::{Utf8Path, Utf8PathBuf};
 use indexmap::IndexMap;
+use rayon::prelude::*;
 
 use crate::config::Pattern;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::files::{FileContents, FileKind, ModuleInfo, Role};
-use std::io;
-
-use rayon::prelude::*;
-
 use crate::system::{DirEntry, EntryKind, Stamp, System};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,11 +58,7 @@ pub fn discover_in(
     pattern: &Pattern,
     library_paths: &[String],
 ) -> Discovered {
-    let paths: Vec<&String> = layout
-        .module_dirs
-        .iter()
-        .flat_map(|(_, files)| files.iter().map(|(path, _)| path))
-        .collect();
+    let paths: Vec<&str> = layout.files().collect();
     // Decoding (UTF-8 check and the copy into the shared text) happens on the workers too.
     let read: Vec<io::Result<(FileContents, Option<Stamp>)>> = paths
         .par_iter()
@@ -358,13 +353,14 @@ impl IgnoreRules {
 
 /// OpenTofu: `x.tofu` replaces `x.tf`, `x.tofu.json` replaces `x.tf.json`.
 fn apply_tofu_shadowing(files: Vec<(String, FileKind)>) -> Vec<(String, FileKind)> {
-    let name_of = |path: &str| path.rsplit('/').next().unwrap_or(path).to_owned();
-    let names: Vec<String> = files.iter().map(|(p, _)| name_of(p)).collect();
+    fn name_of(path: &str) -> &str {
+        path.rsplit('/').next().unwrap_or(path)
+    }
+    let names: Vec<String> = files.iter().map(|(p, _)| name_of(p).to_owned()).collect();
     files
         .into_iter()
         .filter(|(path, _)| {
             let name = name_of(path);
-            let name = name.as_str();
             let shadow = if let Some(stem) = name.strip_suffix(".tf") {
                 format!("{stem}.tofu")
             } else if let Some(stem) = name.strip_suffix(".tf.json") {

@@ -26,13 +26,13 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
-use crate::cache::CacheSettings;
+use crate::cache::{begin_file, open_file, put_bytes, put_str, put_u64, seal, CacheSettings};
 use crate::discover::{walk, Layout};
 use crate::system::{Stamp, System};
 
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
-const FORMAT: u64 = 1;
+const FORMAT: u64 = 2;
 const FILE_NAME: &str = "run.bin";
 
 /// The environment variables that `generate` reads (provider selection).
@@ -186,34 +186,20 @@ impl RunKey {
             return Ok(false);
         }
         files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut out = Vec::with_capacity(output.len() + files.len() * 96 + 4096);
-        out.extend_from_slice(MAGIC);
-        put_u64(&mut out, FORMAT);
-        put_str(&mut out, env!("CARGO_PKG_VERSION"));
-        put_u64(&mut out, self.bytes.len() as u64);
-        out.extend_from_slice(&self.bytes);
+        let capacity = output.len() + stderr.len() + files.len() * 96 + self.bytes.len() + 64;
+        let mut out = begin_file(MAGIC, FORMAT, capacity);
+        put_bytes(&mut out, &self.bytes);
         put_u64(&mut out, files.len() as u64);
         for (path, stamp) in &files {
             put_str(&mut out, path);
             put_stamp(&mut out, stamp.as_ref().expect("checked above"));
         }
         put_str(&mut out, output);
-        put_u64(&mut out, stderr.len() as u64);
-        out.extend_from_slice(stderr);
-        let sum = crate::cache::content_hash(&out);
-        out.extend_from_slice(&sum.to_le_bytes());
+        put_bytes(&mut out, stderr);
+        seal(&mut out);
         system.replace(&self.record, &out)?;
         Ok(true)
     }
-}
-
-fn put_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_u64(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
 }
 
 fn put_stamp(out: &mut Vec<u8>, s: &Stamp) {
@@ -222,91 +208,40 @@ fn put_stamp(out: &mut Vec<u8>, s: &Stamp) {
     }
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
-        if n > self.b.len() {
-            return Err("truncated");
-        }
-        let (head, tail) = self.b.split_at(n);
-        self.b = tail;
-        Ok(head)
-    }
-
-    fn u64(&mut self) -> Result<u64, &'static str> {
-        let b = self.bytes(8)?;
-        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
-    }
-
-    fn len(&mut self) -> Result<usize, &'static str> {
-        let n = usize::try_from(self.u64()?).map_err(|_| "bad length")?;
-        if n > self.b.len() {
-            return Err("truncated");
-        }
-        Ok(n)
-    }
-
-    fn blob(&mut self) -> Result<&'a [u8], &'static str> {
-        let n = self.len()?;
-        self.bytes(n)
-    }
-
-    fn string(&mut self) -> Result<String, &'static str> {
-        String::from_utf8(self.blob()?.to_vec()).map_err(|_| "not UTF-8")
-    }
-
-    fn stamp(&mut self) -> Result<Stamp, &'static str> {
-        Ok(Stamp {
-            dev: self.u64()?,
-            ino: self.u64()?,
-            len: self.u64()?,
-            mtime_ns: self.u64()? as i64,
-            ctime_ns: self.u64()? as i64,
-        })
-    }
-}
-
 /// The key bytes and the record, from a whole `run.bin`.
 fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
-    if blob.len() < MAGIC.len() + 8 || &blob[..MAGIC.len()] != MAGIC {
-        return Err("not a terraci run record");
+    let mut r = open_file(blob, MAGIC, FORMAT, "not a terraci run record")?;
+    let body = (|| -> crate::cache::R<(Vec<u8>, Record)> {
+        let key = r.bytes()?.to_vec();
+        // Each entry takes at least six bytes, so `len` bounds the count by the rest.
+        let n = r.len()?;
+        let mut files = Vec::with_capacity(n);
+        for _ in 0..n {
+            let path = r.string()?;
+            let stamp = Stamp {
+                dev: r.u64()?,
+                ino: r.u64()?,
+                len: r.u64()?,
+                mtime_ns: r.u64()? as i64,
+                ctime_ns: r.u64()? as i64,
+            };
+            files.push((path, stamp));
+        }
+        let output = r.string()?;
+        let stderr = r.bytes()?.to_vec();
+        Ok((
+            key,
+            Record {
+                files,
+                output,
+                stderr,
+            },
+        ))
+    })();
+    match body {
+        Ok(decoded) if r.at_end() => Ok(decoded),
+        _ => Err("corrupt entry"),
     }
-    let (body, sum) = blob.split_at(blob.len() - 8);
-    if crate::cache::content_hash(body).to_le_bytes() != sum {
-        return Err("checksum mismatch: truncated or damaged");
-    }
-    let mut r = Reader {
-        b: &body[MAGIC.len()..],
-    };
-    if r.u64()? != FORMAT || r.string()? != env!("CARGO_PKG_VERSION") {
-        return Err("written by another version of terraci");
-    }
-    let key = r.blob()?.to_vec();
-    let n = r.u64()?;
-    // Each entry takes at least 48 bytes: a count beyond that is damage, not a size hint.
-    if n > (r.b.len() / 48) as u64 {
-        return Err("bad file count");
-    }
-    let mut files = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        files.push((r.string()?, r.stamp()?));
-    }
-    let output = r.string()?;
-    let stderr = r.blob()?.to_vec();
-    if !r.b.is_empty() {
-        return Err("trailing bytes");
-    }
-    Ok((
-        key,
-        Record {
-            files,
-            output,
-            stderr,
-        },
-    ))
 }
 
 #[cfg(test)]
