@@ -674,7 +674,7 @@ fn generate_pipeline(
         }
     }
     let replayable = ws.notices.is_empty() && !ws.db.reads_outside_modules();
-    let stamps = replayable.then(|| ws.stamps.clone());
+    let stamps = replayable.then(|| std::mem::take(&mut ws.stamps));
     ws.dismiss();
     Ok((pipeline.text, stamps))
 }
