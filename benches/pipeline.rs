@@ -182,6 +182,7 @@ impl Session {
             .set_contents(&mut self.ws.db)
             .with_durability(salsa::Durability::LOW)
             .to(FileContents::from_bytes(text.as_bytes().to_vec()));
+        terraci::resolve::sync_owners(&mut self.ws.db, self.ws.project);
     }
 
     /// What a regeneration recomputes: graph, selection, IR, YAML (jobs whose text is
@@ -205,7 +206,7 @@ impl Session {
         )
         .expect("renders")
         .text;
-        (graph.edges.len(), text)
+        (graph.edge_count(), text)
     }
 }
 

@@ -220,7 +220,7 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
 
     let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut dependencies: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (from, to) in graph.edges.keys() {
+    for (from, to) in graph.edges() {
         dependents.entry(to).or_default().push(from);
         dependencies.entry(from).or_default().push(to);
     }

@@ -167,6 +167,13 @@ pub struct Project {
     pub modules: Vec<Module>,
     #[returns(ref)]
     pub eval_settings: EvalSettings,
+    /// Who owns which state: a copy of [`crate::resolve::identity_index`], kept by
+    /// [`crate::resolve::sync_owners`] after every change of inputs. Matching reads this
+    /// input instead of the query, so that an edit which leaves every state identity as
+    /// it was does not make every module's resolution depend on a changed (low
+    /// durability) value: only the edited module's resolution is verified deeply.
+    #[returns(ref)]
+    pub owners: Arc<crate::resolve::IdentityIndex>,
 }
 
 /// What `--changed-only` saw: changed paths relative to the project dir.

@@ -5,6 +5,8 @@
 //! GitLab and GitHub renderers and by `local-exec`, which never look at the dependency
 //! graph themselves. Invalidated by the graph, the selection and the options.
 
+use std::sync::Arc;
+
 use indexmap::IndexMap;
 use serde::Serialize;
 
@@ -28,7 +30,7 @@ impl JobKind {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Need {
-    pub job: String,
+    pub job: Arc<str>,
     /// Whether the needed job's artifacts (the plan file) are downloaded.
     pub artifacts: bool,
 }
@@ -36,12 +38,15 @@ pub struct Need {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Job {
     /// `plan-<id with / replaced by ->`, `apply-<...>`.
-    pub name: String,
+    ///
+    /// Names, ids and components are shared by every plan built over the same modules:
+    /// an unchanged job is the same text, which comparing it can check by address.
+    pub name: Arc<str>,
     pub kind: JobKind,
     /// The module id (its path relative to the project dir).
-    pub module: String,
+    pub module: Arc<str>,
     /// Pattern segment name -> value, in pattern order; submodules add `submodule`.
-    pub components: IndexMap<String, String>,
+    pub components: Arc<IndexMap<String, String>>,
     pub needs: Vec<Need>,
     /// Kahn layer over jobs: 0 without needs, else 1 + the highest level it needs.
     pub level: usize,
@@ -69,7 +74,7 @@ impl JobPlan {
     }
 
     pub fn job(&self, name: &str) -> Option<&Job> {
-        self.jobs.iter().find(|j| j.name == name)
+        self.jobs.iter().find(|j| &*j.name == name)
     }
 }
 
@@ -116,11 +121,15 @@ pub fn build_job_plan(
 ) -> Result<JobPlan, IrError> {
     let mut sorted: Vec<&Target> = targets.iter().collect();
     sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    let names: Vec<ModuleNames> = sorted
+        .iter()
+        .map(|t| ModuleNames::new(&t.id, t.components.clone()))
+        .collect();
     let nodes: Vec<Node<'_>> = sorted
         .iter()
-        .map(|t| Node {
-            id: &t.id,
-            components: &t.components,
+        .zip(&names)
+        .map(|(t, names)| Node {
+            names,
             // Dependencies that get no jobs are dropped; the rest keep their given order.
             deps: t
                 .dependencies
@@ -134,13 +143,70 @@ pub fn build_job_plan(
                 .collect(),
         })
         .collect();
-    plan_nodes(&nodes, options, binary, init_enabled, env, segments)
+    plan_nodes(&nodes, true, options, binary, init_enabled, env, segments)
+}
+
+/// What a module's jobs are called, built once per module set (see [`module_names`]).
+#[derive(Debug, Clone)]
+pub struct ModuleNames {
+    pub module: Arc<str>,
+    pub plan: Arc<str>,
+    pub apply: Arc<str>,
+    pub components: Arc<IndexMap<String, String>>,
+}
+
+impl ModuleNames {
+    fn new(id: &str, components: IndexMap<String, String>) -> ModuleNames {
+        ModuleNames {
+            module: id.into(),
+            plan: job_name(JobKind::Plan, id).into(),
+            apply: job_name(JobKind::Apply, id).into(),
+            components: Arc::new(components),
+        }
+    }
+}
+
+impl PartialEq for ModuleNames {
+    /// Components are compared in order: the YAML lists them in order.
+    fn eq(&self, other: &ModuleNames) -> bool {
+        self.module == other.module
+            && self.components.len() == other.components.len()
+            && self.components.iter().eq(other.components.iter())
+    }
+}
+
+impl Eq for ModuleNames {}
+
+/// The job names of every root module, in graph order ([`crate::graph::roots`]), and
+/// whether two of them share a job name. Recomputed only when the module set changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootNames {
+    pub modules: Vec<ModuleNames>,
+    pub collisions: bool,
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn module_names(db: &dyn crate::db::Db, project: crate::files::Project) -> RootNames {
+    let roots = crate::graph::roots(db, project);
+    let modules: Vec<ModuleNames> = roots
+        .modules
+        .iter()
+        .map(|m| {
+            let info = m.info(db);
+            ModuleNames::new(&info.id, info.components.clone())
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::with_capacity(modules.len());
+    let collisions = !modules.iter().all(|m| seen.insert(&m.plan));
+    RootNames {
+        modules,
+        collisions,
+    }
 }
 
 /// A module that gets jobs, by index: `deps` are indices into the same node list.
 struct Node<'a> {
-    id: &'a str,
-    components: &'a IndexMap<String, String>,
+    names: &'a ModuleNames,
     deps: Vec<u32>,
 }
 
@@ -149,28 +215,28 @@ struct Node<'a> {
 /// A plan job's level is one more than the apply (or, plan-only, the plan) jobs of its
 /// dependencies, an apply job's one more than its plan job, so levels are worked out per
 /// module in one topological pass. Modules in or behind a cycle (generate refuses cycles
-/// before this point) get level 0.
+/// before this point) get level 0. Two nodes with one job name are an error, looked for
+/// only if `collisions` says the module set has such a pair.
 fn plan_nodes(
     nodes: &[Node<'_>],
+    collisions: bool,
     options: PlanOptions,
     binary: Binary,
     init_enabled: bool,
     env: IndexMap<String, String>,
     segments: Vec<String>,
 ) -> Result<JobPlan, IrError> {
-    let suffixes: Vec<String> = nodes.iter().map(|n| n.id.replace('/', "-")).collect();
     // Only looked up, never iterated: output order does not depend on hashing.
-    let mut owner: std::collections::HashMap<&str, usize> =
-        std::collections::HashMap::with_capacity(nodes.len());
-    for (i, suffix) in suffixes.iter().enumerate() {
-        if let Some(&first) = owner.get(suffix.as_str()) {
+    let mut owner: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, node) in nodes.iter().enumerate().filter(|_| collisions) {
+        if let Some(&first) = owner.get(&*node.names.plan) {
             return Err(IrError::JobNameCollision {
-                first: nodes[first].id.to_owned(),
-                second: nodes[i].id.to_owned(),
-                job: format!("{}-{suffix}", JobKind::Plan.as_str()),
+                first: nodes[first].names.module.to_string(),
+                second: node.names.module.to_string(),
+                job: node.names.plan.to_string(),
             });
         }
-        owner.insert(suffix, i);
+        owner.insert(&node.names.plan, i);
     }
 
     let parallel = options.plan_only && options.parallel_plans;
@@ -210,18 +276,6 @@ fn plan_nodes(
         }
     }
 
-    let plan_names: Vec<String> = suffixes
-        .iter()
-        .map(|s| format!("{}-{s}", JobKind::Plan.as_str()))
-        .collect();
-    let apply_names: Vec<String> = if options.plan_only {
-        Vec::new()
-    } else {
-        suffixes
-            .iter()
-            .map(|s| format!("{}-{s}", JobKind::Apply.as_str()))
-            .collect()
-    };
     // Jobs by level, modules in id order within a level, a module's plan job before its
     // apply job: the order of (level, module id, kind) without a sort.
     let mut by_level: Vec<Vec<(u32, JobKind)>> = Vec::new();
@@ -245,39 +299,40 @@ fn plan_nodes(
             let node = &nodes[i as usize];
             let needs: Vec<Need> = match kind {
                 JobKind::Plan if parallel => Vec::new(),
-                JobKind::Plan => {
-                    let names = if options.plan_only {
-                        &plan_names
-                    } else {
-                        &apply_names
-                    };
-                    node.deps
-                        .iter()
-                        .map(|&d| Need {
-                            job: names[d as usize].clone(),
+                JobKind::Plan => node
+                    .deps
+                    .iter()
+                    .map(|&d| {
+                        let names = nodes[d as usize].names;
+                        Need {
+                            job: if options.plan_only {
+                                names.plan.clone()
+                            } else {
+                                names.apply.clone()
+                            },
                             artifacts: false,
-                        })
-                        .collect()
-                }
+                        }
+                    })
+                    .collect(),
                 JobKind::Apply => std::iter::once(Need {
-                    job: plan_names[i as usize].clone(),
+                    job: node.names.plan.clone(),
                     artifacts: true,
                 })
                 .chain(node.deps.iter().map(|&d| Need {
-                    job: apply_names[d as usize].clone(),
+                    job: nodes[d as usize].names.apply.clone(),
                     artifacts: false,
                 }))
                 .collect(),
             };
             let name = match kind {
-                JobKind::Plan => plan_names[i as usize].clone(),
-                JobKind::Apply => apply_names[i as usize].clone(),
+                JobKind::Plan => node.names.plan.clone(),
+                JobKind::Apply => node.names.apply.clone(),
             };
             jobs.push(Job {
                 name,
                 kind,
-                module: node.id.to_owned(),
-                components: node.components.clone(),
+                module: node.names.module.clone(),
+                components: node.names.components.clone(),
                 needs,
                 level,
             });
@@ -322,7 +377,7 @@ mod tests {
         p.jobs
             .iter()
             .map(|j| {
-                let needs: Vec<&str> = j.needs.iter().map(|n| n.job.as_str()).collect();
+                let needs: Vec<&str> = j.needs.iter().map(|n| &*n.job).collect();
                 format!("{} {} <- [{}]", j.level, j.name, needs.join(", "))
             })
             .collect()
@@ -402,16 +457,9 @@ pub fn job_plan(
     let graph = crate::graph::dependency_graph(db, project);
     let affected = crate::changes::affected(db, project, selection);
     let filters = selection.filters(db);
-    // Root module infos in the graph's order (both sorted by id).
-    let mut infos: Vec<&crate::files::ModuleInfo> = project
-        .modules(db)
-        .iter()
-        .map(|m| m.info(db))
-        .filter(|info| info.is_root())
-        .collect();
-    if !infos.is_sorted_by(|a, b| a.id <= b.id) {
-        infos.sort_by(|a, b| a.id.cmp(&b.id));
-    }
+    // Root modules in the graph's order.
+    let roots = crate::graph::roots(db, project);
+    let names = module_names(db, project);
     // Graph index -> node index, for modules that get jobs. Affected ids are sorted, as
     // are the graph's, so one merge walk finds them.
     let mut node_of: Vec<Option<u32>> = vec![None; graph.modules.len()];
@@ -422,10 +470,10 @@ pub fn job_plan(
         if affected_ids.next_if(|a| *a == id).is_none() {
             continue;
         }
-        let Some(info) = infos.get(i).filter(|info| info.id == *id) else {
+        let Some(&m) = roots.modules.get(i) else {
             continue;
         };
-        if filters.allows(id, &info.components) {
+        if filters.allows(id, &m.info(db).components) {
             node_of[i] = Some(targets.len() as u32);
             targets.push(i);
         }
@@ -459,8 +507,7 @@ pub fn job_plan(
                 deps
             };
             Node {
-                id: &graph.modules[i],
-                components: &infos[i].components,
+                names: &names.modules[i],
                 deps,
             }
         })
@@ -468,6 +515,7 @@ pub fn job_plan(
     let config = project.config(db);
     plan_nodes(
         &nodes,
+        names.collisions,
         selection.plan_options(db),
         config.execution.binary,
         config.execution.init_enabled,

@@ -13,8 +13,9 @@ use rayon::prelude::*;
 use crate::db::Database;
 use crate::files::{Module, Project};
 
-/// Parses, extracts facts and resolves references of every module in parallel.
-pub fn warm_up(db: &Database, project: Project) {
+/// Parses, extracts facts and resolves references of every module in parallel, and
+/// brings the project's owners input up to date ([`crate::resolve::sync_owners`]).
+pub fn warm_up(db: &mut Database, project: Project) {
     let modules: Vec<Module> = project.modules(db).clone();
     // Two passes: the second (`resolved_dependencies`) needs the index of every module's
     // state identity, which the first pass fills in parallel; in one pass, one worker
@@ -26,6 +27,7 @@ pub fn warm_up(db: &Database, project: Project) {
             crate::resolve::module_references(db, project, m);
         }
     });
+    crate::resolve::sync_owners(db, project);
     for_each_module(db, &modules, |db, m| {
         if m.info(db).is_root() {
             crate::resolve::resolved_dependencies(db, project, m);

@@ -5,8 +5,8 @@
 //! [`StateReference`]s (one per `terraform_remote_state` instance), and the
 //! [`ResolvedDependencies`] (edges + diagnostics) found by matching references against
 //! every module (spec §4.3). Invalidated by the module's facts, and for matching by the
-//! [`identity_index`], which changes only when some module's state identity or the module
-//! set changes.
+//! project's owners input (a copy of [`identity_index`] that [`sync_owners`] refreshes),
+//! which changes only when some module's state identity or the module set changes.
 //!
 //! Filesystem functions (`file`, `templatefile`, `fileexists`, `fileset`) read through
 //! on-demand salsa inputs ([`Db::extra_file`], [`Db::extra_dir`]), created by the database
@@ -14,6 +14,7 @@
 //! is invalidated by that file and nothing else (`Database::refresh_extra` re-reads them).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use camino::Utf8Path;
 use indexmap::IndexMap;
@@ -1204,6 +1205,27 @@ pub fn identity_index(db: &dyn Db, project: Project) -> IdentityIndex {
     index
 }
 
+/// Copies [`identity_index`] into the project's owners input when it differs; whether
+/// it did. Called after every change of inputs, before anything reads a resolution.
+///
+/// The input is a firewall: [`identity_index`] reads every module's state identity, so
+/// it is as volatile as the most recently edited file. A query reading it directly would
+/// be as volatile too, and salsa would verify all of them, one per module, after any
+/// edit. The input is set (at medium durability) only when the index really changed.
+pub fn sync_owners(db: &mut crate::db::Database, project: Project) -> bool {
+    let index = identity_index(db, project);
+    if **project.owners(db) == *index {
+        return false;
+    }
+    let index = Arc::new(index.clone());
+    use salsa::Setter;
+    project
+        .set_owners(db)
+        .with_durability(salsa::Durability::MEDIUM)
+        .to(index);
+    true
+}
+
 /// Where an edge came from: the block instance and its config attribute.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EdgeSource {
@@ -1234,7 +1256,7 @@ pub fn resolved_dependencies(
         return out;
     }
     let info = module.info(db);
-    let index = identity_index(db, project);
+    let index = project.owners(db);
     let depth = project.pattern(db).depth();
     for r in &refs.references {
         match match_reference(r, &info.id, depth, index) {
@@ -1436,8 +1458,7 @@ mod tests {
 
     fn edges(ws: &Workspace) -> Vec<String> {
         dependency_graph(&ws.db, ws.project)
-            .edges
-            .keys()
+            .edges()
             .map(|(a, b)| format!("{a} -> {b}"))
             .collect()
     }

@@ -189,6 +189,7 @@ pub fn load_workspace_overlapped(
         config.pattern.clone(),
         module_inputs,
         eval_settings,
+        Arc::default(),
     )
     .durability(salsa::Durability::HIGH)
     .new(&db);
@@ -198,7 +199,7 @@ pub fn load_workspace_overlapped(
     if let Some(settings) = &cache {
         notices.extend(crate::cache::attach(&db, system, settings));
     }
-    crate::parallel::warm_up(&db, project);
+    crate::parallel::warm_up(&mut db, project);
     let saving = PendingSave(cache.map(|settings| {
         // A clone of the database shares the memos: the writer reads the facts that
         // warm-up computed while this thread goes on to the graph.
@@ -481,12 +482,11 @@ impl Workspace {
                 submodule: i.submodule.is_some(),
             })
             .collect();
-        let edges = graph
-            .edges
-            .iter()
+        let edges = crate::graph::edge_sources(db, self.project)
+            .into_iter()
             .map(|((from, to), sources)| EdgeView {
-                from: from.clone(),
-                to: to.clone(),
+                from,
+                to,
                 sources: sources
                     .iter()
                     .map(|s| SourceView {
@@ -507,7 +507,7 @@ impl Workspace {
         GraphView {
             modules,
             edges,
-            levels: graph.levels.clone(),
+            levels: graph.levels(),
             cycles: graph.cycles.clone(),
             diagnostics,
             uses,
@@ -804,7 +804,7 @@ fn dry_run_report(
                 "changed_modules".into(),
                 serde_json::to_value(&affected.changed_modules)?,
             );
-            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
+            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
             obj.insert(
                 "affected".into(),
                 serde_json::Value::Array(
@@ -836,7 +836,7 @@ fn dry_run_report(
         }
         OutputFormat::Yaml => {
             let mut s = String::new();
-            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
+            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
             s.push_str(&format!("modules: {}\n", graph.modules.len()));
             if let Some(files) = changed_files_list {
                 s.push_str(&format!("changed files: {}\n", files.len()));
@@ -862,7 +862,7 @@ fn dry_run_report(
             s.push_str(&format!("levels: {}\n", plan.levels));
             s.push_str(&format!("jobs: {}\n", plan.jobs.len()));
             for j in &plan.jobs {
-                let needs: Vec<&str> = j.needs.iter().map(|n| n.job.as_str()).collect();
+                let needs: Vec<&str> = j.needs.iter().map(|n| &*n.job).collect();
                 if needs.is_empty() {
                     s.push_str(&format!("  [{}] {}\n", j.level, j.name));
                 } else {
@@ -984,7 +984,7 @@ fn explain(
             files.len()
         )?;
     }
-    let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| j.module.as_str()).collect();
+    let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
     for (id, reasons) in &affected.affected {
         if targets.contains(id.as_str()) {
             writeln!(out, "{id}: {}", reasons.join("; "))?;
@@ -1098,7 +1098,7 @@ fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow
         out,
         "modules: {roots} ({submodules} submodules), libraries: {libraries}, targets after filters: {targets}"
     )?;
-    writeln!(out, "edges: {}", graph.edges.len())?;
+    writeln!(out, "edges: {}", graph.edge_count())?;
     ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
     let errors = diagnostics
         .iter()
@@ -1114,7 +1114,7 @@ fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow
         writeln!(io.stderr, "error: {}", cycle_text(&graph.cycles))?;
         return Ok(exit::VALIDATION);
     }
-    writeln!(out, "levels: {}", graph.levels.len())?;
+    writeln!(out, "levels: {}", graph.level_count())?;
     if global.verbose > 0 {
         write!(out, "{}", render_levels(&ws.graph_view(Vec::new())))?;
         let libraries = crate::changes::library_usage(db, ws.project);

@@ -48,8 +48,7 @@ mod incremental {
 
     fn edges(ws: &crate::run::Workspace) -> Vec<String> {
         dependency_graph(&ws.db, ws.project)
-            .edges
-            .keys()
+            .edges()
             .map(|(a, b)| format!("{a} -> {b}"))
             .collect()
     }
@@ -72,6 +71,7 @@ mod incremental {
         let edited = EKS.replace("# reads the vpc", "# reads the network   ");
         file.set_contents(&mut ws.db)
             .to(FileContents::Text(edited.into()));
+        crate::resolve::sync_owners(&mut ws.db, ws.project);
         assert_eq!(edges(&ws), before);
         let log = ws.db.take_log();
         assert!(
@@ -99,6 +99,7 @@ mod incremental {
         let edited = EKS.replace("stage/vpc/terraform", "stage/dns/terraform");
         file.set_contents(&mut ws.db)
             .to(FileContents::Text(edited.into()));
+        crate::resolve::sync_owners(&mut ws.db, ws.project);
         assert_eq!(edges(&ws), ["stage/eks -> stage/dns"]);
         let log = ws.db.take_log();
         assert!(ran(&log, "dependency_graph"), "{log:?}");

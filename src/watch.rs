@@ -151,8 +151,8 @@ pub struct Watch<'a> {
     written: Option<(Utf8PathBuf, String)>,
     var_files: Vec<Utf8PathBuf>,
     cache_dir: Option<Utf8PathBuf>,
-    modules: BTreeSet<String>,
-    edges: BTreeSet<(String, String)>,
+    /// The graph of the last regeneration.
+    shape: crate::graph::GraphShape,
     /// Errors present when the file was last written: any other error keeps the file.
     /// `None` until the first write, which happens whatever errors the project has
     /// (as `generate` would write).
@@ -231,8 +231,7 @@ impl<'a> Watch<'a> {
             written: None,
             var_files,
             cache_dir,
-            modules: BTreeSet::new(),
-            edges: BTreeSet::new(),
+            shape: Default::default(),
             accepted_errors: None,
             shown: HashSet::new(),
             warnings: Vec::new(),
@@ -252,8 +251,8 @@ impl<'a> Watch<'a> {
                 err,
                 "watching {}: {}, {} -> {what} in {} ms",
                 watch.ws.root,
-                plural(watch.modules.len(), "module"),
-                plural(watch.edges.len(), "edge"),
+                plural(watch.shape.module_count(), "module"),
+                plural(watch.shape.edge_count(), "edge"),
                 started.elapsed().as_millis()
             )?;
         }
@@ -478,7 +477,9 @@ impl<'a> Watch<'a> {
         applied.same_facts &= !(config || var_files || rediscover || extra_changed);
         if (rediscover || config) && applied.changed {
             // New modules: their facts and references on every core, as a cold run does.
-            crate::parallel::warm_up(&self.ws.db, self.ws.project);
+            crate::parallel::warm_up(&mut self.ws.db, self.ws.project);
+        } else {
+            crate::resolve::sync_owners(&mut self.ws.db, self.ws.project);
         }
         applied
     }
@@ -550,15 +551,14 @@ impl<'a> Watch<'a> {
     fn regenerate(&mut self, err: &mut dyn Write) -> io::Result<(GraphDelta, Outcome)> {
         let settings = settings(self.system, &self.ws, &self.args.pipeline);
         let graph = dependency_graph(&self.ws.db, self.ws.project);
-        let modules: BTreeSet<String> = graph.modules.iter().cloned().collect();
-        let edges: BTreeSet<(String, String)> = graph.edges.keys().cloned().collect();
+        let shape = crate::graph::GraphShape::of(graph);
+        let (modules_added, modules_removed, edges_changed) = self.shape.changes_to(&shape);
         let delta = GraphDelta {
-            modules_added: modules.difference(&self.modules).count(),
-            modules_removed: self.modules.difference(&modules).count(),
-            edges_changed: edges.symmetric_difference(&self.edges).count(),
+            modules_added,
+            modules_removed,
+            edges_changed,
         };
-        self.modules = modules;
-        self.edges = edges;
+        self.shape = shape;
         let (provider, filters, options) = match settings {
             Ok(s) => s,
             Err(e) => {

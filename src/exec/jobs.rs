@@ -71,7 +71,7 @@ pub(super) fn tasks(plan: &JobPlan, options: &ExecOptions) -> Vec<Task> {
         .jobs
         .iter()
         .enumerate()
-        .map(|(i, j)| (j.name.as_str(), i))
+        .map(|(i, j)| (&*j.name, i))
         .collect();
     // For every IR job, the selected jobs it waits for, looking through left-out jobs:
     // in `plan` mode `plan-B -> apply-A -> plan-A` becomes `plan-B -> plan-A`.
@@ -80,7 +80,7 @@ pub(super) fn tasks(plan: &JobPlan, options: &ExecOptions) -> Vec<Task> {
         let mut set = BTreeSet::new();
         for need in &job.needs {
             // The IR never names a job outside itself, and needs point backwards.
-            let Some(&n) = index.get(need.job.as_str()) else {
+            let Some(&n) = index.get(&*need.job) else {
                 continue;
             };
             if n >= waits.len() {
@@ -129,7 +129,7 @@ fn task(plan: &JobPlan, job: &Job, needs: Vec<usize>, options: &ExecOptions) -> 
         JobKind::Apply => command(&["apply", "-input=false", "-no-color", PLAN_FILE]),
     });
 
-    let mut env = vec![("TF_MODULE_PATH".to_owned(), job.module.clone())];
+    let mut env = vec![("TF_MODULE_PATH".to_owned(), job.module.to_string())];
     for segment in &plan.segments {
         if let Some(value) = job.components.get(segment) {
             env.push((format!("TF_{}", segment.to_uppercase()), value.clone()));
@@ -139,10 +139,10 @@ fn task(plan: &JobPlan, job: &Job, needs: Vec<usize>, options: &ExecOptions) -> 
     env.extend(options.env.iter().cloned());
 
     Task {
-        job: job.name.clone(),
+        job: job.name.to_string(),
         kind: job.kind,
-        module: job.module.clone(),
-        dir: options.project_dir.join(&job.module),
+        module: job.module.to_string(),
+        dir: options.project_dir.join(&*job.module),
         env,
         commands,
         needs,

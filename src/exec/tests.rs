@@ -280,7 +280,7 @@ fn plan_mode_plans_in_dependency_order_and_apply_mode_reads_the_plan_files() {
 
     let (summary, out) = project.run(&plan, &project.options(Mode::Plan, None));
     assert!(!summary.failed(), "{out}");
-    let jobs: Vec<&str> = summary.results.iter().map(|r| r.job.as_str()).collect();
+    let jobs: Vec<&str> = summary.results.iter().map(|r| &*r.job).collect();
     assert_eq!(
         jobs,
         [

@@ -163,7 +163,7 @@ fn every_gitlab_pipeline_passes_gitlab_ci_local() {
                         let missing: Vec<&str> = plan
                             .jobs
                             .iter()
-                            .map(|j| j.name.as_str())
+                            .map(|j| &*j.name)
                             .filter(|name| !listing.contains(name))
                             .collect();
                         (!missing.is_empty())

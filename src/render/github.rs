@@ -73,7 +73,7 @@ pub fn render_github(
         let ids = job_ids(plan, &mut warnings)?;
         for job in &plan.jobs {
             jobs.insert(
-                string(ids[job.name.as_str()].as_str()),
+                string(ids[&*job.name].as_str()),
                 render_job(plan, job, &github, &ids),
             );
         }
@@ -141,7 +141,7 @@ fn job_ids<'a>(
                 }
             })
             .collect();
-        if id != job.name {
+        if *id != *job.name {
             warnings.push(format!(
                 "job `{}` is named `{id}` in the GitHub workflow: job ids may only hold \
                  letters, digits, `-` and `_`",
@@ -155,7 +155,7 @@ fn job_ids<'a>(
                 job.name
             )));
         }
-        ids.insert(job.name.as_str(), id);
+        ids.insert(&*job.name, id);
     }
     Ok(ids)
 }
@@ -223,10 +223,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         let needs: Vec<&str> = job
             .needs
             .iter()
-            .map(|n| {
-                ids.get(n.job.as_str())
-                    .map_or(n.job.as_str(), String::as_str)
-            })
+            .map(|n| ids.get(&*n.job).map_or(&*n.job, String::as_str))
             .collect();
         m.insert(string("needs"), strings(&needs));
     }
@@ -250,7 +247,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         m.insert(string("if"), string(condition.as_str()));
     }
     let mut concurrency = Mapping::new();
-    concurrency.insert(string("group"), string(job.module.as_str()));
+    concurrency.insert(string("group"), string(&*job.module));
     concurrency.insert(string("cancel-in-progress"), Value::Bool(false));
     m.insert(string("concurrency"), Value::Mapping(concurrency));
 
@@ -272,7 +269,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         ]);
         let mut with = Mapping::new();
         with.insert(string("name"), string(artifact_name(job)));
-        with.insert(string("path"), string(job.module.as_str()));
+        with.insert(string("path"), string(&*job.module));
         s.insert(string("with"), Value::Mapping(with));
         steps.push(s);
     }
@@ -287,7 +284,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         run.push('\n');
     }
     let mut run_step = step(&[("name", &format!("{verb} {}", job.module))]);
-    run_step.insert(string("working-directory"), string(job.module.as_str()));
+    run_step.insert(string("working-directory"), string(&*job.module));
     run_step.insert(string("run"), string(run));
     steps.push(run_step);
     steps.extend(user_steps(user.steps_after.as_deref()));

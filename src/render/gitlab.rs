@@ -6,7 +6,7 @@
 //! `resource_group`, then what `job_defaults` and `overwrites` set.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use indexmap::IndexMap;
 use rayon::prelude::*;
@@ -146,7 +146,7 @@ pub struct JobTexts {
 struct JobTextState {
     key: Option<JobTextKey>,
     /// Job name -> the job and what it rendered to.
-    jobs: HashMap<String, JobText>,
+    jobs: HashMap<Arc<str>, JobText>,
 }
 
 /// Everything besides the job itself that a job's text depends on, written out with
@@ -177,8 +177,9 @@ fn same_job(a: &Job, b: &Job) -> bool {
         && a.needs == b.needs
         && a.name == b.name
         && a.module == b.module
-        && a.components.len() == b.components.len()
-        && a.components.iter().eq(b.components.iter())
+        && (Arc::ptr_eq(&a.components, &b.components)
+            || (a.components.len() == b.components.len()
+                && a.components.iter().eq(b.components.iter())))
 }
 
 struct JobText {
@@ -203,7 +204,7 @@ impl JobTexts {
         let kept = |job: &Job| {
             state
                 .jobs
-                .get(&job.name)
+                .get(&*job.name)
                 .is_some_and(|t| same_job(&t.job, job))
         };
         let fresh = |job: &Job| {
@@ -227,7 +228,7 @@ impl JobTexts {
             .zip(&rendered)
             .map(|(job, r)| match r {
                 Some(entry) => entry.text.len() + 1,
-                None => state.jobs.get(&job.name).map_or(0, |t| t.text.len() + 1),
+                None => state.jobs.get(&*job.name).map_or(0, |t| t.text.len() + 1),
             })
             .sum();
         text.reserve(len);
@@ -235,7 +236,7 @@ impl JobTexts {
         for (job, r) in jobs.iter().zip(&rendered) {
             let entry = match r {
                 Some(entry) => entry,
-                None => &state.jobs[&job.name],
+                None => &state.jobs[&*job.name],
             };
             text.push('\n');
             text.push_str(&entry.text);
@@ -247,9 +248,8 @@ impl JobTexts {
             }
         }
         if state.jobs.len() != jobs.len() {
-            let names: std::collections::HashSet<&str> =
-                jobs.iter().map(|j| j.name.as_str()).collect();
-            state.jobs.retain(|name, _| names.contains(name.as_str()));
+            let names: std::collections::HashSet<&str> = jobs.iter().map(|j| &*j.name).collect();
+            state.jobs.retain(|name, _| names.contains(&**name));
         }
         warnings
     }
@@ -411,7 +411,7 @@ fn check_placeholders(key: &str, template: &str, segments: &[String]) -> Result<
 /// Replaces `{module_path}` and `{<segment>}` with the job's values.
 fn expand(template: &str, job: &Job) -> String {
     let mut out = template.replace("{module_path}", &job.module);
-    for (segment, value) in &job.components {
+    for (segment, value) in job.components.iter() {
         out = out.replace(&format!("{{{segment}}}"), value);
     }
     out
@@ -545,7 +545,7 @@ fn render_job(
             .iter()
             .map(|need| {
                 let mut n = Mapping::new();
-                n.insert(string("job"), string(need.job.as_str()));
+                n.insert(string("job"), string(&*need.job));
                 n.insert(string("artifacts"), Value::Bool(need.artifacts));
                 Value::Mapping(n)
             })
@@ -567,7 +567,7 @@ fn render_job(
     if let Some(cache) = cache.value(job) {
         m.insert(string("cache"), cache);
     }
-    m.insert(string("resource_group"), string(job.module.as_str()));
+    m.insert(string("resource_group"), string(&*job.module));
     Value::Mapping(m)
 }
 

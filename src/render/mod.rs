@@ -186,8 +186,8 @@ pub(crate) fn job_variables(
     job: &crate::ir::Job,
 ) -> indexmap::IndexMap<String, String> {
     let mut vars = indexmap::IndexMap::new();
-    vars.insert("TF_MODULE_PATH".to_owned(), job.module.clone());
-    for (segment, value) in &job.components {
+    vars.insert("TF_MODULE_PATH".to_owned(), job.module.to_string());
+    for (segment, value) in job.components.iter() {
         vars.insert(segment_variable(segment), value.clone());
     }
     for (k, v) in &plan.env {

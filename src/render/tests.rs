@@ -208,7 +208,7 @@ fn kept_job_texts_give_the_same_bytes_as_a_fresh_render() {
                     4 => plan.env.reverse(),
                     5 => {
                         if let Some(job) = plan.jobs.first_mut() {
-                            job.components.reverse();
+                            std::sync::Arc::make_mut(&mut job.components).reverse();
                         }
                     }
                     _ => {}
