@@ -43,19 +43,24 @@ pub struct Database {
 }
 
 impl Default for Database {
+    /// Query logging ([`Database::start_logging`]) is for tests: release builds install
+    /// no event callback, because salsa builds an event (with the current thread's
+    /// handle) for every memo it validates once a callback is there, which costs a
+    /// large project a few milliseconds per revision.
     fn default() -> Self {
         let log: Arc<Mutex<Option<Vec<String>>>> = Arc::default();
         let sink = log.clone();
-        Database {
-            storage: salsa::Storage::new(Some(Box::new(move |event| {
-                if let salsa::EventKind::WillExecute { database_key } = event.kind {
-                    if let Ok(mut guard) = sink.lock() {
-                        if let Some(entries) = guard.as_mut() {
-                            entries.push(format!("{database_key:?}"));
-                        }
+        let callback: Box<dyn Fn(salsa::Event) + Send + Sync> = Box::new(move |event| {
+            if let salsa::EventKind::WillExecute { database_key } = event.kind {
+                if let Ok(mut guard) = sink.lock() {
+                    if let Some(entries) = guard.as_mut() {
+                        entries.push(format!("{database_key:?}"));
                     }
                 }
-            }))),
+            }
+        });
+        Database {
+            storage: salsa::Storage::new(cfg!(any(test, debug_assertions)).then_some(callback)),
             log,
             system: None,
             extra: Arc::default(),

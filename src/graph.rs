@@ -271,12 +271,11 @@ pub fn edge_sources(db: &dyn Db, project: Project) -> Vec<((String, String), Vec
 pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
     #[cfg(debug_assertions)]
     assert!(
-        **project.owners(db) == *crate::resolve::identity_index(db, project),
+        project.owners(db) == crate::resolve::identity_index(db, project),
         "the owners input is out of date: call resolve::sync_owners after changing inputs"
     );
     let roots = roots(db, project);
     let modules = &roots.ids;
-    let index = |id: &str| modules.binary_search_by(|m| m.as_str().cmp(id)).ok();
 
     let mut forward_at = Vec::with_capacity(modules.len() + 1);
     let mut forward = Vec::new();
@@ -286,12 +285,9 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
     for &m in &roots.modules {
         let resolved = resolved_dependencies(db, project, m);
         // `resolved.edges` is sorted by dependency id: each list comes out sorted.
-        for to in resolved.edges.keys() {
-            // Resolution only ever names root modules, so `to` always has an index.
-            if let Some(to) = index(to) {
-                forward.push(to as u32);
-                in_degree[to] += 1;
-            }
+        for &to in &resolved.targets {
+            forward.push(to);
+            in_degree[to as usize] += 1;
         }
         forward_at.push(forward.len() as u32);
         diagnostics.extend(resolved.diagnostics.iter().cloned());

@@ -1184,8 +1184,10 @@ pub struct IdentityIndex {
     pub ids: BTreeSet<String>,
 }
 
+/// Shared ([`Arc`]) so that [`sync_owners`] can tell an index it has already copied
+/// into the owners input by its address.
 #[salsa::tracked(returns(ref))]
-pub fn identity_index(db: &dyn Db, project: Project) -> IdentityIndex {
+pub fn identity_index(db: &dyn Db, project: Project) -> Arc<IdentityIndex> {
     let mut index = IdentityIndex::default();
     for &m in project.modules(db) {
         let info = m.info(db);
@@ -1202,7 +1204,7 @@ pub fn identity_index(db: &dyn Db, project: Project) -> IdentityIndex {
                 .push(info.id.clone());
         }
     }
-    index
+    Arc::new(index)
 }
 
 /// Copies [`identity_index`] into the project's owners input when it differs; whether
@@ -1213,12 +1215,13 @@ pub fn identity_index(db: &dyn Db, project: Project) -> IdentityIndex {
 /// be as volatile too, and salsa would verify all of them, one per module, after any
 /// edit. The input is set (at medium durability) only when the index really changed.
 pub fn sync_owners(db: &mut crate::db::Database, project: Project) -> bool {
+    use salsa::Setter;
     let index = identity_index(db, project);
-    if **project.owners(db) == *index {
+    let owners = project.owners(db);
+    if Arc::ptr_eq(owners, index) || owners == index {
         return false;
     }
-    let index = Arc::new(index.clone());
-    use salsa::Setter;
+    let index = index.clone();
     project
         .set_owners(db)
         .with_durability(salsa::Durability::MEDIUM)
@@ -1237,6 +1240,9 @@ pub struct EdgeSource {
 pub struct ResolvedDependencies {
     /// Dependency id -> the references that created the edge (in block order).
     pub edges: BTreeMap<String, Vec<EdgeSource>>,
+    /// The dependencies' indices among the root modules ([`crate::graph::roots`]), in
+    /// the order of `edges`: what the graph is built from.
+    pub targets: Vec<u32>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -1307,6 +1313,13 @@ pub fn resolved_dependencies(
             ),
         }
     }
+    let ids = &crate::graph::roots(db, project).ids;
+    // Resolution only ever names root modules, so each has an index.
+    out.targets = out
+        .edges
+        .keys()
+        .filter_map(|to| ids.binary_search(to).ok().map(|i| i as u32))
+        .collect();
     out
 }
 

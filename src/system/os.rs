@@ -1,7 +1,7 @@
 //! The real machine.
 #![allow(clippy::disallowed_methods)]
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -148,10 +148,23 @@ impl System for OsSystem {
             }
             _ => path,
         };
-        if let Ok(existing) = std::fs::read(path) {
-            if existing == bytes {
-                return Ok(false);
+        // The file being replaced, held open across the rename: the kernel frees its pages
+        // when the last handle closes, which for a large pipeline costs more than writing
+        // the new one. That close happens on another thread, after the new file is in
+        // place.
+        let mut replaced = None;
+        if let Ok(mut existing) = std::fs::File::open(path) {
+            // Same bytes only if the same length: a changed length needs no read.
+            let same_len = existing
+                .metadata()
+                .is_ok_and(|m| m.len() == bytes.len() as u64);
+            if same_len {
+                let mut held = Vec::with_capacity(bytes.len());
+                if existing.read_to_end(&mut held).is_ok() && held == bytes {
+                    return Ok(false);
+                }
             }
+            replaced = Some(existing);
         }
         let dir = match path.parent() {
             Some(p) if !p.as_str().is_empty() => p.to_owned(),
@@ -170,6 +183,10 @@ impl System for OsSystem {
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
+        if let Some(replaced) = replaced {
+            // If no thread can be started, the handle is closed here, with the closure.
+            let _ = std::thread::Builder::new().spawn(move || drop(replaced));
+        }
         result.map(|()| true)
     }
 }
@@ -182,6 +199,29 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = Utf8PathBuf::from_path_buf(tmp.path().to_owned()).unwrap();
         (tmp, path)
+    }
+
+    #[test]
+    fn a_file_is_replaced_unless_it_holds_the_same_bytes() {
+        let (_tmp, dir) = dir();
+        let out = dir.join("out.yml");
+        assert!(OsSystem.write_atomic(&out, b"a: 1\n").unwrap());
+        // Someone reading the old file keeps reading the old file.
+        let mut reader = std::fs::File::open(&out).unwrap();
+        // Same length, other bytes: compared, then replaced.
+        assert!(OsSystem.write_atomic(&out, b"a: 2\n").unwrap());
+        assert!(!OsSystem.write_atomic(&out, b"a: 2\n").unwrap());
+        // Another length: replaced without reading.
+        assert!(OsSystem.write_atomic(&out, b"a: 10\n").unwrap());
+        assert_eq!(OsSystem.read(&out).unwrap(), b"a: 10\n");
+        let mut old = String::new();
+        reader.read_to_string(&mut old).unwrap();
+        assert_eq!(old, "a: 1\n");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["out.yml"], "no temp file is left behind");
     }
 
     #[test]
