@@ -40,6 +40,9 @@ pub struct Database {
     /// Where [`Db::extra_file`] reads; `None` in databases built without a system.
     system: Option<Arc<dyn System>>,
     extra: Arc<Mutex<Extra>>,
+    /// The last identity index that [`crate::resolve::sync_owners`] found equal to the
+    /// project's owners input (compared by address next time).
+    pub(crate) owners_checked: Option<Arc<crate::resolve::IdentityIndex>>,
 }
 
 impl Default for Database {
@@ -64,6 +67,7 @@ impl Default for Database {
             log,
             system: None,
             extra: Arc::default(),
+            owners_checked: None,
         }
     }
 }

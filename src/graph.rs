@@ -282,15 +282,16 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
     let mut in_degree = vec![0u32; modules.len()];
     let mut diagnostics = Vec::new();
     forward_at.push(0);
-    for &m in &roots.modules {
-        let resolved = resolved_dependencies(db, project, m);
-        // `resolved.edges` is sorted by dependency id: each list comes out sorted.
-        for &to in &resolved.targets {
-            forward.push(to);
+    // By chunks (see `crate::chunk`), whose root modules come in the roots' order.
+    for chunk in crate::chunk::chunks(db, project) {
+        let part = crate::chunk::chunk_dependencies(db, chunk);
+        for &to in &part.targets {
             in_degree[to as usize] += 1;
         }
-        forward_at.push(forward.len() as u32);
-        diagnostics.extend(resolved.diagnostics.iter().cloned());
+        let base = forward.len() as u32;
+        forward.extend_from_slice(&part.targets);
+        forward_at.extend(part.at[1..].iter().map(|&at| base + at));
+        diagnostics.extend(part.diagnostics.iter().cloned());
     }
     // Dependents, filled in ascending dependent order: each list comes out sorted.
     let mut backward_at = Vec::with_capacity(modules.len() + 1);

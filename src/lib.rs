@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub mod changes;
+pub mod chunk;
 pub mod cli;
 pub mod config;
 pub mod db;

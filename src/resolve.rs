@@ -1189,19 +1189,17 @@ pub struct IdentityIndex {
 #[salsa::tracked(returns(ref))]
 pub fn identity_index(db: &dyn Db, project: Project) -> Arc<IdentityIndex> {
     let mut index = IdentityIndex::default();
-    for &m in project.modules(db) {
-        let info = m.info(db);
-        if !info.is_root() {
-            continue;
-        }
-        index.ids.insert(info.id.clone());
-        let identity = state_identity(db, project, m);
-        if !identity.partial {
-            index
-                .by_identity
-                .entry(identity.clone())
-                .or_default()
-                .push(info.id.clone());
+    // By chunks (see `crate::chunk`): an edit that keeps every identity checks one chunk.
+    for chunk in crate::chunk::chunks(db, project) {
+        for (id, identity) in crate::chunk::chunk_identities(db, chunk) {
+            index.ids.insert(id.clone());
+            if !identity.partial {
+                index
+                    .by_identity
+                    .entry(identity.clone())
+                    .or_default()
+                    .push(id.clone());
+            }
         }
     }
     Arc::new(index)
@@ -1218,10 +1216,17 @@ pub fn sync_owners(db: &mut crate::db::Database, project: Project) -> bool {
     use salsa::Setter;
     let index = identity_index(db, project);
     let owners = project.owners(db);
-    if Arc::ptr_eq(owners, index) || owners == index {
+    // An index that salsa recomputed but found equal (backdated) is a new allocation with
+    // the old contents: compared once, then known by its address.
+    let checked = db.owners_checked.as_ref();
+    if Arc::ptr_eq(owners, index) || checked.is_some_and(|c| Arc::ptr_eq(c, index)) {
         return false;
     }
     let index = index.clone();
+    if *owners == index {
+        db.owners_checked = Some(index);
+        return false;
+    }
     project
         .set_owners(db)
         .with_durability(salsa::Durability::MEDIUM)

@@ -410,24 +410,8 @@ impl Workspace {
     pub fn all_diagnostics(&self) -> Vec<Diagnostic> {
         let db = &self.db;
         let mut all = self.diagnostics.clone();
-        for &m in self.project.modules(db) {
-            let id = &m.info(db).id;
-            all.extend(
-                crate::facts::module_facts(db, m)
-                    .diagnostics
-                    .iter()
-                    .cloned()
-                    .map(|d| d.with_module(id.clone())),
-            );
-            if m.info(db).is_root() {
-                all.extend(
-                    crate::resolve::module_scope(db, self.project, m)
-                        .diagnostics
-                        .iter()
-                        .cloned()
-                        .map(|d| d.with_module(id.clone())),
-                );
-            }
+        for chunk in crate::chunk::chunks(db, self.project) {
+            all.extend(crate::chunk::chunk_diagnostics(db, chunk).iter().cloned());
         }
         all.extend(
             dependency_graph(db, self.project)

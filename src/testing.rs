@@ -110,6 +110,51 @@ mod incremental {
             "{log:?}"
         );
     }
+
+    /// A project of many modules: an edge edit recomputes the edited module's chunk,
+    /// not the project's other modules, and keeps the owners input.
+    #[test]
+    fn an_edge_edit_recomputes_one_chunk() {
+        let n = 3 * crate::chunk::CHUNK_SIZE;
+        let texts: Vec<(String, String)> = (0..n)
+            .map(|i| {
+                let id = format!("stage/m{i:03}");
+                let key = format!("key    = \"{id}/terraform.tfstate\"");
+                (
+                    format!("{id}/main.tf"),
+                    VPC.replace("key    = \"stage/vpc/terraform.tfstate\"", &key),
+                )
+            })
+            .collect();
+        let mut files: Vec<(&str, &str)> = vec![(".terraci.yaml", CONFIG)];
+        files.extend(texts.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+        let mut ws = workspace(&files);
+        assert!(edges(&ws).is_empty());
+        let _ = ws.all_diagnostics();
+        ws.db.start_logging();
+        let file = ws.files["stage/m100/main.tf"];
+        let edited = format!(
+            "{}\n{}",
+            texts[100].1,
+            EKS.replace("# reads the vpc\n", "")
+                .replace("stage/vpc/", "stage/m007/")
+        );
+        file.set_contents(&mut ws.db)
+            .with_durability(salsa::Durability::LOW)
+            .to(FileContents::Text(edited.into()));
+        assert!(
+            !crate::resolve::sync_owners(&mut ws.db, ws.project),
+            "no identity changed"
+        );
+        assert_eq!(edges(&ws), ["stage/m100 -> stage/m007"]);
+        assert!(ws.all_diagnostics().is_empty());
+        let log = ws.db.take_log();
+        let count = |q: &str| log.iter().filter(|l| l.contains(q)).count();
+        assert_eq!(count("resolved_dependencies"), 1, "{log:?}");
+        assert_eq!(count("chunk_dependencies"), 1, "{log:?}");
+        assert_eq!(count("chunk_diagnostics"), 1, "{log:?}");
+        assert_eq!(count("module_scope"), 1, "{log:?}");
+    }
 }
 
 /// A mutation fuzzer over the whole parse -> facts -> evaluation -> graph -> IR path.

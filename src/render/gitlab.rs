@@ -5,7 +5,6 @@
 //! order, each as `stage`, `needs`, `script`, `variables`, `artifacts`, `cache`,
 //! `resource_group`, then what `job_defaults` and `overwrites` set.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use indexmap::IndexMap;
@@ -145,8 +144,9 @@ pub struct JobTexts {
 #[derive(Default)]
 struct JobTextState {
     key: Option<JobTextKey>,
-    /// Job name -> the job and what it rendered to.
-    jobs: HashMap<Arc<str>, JobText>,
+    /// Job name -> the job and what it rendered to. Looked up, never iterated: the hash
+    /// order never reaches the output.
+    jobs: rustc_hash::FxHashMap<Arc<str>, Arc<JobText>>,
 }
 
 /// Everything besides the job itself that a job's text depends on, written out with
@@ -201,49 +201,35 @@ impl JobTexts {
             state.jobs.clear();
             state.key = Some(key);
         }
-        let kept = |job: &Job| {
-            state
-                .jobs
-                .get(&*job.name)
-                .is_some_and(|t| same_job(&t.job, job))
-        };
         let fresh = |job: &Job| {
             let mut warnings = Vec::new();
             let text = render(job, &mut warnings);
-            JobText {
+            Arc::new(JobText {
                 job: job.clone(),
                 text,
                 warnings,
-            }
+            })
         };
-        let rendered: Vec<Option<JobText>> = jobs
+        // One look-up per job: its kept text if the job is the same, else a new one.
+        let entries: Vec<(Arc<JobText>, bool)> = jobs
             .par_iter()
             .with_min_len(64)
-            .map(|job| (!kept(job)).then(|| fresh(job)))
-            .collect();
-        // Texts first (a kept job's text is the one it was compared with above), then the
-        // store is updated, so even two jobs of one name would each get their own text.
-        let len: usize = jobs
-            .iter()
-            .zip(&rendered)
-            .map(|(job, r)| match r {
-                Some(entry) => entry.text.len() + 1,
-                None => state.jobs.get(&*job.name).map_or(0, |t| t.text.len() + 1),
+            .map(|job| match state.jobs.get(&*job.name) {
+                Some(kept) if same_job(&kept.job, job) => (kept.clone(), false),
+                _ => (fresh(job), true),
             })
-            .sum();
-        text.reserve(len);
+            .collect();
+        text.reserve(entries.iter().map(|(e, _)| e.text.len() + 1).sum());
         let mut warnings = Vec::new();
-        for (job, r) in jobs.iter().zip(&rendered) {
-            let entry = match r {
-                Some(entry) => entry,
-                None => &state.jobs[&*job.name],
-            };
+        for (entry, _) in &entries {
             text.push('\n');
             text.push_str(&entry.text);
             warnings.extend(entry.warnings.iter().cloned());
         }
-        for (job, rendered) in jobs.iter().zip(rendered) {
-            if let Some(entry) = rendered {
+        // Texts first (a kept job's text is the one it was compared with above), then the
+        // store is updated, so even two jobs of one name would each get their own text.
+        for (job, (entry, fresh)) in jobs.iter().zip(entries) {
+            if fresh {
                 state.jobs.insert(job.name.clone(), entry);
             }
         }
