@@ -457,8 +457,9 @@ pub fn job_plan(
     let graph = crate::graph::dependency_graph(db, project);
     let affected = crate::changes::affected(db, project, selection);
     let filters = selection.filters(db);
-    // Root modules in the graph's order.
-    let roots = crate::graph::roots(db, project);
+    // Root modules in the graph's order, with their names and components: read from one
+    // memo rather than from each module's input, so this query depends on a handful of
+    // values, not on one per module.
     let names = module_names(db, project);
     // Graph index -> node index, for modules that get jobs. Affected ids are sorted, as
     // are the graph's, so one merge walk finds them.
@@ -470,10 +471,10 @@ pub fn job_plan(
         if affected_ids.next_if(|a| *a == id).is_none() {
             continue;
         }
-        let Some(&m) = roots.modules.get(i) else {
+        let Some(names) = names.modules.get(i) else {
             continue;
         };
-        if filters.allows(id, &m.info(db).components) {
+        if filters.allows(id, &names.components) {
             node_of[i] = Some(targets.len() as u32);
             targets.push(i);
         }

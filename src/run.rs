@@ -660,7 +660,7 @@ fn generate_pipeline(
     let replayable = ws.notices.is_empty() && !ws.db.reads_outside_modules();
     let stamps = replayable.then(|| std::mem::take(&mut ws.stamps));
     ws.dismiss();
-    Ok((pipeline.text, stamps))
+    Ok((pipeline.text.into_string(), stamps))
 }
 
 /// The generated file's header: terraci's version and the command line.
@@ -708,7 +708,7 @@ pub struct Generation {
 }
 
 pub struct Pipeline {
-    pub text: String,
+    pub text: crate::render::PipelineText,
     /// Renderer warnings (`needs-limit`), printed unless `-q`.
     pub warnings: Vec<String>,
 }
@@ -747,7 +747,7 @@ pub fn build_pipeline(
     let output = if args.dry_run {
         dry_run_report(ws, &diagnostics, affected, plan, changed_files, args.format).map(|text| {
             Pipeline {
-                text,
+                text: text.into(),
                 warnings: Vec::new(),
             }
         })
@@ -871,6 +871,14 @@ fn render_pipeline(
     request: &PipelineRequest<'_>,
 ) -> anyhow::Result<Pipeline> {
     let config = &ws.config.config;
+    if let (crate::render::Provider::Gitlab, Some(texts), OutputFormat::Yaml) =
+        (request.provider, request.job_texts, request.args.format)
+    {
+        let (text, warnings) =
+            crate::render::render_gitlab_parts(plan, config, request.header, texts)
+                .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+        return Ok(Pipeline { text, warnings });
+    }
     let rendered = match request.provider {
         crate::render::Provider::Gitlab => {
             crate::render::render_gitlab_with(plan, config, request.header, request.job_texts)
@@ -890,7 +898,7 @@ fn render_pipeline(
         }
     };
     Ok(Pipeline {
-        text,
+        text: text.into(),
         warnings: rendered.warnings,
     })
 }

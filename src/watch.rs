@@ -148,7 +148,7 @@ pub struct Watch<'a> {
     /// The file the last regeneration aimed at (absolute, displayed).
     target: (Utf8PathBuf, String),
     /// What was last written, and where.
-    written: Option<(Utf8PathBuf, String)>,
+    written: Option<(Utf8PathBuf, crate::render::PipelineText)>,
     var_files: Vec<Utf8PathBuf>,
     cache_dir: Option<Utf8PathBuf>,
     /// The graph of the last regeneration.
@@ -630,12 +630,15 @@ impl<'a> Watch<'a> {
         if self
             .written
             .as_ref()
-            .is_some_and(|(p, text)| *p == path && *text == pipeline.text)
+            .is_some_and(|(p, text)| *p == path && text.same_text(&pipeline.text))
         {
             self.accepted_errors = Some(errors);
             return Ok((delta, Outcome::Unchanged));
         }
-        match self.system.write_atomic(&path, pipeline.text.as_bytes()) {
+        match self
+            .system
+            .write_atomic_parts(&path, &pipeline.text.parts())
+        {
             Ok(wrote) => {
                 self.written = Some((path, pipeline.text));
                 self.accepted_errors = Some(errors);

@@ -14,7 +14,7 @@ use serde_yaml::{Mapping, Value};
 use super::yaml::{write_document, write_entries_text, write_entry_text, Style};
 use super::{
     default_image, job_commands, job_variables, string, string_map, strings, to_value, Header,
-    RenderError, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
+    PipelineText, RenderError, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
 };
 use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
@@ -44,6 +44,29 @@ pub fn render_gitlab_with(
     header: &Header,
     texts: Option<&JobTexts>,
 ) -> Result<Rendered, RenderError> {
+    let (text, warnings) = render_gitlab_text(plan, config, header, texts)?;
+    Ok(Rendered {
+        text: text.into_string(),
+        warnings,
+    })
+}
+
+/// [`render_gitlab_with`] keeping the job texts as pieces (see [`PipelineText`]).
+pub fn render_gitlab_parts(
+    plan: &JobPlan,
+    config: &Config,
+    header: &Header,
+    texts: &JobTexts,
+) -> Result<(PipelineText, Vec<String>), RenderError> {
+    render_gitlab_text(plan, config, header, Some(texts))
+}
+
+fn render_gitlab_text(
+    plan: &JobPlan,
+    config: &Config,
+    header: &Header,
+    texts: Option<&JobTexts>,
+) -> Result<(PipelineText, Vec<String>), RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let mut warnings = ignored_keys(&gitlab);
     let prefix = gitlab
@@ -100,7 +123,7 @@ pub fn render_gitlab_with(
             no_changes_job(&format!("{prefix}-0"), gitlab.job_defaults.as_ref()),
         );
     }
-    let mut text = write_document(&header.comment_lines(), &doc, &style);
+    let mut text = PipelineText::from(write_document(&header.comment_lines(), &doc, &style));
     if !plan.is_empty() {
         // Jobs are top-level entries like the ones above, each after a blank line; they
         // are written one by one (in parallel) rather than as one tree.
@@ -118,8 +141,8 @@ pub fn render_gitlab_with(
             None => {
                 let (jobs, job_warnings) = super::render_jobs(&plan.jobs, render);
                 for job in jobs {
-                    text.push('\n');
-                    text.push_str(&job);
+                    text.head.push('\n');
+                    text.head.push_str(&job);
                 }
                 job_warnings
             }
@@ -127,12 +150,12 @@ pub fn render_gitlab_with(
                 &plan.jobs,
                 JobTextKey::new(&gitlab, plan),
                 render,
-                &mut text,
+                &mut text.jobs,
             ),
         };
         warnings.extend(job_warnings);
     }
-    Ok(Rendered { text, warnings })
+    Ok((text, warnings))
 }
 
 /// Job texts kept from one render to the next, for [`render_gitlab_with`].
@@ -184,15 +207,22 @@ fn same_job(a: &Job, b: &Job) -> bool {
 
 struct JobText {
     job: Job,
-    text: String,
+    /// The job's text after its blank line.
+    text: Arc<str>,
     warnings: Vec<String>,
 }
 
 impl JobTexts {
-    /// Appends each job's text (after a blank line) to `text` and returns the jobs'
+    /// Appends each job's text (after a blank line) to `texts` and returns the jobs'
     /// warnings, both in job order; renders with `render`, on all cores, only the jobs
     /// whose text under `key` is not kept, and keeps exactly the texts of `jobs`.
-    fn write<F>(&self, jobs: &[Job], key: JobTextKey, render: F, text: &mut String) -> Vec<String>
+    fn write<F>(
+        &self,
+        jobs: &[Job],
+        key: JobTextKey,
+        render: F,
+        texts: &mut Vec<Arc<str>>,
+    ) -> Vec<String>
     where
         F: Fn(&Job, &mut Vec<String>) -> String + Sync,
     {
@@ -203,10 +233,10 @@ impl JobTexts {
         }
         let fresh = |job: &Job| {
             let mut warnings = Vec::new();
-            let text = render(job, &mut warnings);
+            let text = format!("\n{}", render(job, &mut warnings));
             Arc::new(JobText {
                 job: job.clone(),
-                text,
+                text: text.into(),
                 warnings,
             })
         };
@@ -219,11 +249,10 @@ impl JobTexts {
                 _ => (fresh(job), true),
             })
             .collect();
-        text.reserve(entries.iter().map(|(e, _)| e.text.len() + 1).sum());
+        texts.reserve(entries.len());
         let mut warnings = Vec::new();
         for (entry, _) in &entries {
-            text.push('\n');
-            text.push_str(&entry.text);
+            texts.push(entry.text.clone());
             warnings.extend(entry.warnings.iter().cloned());
         }
         // Texts first (a kept job's text is the one it was compared with above), then the

@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 use super::*;
 use crate::config::{load_config, Config};
 use crate::ir::{build_job_plan, JobPlan, PlanOptions, Target};
+use crate::render::PipelineText;
 use crate::system::{MemorySystem, OsSystem, System};
 
 pub(crate) fn crate_dir() -> Utf8PathBuf {
@@ -318,4 +319,23 @@ fn provider_names() {
     for p in Provider::ALL {
         assert_eq!(p.as_str().parse::<Provider>(), Ok(p));
     }
+}
+
+#[test]
+fn pipeline_text_pieces_compare_as_their_bytes() {
+    let piece = |s: &str| -> std::sync::Arc<str> { s.into() };
+    let a = PipelineText {
+        head: "h\n".into(),
+        jobs: vec![piece("\na: 1\n"), piece("\nb: 2\n")],
+    };
+    assert_eq!(a.len(), 2 + 6 + 6);
+    assert_eq!(a.clone().into_string(), "h\n\na: 1\n\nb: 2\n");
+    assert!(a.same_text(&a.clone()));
+    let joined = PipelineText::from(a.clone().into_string());
+    assert!(a.same_text(&joined) && joined.same_text(&a));
+    let other = PipelineText {
+        head: "h\n".into(),
+        jobs: vec![piece("\na: 1\n"), piece("\nb: 3\n")],
+    };
+    assert!(!a.same_text(&other));
 }

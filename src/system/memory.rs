@@ -164,12 +164,13 @@ impl System for MemorySystem {
         Ok(Utf8PathBuf::from("/"))
     }
 
-    fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool> {
+    fn write_atomic_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool> {
+        let bytes = parts.concat();
         let mut inner = self.inner.lock().expect("memory system lock poisoned");
-        if inner.files.get(path).is_some_and(|b| b == bytes) {
+        if inner.files.get(path).is_some_and(|b| *b == bytes) {
             return Ok(false);
         }
-        inner.put(path, bytes.to_vec());
+        inner.put(path, bytes);
         Ok(true)
     }
 }

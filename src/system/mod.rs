@@ -96,7 +96,11 @@ pub trait System: Send + Sync {
     /// Writes `bytes` to `path` atomically (temp file in the same directory, then rename),
     /// creating missing parent directories.
     /// Returns `false` and leaves the file untouched if it already holds exactly `bytes`.
-    fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool>;
+    fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool> {
+        self.write_atomic_parts(path, &[bytes])
+    }
+    /// [`System::write_atomic`] of the concatenation of `parts`.
+    fn write_atomic_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool>;
     /// Replaces `path` with `bytes` through a temp file and a rename, without syncing to
     /// disk: for caches, whose readers check their integrity themselves.
     fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
