@@ -117,6 +117,8 @@ pub struct Affected {
     pub changed_modules: Vec<String>,
     /// Affected module -> reasons (before filters).
     pub affected: BTreeMap<String, Vec<String>>,
+    /// Every root module is affected (no change set): `affected` lists them all.
+    pub all_roots: bool,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -154,6 +156,7 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
                 .filter(|info| info.is_root())
                 .map(|info| (info.id.clone(), Vec::new()))
                 .collect(),
+            all_roots: true,
             diagnostics: Vec::new(),
         };
     };
@@ -255,6 +258,7 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
     Affected {
         changed_modules,
         affected,
+        all_roots: false,
         diagnostics,
     }
 }

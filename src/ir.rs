@@ -54,8 +54,10 @@ pub struct Job {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct JobPlan {
-    /// Ordered by level, then module id, then plan before apply.
-    pub jobs: Vec<Job>,
+    /// Ordered by level, then module id, then plan before apply. Shared, so that `watch`
+    /// can keep a plan alive past salsa's replacement of it and free its 20,000 jobs on
+    /// another thread.
+    pub jobs: Arc<Vec<Job>>,
     /// Number of levels (stages).
     pub levels: usize,
     pub binary: Binary,
@@ -339,7 +341,7 @@ fn plan_nodes(
         }
     }
     Ok(JobPlan {
-        jobs,
+        jobs: Arc::new(jobs),
         levels: by_level.len(),
         binary,
         init_enabled,
@@ -465,11 +467,15 @@ pub fn job_plan(
     // are the graph's, so one merge walk finds them.
     let mut node_of: Vec<Option<u32>> = vec![None; graph.modules.len()];
     let mut targets: Vec<usize> = Vec::new();
+    // Without a change set every root module is affected: no walk needed.
+    let everything = affected.all_roots;
     let mut affected_ids = affected.affected.keys().peekable();
     for (i, id) in graph.modules.iter().enumerate() {
-        while affected_ids.next_if(|a| a.as_str() < id.as_str()).is_some() {}
-        if affected_ids.next_if(|a| *a == id).is_none() {
-            continue;
+        if !everything {
+            while affected_ids.next_if(|a| a.as_str() < id.as_str()).is_some() {}
+            if affected_ids.next_if(|a| *a == id).is_none() {
+                continue;
+            }
         }
         let Some(names) = names.modules.get(i) else {
             continue;

@@ -845,7 +845,7 @@ fn dry_run_report(
             }
             s.push_str(&format!("levels: {}\n", plan.levels));
             s.push_str(&format!("jobs: {}\n", plan.jobs.len()));
-            for j in &plan.jobs {
+            for j in plan.jobs.iter() {
                 let needs: Vec<&str> = j.needs.iter().map(|n| &*n.job).collect();
                 if needs.is_empty() {
                     s.push_str(&format!("  [{}] {}\n", j.level, j.name));

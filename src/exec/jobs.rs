@@ -76,7 +76,7 @@ pub(super) fn tasks(plan: &JobPlan, options: &ExecOptions) -> Vec<Task> {
     // For every IR job, the selected jobs it waits for, looking through left-out jobs:
     // in `plan` mode `plan-B -> apply-A -> plan-A` becomes `plan-B -> plan-A`.
     let mut waits: Vec<BTreeSet<usize>> = Vec::with_capacity(plan.jobs.len());
-    for job in &plan.jobs {
+    for job in plan.jobs.iter() {
         let mut set = BTreeSet::new();
         for need in &job.needs {
             // The IR never names a job outside itself, and needs point backwards.

@@ -173,7 +173,7 @@ fn run_mode_follows_the_needs_and_runs_independent_modules_at_once() {
             times.iter().map(|t| t.1).max().expect("a command"),
         )
     };
-    for job in &plan.jobs {
+    for job in plan.jobs.iter() {
         for need in &job.needs {
             assert!(
                 span(&job.name).0 >= span(&need.job).1,

@@ -71,7 +71,7 @@ pub fn render_github(
         jobs.insert(string(NO_CHANGES_JOB), no_changes_job(&github));
     } else {
         let ids = job_ids(plan, &mut warnings)?;
-        for job in &plan.jobs {
+        for job in plan.jobs.iter() {
             jobs.insert(
                 string(ids[&*job.name].as_str()),
                 render_job(plan, job, &github, &ids),
@@ -129,7 +129,7 @@ fn job_ids<'a>(
 ) -> Result<BTreeMap<&'a str, String>, RenderError> {
     let mut ids = BTreeMap::new();
     let mut owners: BTreeMap<String, &str> = BTreeMap::new();
-    for job in &plan.jobs {
+    for job in plan.jobs.iter() {
         let id: String = job
             .name
             .chars()

@@ -194,12 +194,15 @@ fn kept_job_texts_give_the_same_bytes_as_a_fresh_render() {
             for edit in 0..6 {
                 match edit {
                     1 => {
-                        if let Some(job) = plan.jobs.iter_mut().find(|j| !j.needs.is_empty()) {
+                        if let Some(job) = std::sync::Arc::make_mut(&mut plan.jobs)
+                            .iter_mut()
+                            .find(|j| !j.needs.is_empty())
+                        {
                             job.needs.clear();
                         }
                     }
                     2 => {
-                        plan.jobs.pop();
+                        std::sync::Arc::make_mut(&mut plan.jobs).pop();
                     }
                     3 => {
                         plan.env.insert("A_FIRST".into(), "1".into());
@@ -208,7 +211,7 @@ fn kept_job_texts_give_the_same_bytes_as_a_fresh_render() {
                     // Same entries in another order: equal maps, different YAML.
                     4 => plan.env.reverse(),
                     5 => {
-                        if let Some(job) = plan.jobs.first_mut() {
+                        if let Some(job) = std::sync::Arc::make_mut(&mut plan.jobs).first_mut() {
                             std::sync::Arc::make_mut(&mut job.components).reverse();
                         }
                     }
