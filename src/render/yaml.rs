@@ -199,6 +199,23 @@ fn push_quoted(out: &mut String, s: &str) {
 
 /// Whether `s` reads back as the same string when written plain, in YAML 1.1 and 1.2.
 fn plain_ok(s: &str) -> bool {
+    const SPECIAL: [&str; 16] = [
+        "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", ".inf", "-.inf", "+.inf",
+        ".nan", "=", "<<",
+    ];
+    // Job names, paths and commands: a letter, then only characters no YAML reader gives
+    // a meaning to, and no space at the end. Every check below passes for these but the
+    // special words, so they are answered first, in one pass over the bytes: most
+    // scalars of a large pipeline are of this kind.
+    let bytes = s.as_bytes();
+    if bytes.first().is_some_and(u8::is_ascii_alphabetic)
+        && bytes.last() != Some(&b' ')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./= ".contains(b))
+    {
+        return !SPECIAL.iter().any(|w| w.eq_ignore_ascii_case(s));
+    }
     let Some(first) = s.chars().next() else {
         return false;
     };
@@ -211,21 +228,8 @@ fn plain_ok(s: &str) -> bool {
     if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
         return false;
     }
-    const SPECIAL: [&str; 16] = [
-        "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", ".inf", "-.inf", "+.inf",
-        ".nan", "=", "<<",
-    ];
     if SPECIAL.iter().any(|w| w.eq_ignore_ascii_case(s)) {
         return false;
-    }
-    // Job names, paths and commands: a letter then only characters no YAML reader gives a
-    // meaning to. Answering these here skips the round trip through the parser below,
-    // which dominated rendering of large pipelines.
-    if first.is_ascii_alphabetic()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./= ".contains(&b))
-    {
-        return true;
     }
     // Anything number-like (`1.6`, `0x1F`, `1_000`, `12:30`, `1e3`) stays a string only
     // when quoted.
@@ -332,8 +336,15 @@ mod tests {
             "$CI_PIPELINE_SOURCE == \"merge_request_event\"",
             "1 day",
             "${{ github.ref == 'refs/heads/main' }}",
+            "plan-stage-eu-central-1-vpc",
+            "Yesterday",
         ] {
             assert!(plain_ok(s), "{s}");
+        }
+        // Words a YAML 1.1 reader takes for booleans or null, in any case, and spaces at
+        // either end: quoted, although every character is one plain text may hold.
+        for s in ["yes", "On", "N", "null", "NULL", "a b ", " a", ""] {
+            assert!(!plain_ok(s), "{s:?}");
         }
     }
 
