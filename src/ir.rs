@@ -145,7 +145,22 @@ pub fn build_job_plan(
                 .collect(),
         })
         .collect();
-    plan_nodes(&nodes, true, options, binary, init_enabled, env, segments)
+    let settings = PlanSettings {
+        binary,
+        init_enabled,
+        env,
+        segments,
+    };
+    plan_nodes(&nodes, true, options, settings)
+}
+
+/// What every job of a plan carries besides its own module: from the config and the
+/// pattern.
+struct PlanSettings {
+    binary: Binary,
+    init_enabled: bool,
+    env: IndexMap<String, String>,
+    segments: Vec<String>,
 }
 
 /// What a module's jobs are called, built once per module set (see [`module_names`]).
@@ -223,10 +238,7 @@ fn plan_nodes(
     nodes: &[Node<'_>],
     collisions: bool,
     options: PlanOptions,
-    binary: Binary,
-    init_enabled: bool,
-    env: IndexMap<String, String>,
-    segments: Vec<String>,
+    settings: PlanSettings,
 ) -> Result<JobPlan, IrError> {
     // Only looked up, never iterated: output order does not depend on hashing.
     let mut owner: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
@@ -343,10 +355,10 @@ fn plan_nodes(
     Ok(JobPlan {
         jobs: Arc::new(jobs),
         levels: by_level.len(),
-        binary,
-        init_enabled,
-        env,
-        segments,
+        binary: settings.binary,
+        init_enabled: settings.init_enabled,
+        env: settings.env,
+        segments: settings.segments,
         plan_only: options.plan_only,
     })
 }
@@ -524,9 +536,11 @@ pub fn job_plan(
         &nodes,
         names.collisions,
         selection.plan_options(db),
-        config.execution.binary,
-        config.execution.init_enabled,
-        config.execution.env.clone(),
-        project.pattern(db).segments().to_vec(),
+        PlanSettings {
+            binary: config.execution.binary,
+            init_enabled: config.execution.init_enabled,
+            env: config.execution.env.clone(),
+            segments: project.pattern(db).segments().to_vec(),
+        },
     )
 }
