@@ -33,7 +33,7 @@ use crate::facts::expr::{
     BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
 };
 use crate::facts::{
-    AttrExpr, BackendFact, FileFacts, ModuleCallFact, RemoteStateFact, VariableFact,
+    AttrExpr, AttrExprData, BackendFact, FileFacts, ModuleCallFact, RemoteStateFact, VariableFact,
 };
 use crate::files::{File, FileContents, FileKind};
 use crate::system::System;
@@ -787,11 +787,11 @@ impl<F> Reader<'_, F> {
 
 impl Reader<'_, File> {
     fn attr(&mut self) -> R<AttrExpr> {
-        Ok(AttrExpr {
+        Ok(AttrExpr::from(AttrExprData {
             expr: self.expr(0)?,
             item: self.item()?,
             file: self.file,
-        })
+        }))
     }
 
     fn named(&mut self) -> R<Vec<(String, AttrExpr)>> {

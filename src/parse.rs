@@ -102,7 +102,17 @@ pub(crate) fn parse_native(text: &str, skim: bool) -> ParsedFile {
 }
 
 fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
-    // Bytes first (brackets are ASCII); characters and positions only for a file that fails.
+    // A file with at most `limit` opening brackets cannot nest deeper (the count is one
+    // vectorised pass); then bytes (brackets are ASCII); characters and positions only
+    // for a file that fails.
+    let openers = text
+        .as_bytes()
+        .iter()
+        .map(|&b| usize::from(matches!(b, b'(' | b'[' | b'{')))
+        .sum::<usize>();
+    if openers <= limit {
+        return None;
+    }
     let mut depth = 0usize;
     let mut deepest = 0usize;
     for &b in text.as_bytes() {
@@ -541,6 +551,17 @@ mod tests {
         let body = hcl_edit::parser::parse_body(text).unwrap();
         let value = body.attributes().next().unwrap().value.clone();
         value
+    }
+
+    #[test]
+    fn nesting_limit_counts_depth_not_brackets() {
+        let nested = |n: usize| format!("x = {}1{}\n", "[".repeat(n), "]".repeat(n));
+        assert_eq!(nesting_too_deep(&nested(200), 200), None);
+        let err = nesting_too_deep(&nested(201), 200).expect("201 levels are refused");
+        assert_eq!((err.line, err.column), (1, 205));
+        // Many brackets side by side are not deep.
+        let wide = "x = [".to_owned() + &"[1], ".repeat(500) + "]\n";
+        assert_eq!(nesting_too_deep(&wide, 200), None);
     }
 
     #[test]

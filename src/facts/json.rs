@@ -6,7 +6,9 @@
 
 use serde_json::Value as Json;
 
-use super::{AttrExpr, BackendFact, FileFacts, ModuleCallFact, RemoteStateFact, VariableFact};
+use super::{
+    AttrExpr, AttrExprData, BackendFact, FileFacts, ModuleCallFact, RemoteStateFact, VariableFact,
+};
 use crate::diagnostic::{Diagnostic, ItemPath};
 use crate::facts::expr::{Expr, ExprKind, NodeId, Num, ObjectKey};
 use crate::files::{File, FileKind};
@@ -25,11 +27,11 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
         for (name, v) in top {
             facts.tfvars.push((
                 name.clone(),
-                AttrExpr {
+                AttrExpr::from(AttrExprData {
                     expr: literal(v),
                     file,
                     item: path(&[], &[name]),
-                },
+                }),
             ));
         }
         return facts;
@@ -41,11 +43,11 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
                     for (name, e) in body {
                         facts.locals.push((
                             name.clone(),
-                            AttrExpr {
+                            AttrExpr::from(AttrExprData {
                                 expr: config_expr(e),
                                 file,
                                 item: path(&["locals"], &[name]),
-                            },
+                            }),
                         ));
                     }
                 }
@@ -54,10 +56,12 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
                 for (name, body) in labelled(v) {
                     facts.variables.push(VariableFact {
                         name: name.clone(),
-                        default: body.get("default").map(|d| AttrExpr {
-                            expr: literal(d),
-                            file,
-                            item: path(&["variable", &name], &["default"]),
+                        default: body.get("default").map(|d| {
+                            AttrExpr::from(AttrExprData {
+                                expr: literal(d),
+                                file,
+                                item: path(&["variable", &name], &["default"]),
+                            })
                         }),
                         type_constraint: body
                             .get("type")
@@ -72,11 +76,11 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
                     if let Some(backends) = body.get("backend") {
                         for (kind, cfg) in labelled(backends) {
                             facts.backend = Some(BackendFact {
-                                config: AttrExpr {
+                                config: AttrExpr::from(AttrExprData {
                                     expr: object_of(&cfg),
                                     file,
                                     item: path(&["terraform"], &["backend"]),
-                                },
+                                }),
                                 kind,
                             });
                         }
@@ -85,11 +89,11 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
                         for cfg in bodies(cloud) {
                             facts.backend = Some(BackendFact {
                                 kind: "remote".into(),
-                                config: AttrExpr {
+                                config: AttrExpr::from(AttrExprData {
                                     expr: object_of(cfg),
                                     file,
                                     item: path(&["terraform"], &["cloud"]),
-                                },
+                                }),
                             });
                         }
                     }
@@ -102,10 +106,12 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
                     };
                     for (name, b) in labelled(rs) {
                         let get = |attr: &str| {
-                            b.get(attr).map(|e| AttrExpr {
-                                expr: config_expr(e),
-                                file,
-                                item: path(&["data", "terraform_remote_state", &name], &[attr]),
+                            b.get(attr).map(|e| {
+                                AttrExpr::from(AttrExprData {
+                                    expr: config_expr(e),
+                                    file,
+                                    item: path(&["data", "terraform_remote_state", &name], &[attr]),
+                                })
                             })
                         };
                         facts.remote_states.push(RemoteStateFact {
@@ -123,10 +129,12 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
             "module" => {
                 for (name, b) in labelled(v) {
                     facts.module_calls.push(ModuleCallFact {
-                        source: b.get("source").map(|e| AttrExpr {
-                            expr: config_expr(e),
-                            file,
-                            item: path(&["module", &name], &["source"]),
+                        source: b.get("source").map(|e| {
+                            AttrExpr::from(AttrExprData {
+                                expr: config_expr(e),
+                                file,
+                                item: path(&["module", &name], &["source"]),
+                            })
                         }),
                         name,
                     });
