@@ -1,12 +1,15 @@
 //! Parsing: file text -> syntax tree (with spans), and lowering to the span-free [`Expr`].
 //!
 //! Input: a [`File`] input's contents. Output: [`ParsedFile`]. [`crate::facts::file_facts`]
-//! parses through [`parse_file`] and keeps only the facts; [`parsed_file`] (`no_eq`) keeps
-//! a tree for [`locate`], computed only for files a diagnostic points into. Native files
-//! are skimmed first ([`skim`]): top-level blocks that hold no fact never reach hcl-edit.
+//! reads a file through [`fact_source`] and keeps only the facts; [`parsed_file`]
+//! (`no_eq`) keeps a tree for [`locate`], computed only for files a diagnostic points
+//! into. Native files are skimmed first ([`skim`]): top-level blocks that hold no fact
+//! never reach a parser. What remains goes to [`fast`], which lowers the common syntax
+//! straight into a [`FactBody`], and what it declines to hcl-edit.
 //! Lowering assigns [`NodeId`]s in pre-order and records each node's byte span, so
 //! [`locate`] can turn a diagnostic's node id back into a line and column.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -22,6 +25,7 @@ use crate::facts::expr::{
 };
 use crate::files::{File, FileContents, FileKind};
 
+mod fast;
 mod skim;
 
 /// A syntax error with its 1-based position.
@@ -82,13 +86,25 @@ pub fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
 /// first (see [`skim`]); offsets and lines are unchanged, so the tree's spans are valid
 /// against `text`.
 pub(crate) fn parse_native(text: &str, skim: bool) -> ParsedFile {
+    match prepare(text, skim) {
+        Ok(prepared) => parse_prepared(&prepared),
+        Err(err) => ParsedFile::Error(err),
+    }
+}
+
+/// The text hcl-edit is given for `text`: skimmed (with `skim`), after the nesting check.
+fn prepare(text: &str, skim: bool) -> Result<Cow<'_, str>, SyntaxError> {
     // hcl-edit's parser recurses per nesting level; deeply nested input must not overflow
     // the stack, so pathological nesting is refused before parsing.
     if let Some(err) = nesting_too_deep(text, 200) {
-        return ParsedFile::Error(err);
+        return Err(err);
     }
     let skimmed = if skim { skim::skim(text) } else { None };
-    match hcl_edit::parser::parse_body(skimmed.as_deref().unwrap_or(text)) {
+    Ok(skimmed.map_or(Cow::Borrowed(text), Cow::Owned))
+}
+
+fn parse_prepared(text: &str) -> ParsedFile {
+    match hcl_edit::parser::parse_body(text) {
         Ok(body) => ParsedFile::Native(Arc::new(body)),
         Err(e) => {
             let loc = e.location();
@@ -99,6 +115,144 @@ pub(crate) fn parse_native(text: &str, skim: bool) -> ParsedFile {
             })
         }
     }
+}
+
+/// What fact extraction reads from a file: [`ParsedFile`] with a native body as a
+/// [`FactBody`].
+pub(crate) enum FactSource {
+    Native(FactBody),
+    Json(Arc<serde_json::Value>),
+    Error(SyntaxError),
+    Unreadable,
+}
+
+/// The facts' view of `file`. Native text is first given to [`fast::parse`], which
+/// handles the common syntax directly; whatever it declines (or what does not parse) goes
+/// through hcl-edit as before, so the outcome is the same either way (the differential
+/// tests compare both paths).
+pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
+    let kind = file.kind(db);
+    if let (FileContents::Text(text), FileKind::Native | FileKind::VarsNative) =
+        (file.contents(db), kind)
+    {
+        return match prepare(text, kind == FileKind::Native) {
+            Ok(prepared) => match fast::parse(&prepared) {
+                Some(body) => FactSource::Native(body),
+                None => FactSource::from(parse_prepared(&prepared)),
+            },
+            Err(err) => FactSource::Error(err),
+        };
+    }
+    FactSource::from(parse_file(db, file))
+}
+
+impl From<ParsedFile> for FactSource {
+    fn from(parsed: ParsedFile) -> Self {
+        match parsed {
+            ParsedFile::Native(body) => FactSource::Native(FactBody::from_hcl(&body)),
+            ParsedFile::Json(value) => FactSource::Json(value),
+            ParsedFile::Error(err) => FactSource::Error(err),
+            ParsedFile::Unreadable => FactSource::Unreadable,
+        }
+    }
+}
+
+/// A native body as fact extraction reads it: attributes with their lowered expressions
+/// (node ids from 0 within each) and blocks, in source order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FactBody {
+    pub items: Vec<FactItem>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FactItem {
+    Attribute(String, Expr),
+    Block(FactBlock),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FactBlock {
+    pub ident: String,
+    pub labels: Vec<String>,
+    pub body: FactBody,
+}
+
+impl FactBody {
+    /// Lowers an hcl-edit body.
+    pub(crate) fn from_hcl(body: &Body) -> FactBody {
+        FactBody {
+            items: body
+                .iter()
+                .map(|s| match s {
+                    Structure::Attribute(a) => {
+                        FactItem::Attribute(a.key.as_str().to_owned(), lower(&a.value))
+                    }
+                    Structure::Block(b) => FactItem::Block(FactBlock {
+                        ident: b.ident.as_str().to_owned(),
+                        labels: b.labels.iter().map(|l| label_str(l).to_owned()).collect(),
+                        body: FactBody::from_hcl(&b.body),
+                    }),
+                })
+                .collect(),
+        }
+    }
+
+    pub(crate) fn attributes(&self) -> impl Iterator<Item = (&str, &Expr)> {
+        self.items.iter().filter_map(|i| match i {
+            FactItem::Attribute(k, v) => Some((k.as_str(), v)),
+            FactItem::Block(_) => None,
+        })
+    }
+
+    pub(crate) fn blocks(&self) -> impl Iterator<Item = &FactBlock> {
+        self.items.iter().filter_map(|i| match i {
+            FactItem::Block(b) => Some(b),
+            FactItem::Attribute(..) => None,
+        })
+    }
+
+    /// The first attribute named `key`.
+    pub(crate) fn attribute(&self, key: &str) -> Option<&Expr> {
+        self.attributes().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+}
+
+impl FactBlock {
+    /// The block's body as an object expression (`config { key = ... }`), numbered as
+    /// [`Lowerer::block_as_object`] numbers it: the block first, then each entry in order.
+    pub(crate) fn as_object(&self) -> Expr {
+        self.object_from(&mut 0)
+    }
+
+    fn object_from(&self, next: &mut u32) -> Expr {
+        let id = NodeId(*next);
+        *next += 1;
+        let entries = self
+            .body
+            .items
+            .iter()
+            .map(|item| match item {
+                FactItem::Attribute(k, v) => {
+                    let mut v = v.clone();
+                    number_nodes(&mut v, next);
+                    (ObjectKey::Ident(k.clone()), v)
+                }
+                FactItem::Block(b) => (ObjectKey::Ident(b.ident.clone()), b.object_from(next)),
+            })
+            .collect();
+        Expr {
+            id,
+            kind: ExprKind::Object(entries),
+        }
+    }
+}
+
+/// Gives `e`'s nodes ids in pre-order from `*next`: the order [`Lowerer`] assigns them.
+pub(crate) fn number_nodes(e: &mut Expr, next: &mut u32) {
+    crate::facts::expr::visit_mut(e, &mut |node| {
+        node.id = NodeId(*next);
+        *next += 1;
+    });
 }
 
 fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
@@ -242,11 +396,6 @@ fn item_spans(body: &Body, item: &ItemPath) -> Option<Vec<Option<Range<usize>>>>
 /// Lowers one attribute expression; ids start at 0.
 pub fn lower(expr: &Expression) -> Expr {
     Lowerer::default().expr(expr)
-}
-
-/// Lowers a block body into an object expression (`config { key = ... }`).
-pub fn lower_block_as_object(block: &Block) -> Expr {
-    Lowerer::default().block_as_object(block)
 }
 
 #[derive(Default)]
@@ -483,29 +632,36 @@ impl Lowerer {
                 },
             }
         }
-        for i in 0..parts.len() {
-            let (before, after) = (parts[i].1, parts[i].2);
-            if before && i > 0 {
-                if let TemplatePart::Literal(s) = &mut parts[i - 1].0 {
-                    *s = s.trim_end().to_owned();
-                }
-            }
-            if after && i + 1 < parts.len() {
-                if let TemplatePart::Literal(s) = &mut parts[i + 1].0 {
-                    *s = s.trim_start().to_owned();
-                }
-            }
-        }
-        let mut out: Vec<TemplatePart> = Vec::with_capacity(parts.len());
-        for (part, _, _) in parts {
-            match (out.last_mut(), part) {
-                (Some(TemplatePart::Literal(prev)), TemplatePart::Literal(s)) => prev.push_str(&s),
-                (_, TemplatePart::Literal(s)) if s.is_empty() => {}
-                (_, part) => out.push(part),
-            }
-        }
-        out
+        finish_template(parts)
     }
+}
+
+/// A template's parts after Terraform's `~` strip markers: each part comes with whether
+/// whitespace before it and after it is stripped from the neighbouring literals; then
+/// adjacent literals are merged and empty ones dropped.
+pub(crate) fn finish_template(mut parts: Vec<(TemplatePart, bool, bool)>) -> Vec<TemplatePart> {
+    for i in 0..parts.len() {
+        let (before, after) = (parts[i].1, parts[i].2);
+        if before && i > 0 {
+            if let TemplatePart::Literal(s) = &mut parts[i - 1].0 {
+                *s = s.trim_end().to_owned();
+            }
+        }
+        if after && i + 1 < parts.len() {
+            if let TemplatePart::Literal(s) = &mut parts[i + 1].0 {
+                *s = s.trim_start().to_owned();
+            }
+        }
+    }
+    let mut out: Vec<TemplatePart> = Vec::with_capacity(parts.len());
+    for (part, _, _) in parts {
+        match (out.last_mut(), part) {
+            (Some(TemplatePart::Literal(prev)), TemplatePart::Literal(s)) => prev.push_str(&s),
+            (_, TemplatePart::Literal(s)) if s.is_empty() => {}
+            (_, part) => out.push(part),
+        }
+    }
+    out
 }
 
 fn strip_first(parts: &mut [TemplatePart]) {

@@ -186,3 +186,96 @@ impl Expr {
         }
     }
 }
+
+/// Defines a pre-order walk over an expression's nodes, through shared or unique
+/// references: the one place that fixes the order in which children are visited, which
+/// is the order node ids are numbered in.
+macro_rules! pre_order {
+    ($walk:ident, $parts:ident $(, $m:ident)?) => {
+        /// Calls `f` on every node of `e`, pre-order.
+        pub fn $walk(e: &$($m)? Expr, f: &mut dyn FnMut(&$($m)? Expr)) {
+            f(e);
+            match &$($m)? e.kind {
+                ExprKind::Template(ps) => $parts(ps, f),
+                ExprKind::Array(items) => {
+                    for i in items {
+                        $walk(i, f);
+                    }
+                }
+                ExprKind::Object(entries) => {
+                    for (k, v) in entries {
+                        if let ObjectKey::Expr(k) = k {
+                            $walk(k, f);
+                        }
+                        $walk(v, f);
+                    }
+                }
+                ExprKind::Traversal(root, ops) => {
+                    $walk(root, f);
+                    for op in ops {
+                        if let Traverser::Index(i) = op {
+                            $walk(i, f);
+                        }
+                    }
+                }
+                ExprKind::FuncCall { args, .. } => {
+                    for a in args {
+                        $walk(a, f);
+                    }
+                }
+                ExprKind::Conditional(a, b, c) => {
+                    $walk(a, f);
+                    $walk(b, f);
+                    $walk(c, f);
+                }
+                ExprKind::Unary(_, a) | ExprKind::Paren(a) => $walk(a, f),
+                ExprKind::Binary(_, a, b) => {
+                    $walk(a, f);
+                    $walk(b, f);
+                }
+                ExprKind::For(fe) => {
+                    $walk(&$($m)? fe.collection, f);
+                    if let Some(k) = &$($m)? fe.key_expr {
+                        $walk(k, f);
+                    }
+                    $walk(&$($m)? fe.value_expr, f);
+                    if let Some(c) = &$($m)? fe.cond {
+                        $walk(c, f);
+                    }
+                }
+                ExprKind::Null
+                | ExprKind::Bool(_)
+                | ExprKind::Number(_)
+                | ExprKind::String(_)
+                | ExprKind::Variable(_) => {}
+            }
+        }
+
+        fn $parts(ps: &$($m)? [TemplatePart], f: &mut dyn FnMut(&$($m)? Expr)) {
+            for p in ps {
+                match p {
+                    TemplatePart::Literal(_) => {}
+                    TemplatePart::Interpolation(e) => $walk(e, f),
+                    TemplatePart::If {
+                        cond,
+                        then,
+                        otherwise,
+                    } => {
+                        $walk(cond, f);
+                        $parts(then, f);
+                        $parts(otherwise, f);
+                    }
+                    TemplatePart::For {
+                        collection, body, ..
+                    } => {
+                        $walk(collection, f);
+                        $parts(body, f);
+                    }
+                }
+            }
+        }
+    };
+}
+
+pre_order!(visit, visit_parts);
+pre_order!(visit_mut, visit_parts_mut, mut);

@@ -1,6 +1,6 @@
 //! Module facts: what terraci needs from a module's files, without spans.
 //!
-//! Input: [`parse_file`] of each file of a [`Module`]. Output: [`FileFacts`] per file and
+//! Input: [`fact_source`] of each file of a [`Module`]. Output: [`FileFacts`] per file and
 //! the merged [`ModuleFacts`] per module: locals, variables, tfvars, the backend block,
 //! `terraform_remote_state` blocks and `module` calls. Facts are `Eq` and span-free, so an
 //! edit that changes no fact (a comment, whitespace, a resource) stops here.
@@ -13,12 +13,10 @@ pub(crate) use json::literal as json_literal;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hcl_edit::structure::{Block, Body, Structure};
-
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic, ItemPath};
 use crate::files::{File, FileKind, Module};
-use crate::parse::{label_str, lower, lower_block_as_object, parse_file, ParsedFile};
+use crate::parse::{fact_source, FactBlock, FactBody, FactItem, FactSource};
 use expr::{Expr, ExprKind, NodeId, ObjectKey};
 
 /// An attribute's expression and where it came from, shared: a module's merged facts
@@ -109,16 +107,16 @@ pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
         return facts;
     }
     let kind = file.kind(db);
-    match &parse_file(db, file) {
-        ParsedFile::Native(body) => {
+    match fact_source(db, file) {
+        FactSource::Native(body) => {
             if kind.is_vars() {
                 tfvars_facts(file, body)
             } else {
                 native_facts(file, body)
             }
         }
-        ParsedFile::Json(value) => json::json_facts(file, kind, value),
-        ParsedFile::Error(err) => {
+        FactSource::Json(value) => json::json_facts(file, kind, &value),
+        FactSource::Error(err) => {
             let mut d = Diagnostic::error("syntax-error", err.message.clone())
                 .with_file(file.path(db).as_str());
             if err.line > 0 {
@@ -129,7 +127,7 @@ pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
                 ..FileFacts::default()
             }
         }
-        ParsedFile::Unreadable => FileFacts::default(),
+        FactSource::Unreadable => FileFacts::default(),
     }
 }
 
@@ -140,105 +138,94 @@ fn item(block: &[&str], attr: &[&str]) -> ItemPath {
     }
 }
 
-fn block_path(block: &Block) -> Vec<String> {
-    std::iter::once(block.ident.as_str().to_owned())
-        .chain(block.labels.iter().map(|l| label_str(l).to_owned()))
+fn block_path(block: &FactBlock) -> Vec<String> {
+    std::iter::once(block.ident.clone())
+        .chain(block.labels.iter().cloned())
         .collect()
 }
 
-fn attr_expr(file: File, block: &Block, attr: &[&str], body: &Body) -> Option<AttrExpr> {
-    let (last, _) = attr.split_last()?;
-    let value = body.get_attribute(last)?;
+/// The attribute `attr` of `block` (`body`: the block's body), with where it came from.
+fn attr_expr(file: File, block: &FactBlock, attr: &str, body: &FactBody) -> Option<AttrExpr> {
+    let value = body.attribute(attr)?;
     Some(AttrExpr::from(AttrExprData {
-        expr: lower(&value.value),
+        expr: value.clone(),
         file,
         item: ItemPath {
             block: block_path(block),
-            attr: attr.iter().map(|s| (*s).to_owned()).collect(),
+            attr: vec![attr.to_owned()],
         },
     }))
 }
 
-fn tfvars_facts(file: File, body: &Body) -> FileFacts {
+fn tfvars_facts(file: File, body: FactBody) -> FileFacts {
     let mut facts = FileFacts::default();
-    for attr in body.attributes() {
-        facts.tfvars.push((
-            attr.key.as_str().to_owned(),
-            AttrExpr::from(AttrExprData {
-                expr: lower(&attr.value),
-                file,
-                item: item(&[], &[attr.key.as_str()]),
-            }),
-        ));
+    for entry in body.items {
+        if let FactItem::Attribute(key, expr) = entry {
+            let item = item(&[], &[&key]);
+            facts
+                .tfvars
+                .push((key, AttrExpr::from(AttrExprData { expr, file, item })));
+        }
     }
     facts
 }
 
-pub(crate) fn native_facts(file: File, body: &Body) -> FileFacts {
+pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
     let mut facts = FileFacts::default();
-    for structure in body.iter() {
-        let Structure::Block(block) = structure else {
+    for structure in body.items {
+        let FactItem::Block(block) = structure else {
             continue;
         };
-        let labels: Vec<&str> = block.labels.iter().map(label_str).collect();
+        let labels: Vec<&str> = block.labels.iter().map(String::as_str).collect();
         match (block.ident.as_str(), labels.as_slice()) {
             ("locals", []) => {
-                for attr in block.body.attributes() {
-                    facts.locals.push((
-                        attr.key.as_str().to_owned(),
-                        AttrExpr::from(AttrExprData {
-                            expr: lower(&attr.value),
-                            file,
-                            item: item(&["locals"], &[attr.key.as_str()]),
-                        }),
-                    ));
+                for entry in block.body.items {
+                    if let FactItem::Attribute(key, expr) = entry {
+                        let item = item(&["locals"], &[&key]);
+                        facts
+                            .locals
+                            .push((key, AttrExpr::from(AttrExprData { expr, file, item })));
+                    }
                 }
             }
             ("variable", [name]) => facts.variables.push(VariableFact {
                 name: (*name).to_owned(),
-                default: attr_expr(file, block, &["default"], &block.body),
-                type_constraint: block.body.get_attribute("type").map(|a| lower(&a.value)),
+                default: attr_expr(file, &block, "default", &block.body),
+                type_constraint: block.body.attribute("type").cloned(),
             }),
             ("terraform", []) => {
                 for inner in block.body.blocks() {
-                    let inner_labels: Vec<&str> = inner.labels.iter().map(label_str).collect();
-                    let kind = match (inner.ident.as_str(), inner_labels.as_slice()) {
-                        ("backend", [kind]) => (*kind).to_owned(),
+                    let kind = match (inner.ident.as_str(), inner.labels.as_slice()) {
+                        ("backend", [kind]) => kind.clone(),
                         ("cloud", []) => "remote".to_owned(),
                         _ => continue,
                     };
-                    let mut attr = vec![inner.ident.as_str().to_owned()];
-                    attr.extend(inner_labels.iter().map(|s| (*s).to_owned()));
                     facts.backend = Some(BackendFact {
                         kind,
                         config: AttrExpr::from(AttrExprData {
-                            expr: lower_block_as_object(inner),
+                            expr: inner.as_object(),
                             file,
                             item: ItemPath {
                                 block: vec!["terraform".into()],
-                                attr: vec![inner.ident.as_str().to_owned()],
+                                attr: vec![inner.ident.clone()],
                             },
                         }),
                     });
                 }
             }
             ("data", ["terraform_remote_state", name]) => {
-                let get = |attr: &str| attr_expr(file, block, &[attr], &block.body);
+                let get = |attr: &str| attr_expr(file, &block, attr, &block.body);
                 let config = get("config").or_else(|| {
-                    block
-                        .body
-                        .blocks()
-                        .find(|b| b.ident.as_str() == "config")
-                        .map(|b| {
-                            AttrExpr::from(AttrExprData {
-                                expr: lower_block_as_object(b),
-                                file,
-                                item: ItemPath {
-                                    block: block_path(block),
-                                    attr: vec!["config".into()],
-                                },
-                            })
+                    block.body.blocks().find(|b| b.ident == "config").map(|b| {
+                        AttrExpr::from(AttrExprData {
+                            expr: b.as_object(),
+                            file,
+                            item: ItemPath {
+                                block: block_path(&block),
+                                attr: vec!["config".into()],
+                            },
                         })
+                    })
                 });
                 facts.remote_states.push(RemoteStateFact {
                     name: (*name).to_owned(),
@@ -252,7 +239,7 @@ pub(crate) fn native_facts(file: File, body: &Body) -> FileFacts {
             }
             ("module", [name]) => facts.module_calls.push(ModuleCallFact {
                 name: (*name).to_owned(),
-                source: attr_expr(file, block, &["source"], &block.body),
+                source: attr_expr(file, &block, "source", &block.body),
             }),
             _ => {}
         }

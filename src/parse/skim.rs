@@ -376,7 +376,7 @@ mod differential {
     use crate::db::Database;
     use crate::facts::{native_facts, AttrExpr, FileFacts};
     use crate::files::{File, FileContents, FileKind};
-    use crate::parse::{item_spans, parse_native, ParsedFile, SyntaxError};
+    use crate::parse::{item_spans, parse_native, FactBody, ParsedFile, SyntaxError};
     use crate::system::{EntryKind, OsSystem, System};
 
     /// `None` where `locate` finds no node (a local in a second `locals` block): the
@@ -386,7 +386,7 @@ mod differential {
     fn outcome(file: File, text: &str, skim: bool) -> Result<(FileFacts, Vec<Spans>), SyntaxError> {
         match parse_native(text, skim) {
             ParsedFile::Native(body) => {
-                let facts = native_facts(file, &body);
+                let facts = native_facts(file, FactBody::from_hcl(&body));
                 let mut exprs: Vec<&AttrExpr> = facts.locals.iter().map(|(_, e)| e).collect();
                 exprs.extend(facts.variables.iter().filter_map(|v| v.default.as_ref()));
                 exprs.extend(facts.backend.as_ref().map(|b| &b.config));
@@ -413,6 +413,10 @@ mod differential {
             FileKind::Native,
             FileContents::Text(text.into()),
         );
+        fast_agrees(name, text);
+        if let Some(skimmed) = super::skim(text) {
+            fast_agrees(name, &skimmed);
+        }
         let full = outcome(file, text, false);
         let lazy = outcome(file, text, true);
         match (&full, &lazy) {
@@ -423,6 +427,25 @@ mod differential {
             (Err(f), Err(l)) => assert_eq!(f, l, "{name}: errors differ\n{text}"),
             _ => panic!("{name}: full {full:?}\nlazy {lazy:?}\n{text}"),
         }
+    }
+
+    /// The fast parser declines `text` or gives the body hcl-edit's tree lowers to, and
+    /// never accepts what hcl-edit rejects. Returns whether it accepted.
+    fn fast_agrees(name: &str, text: &str) -> bool {
+        let Some(fast) = crate::parse::fast::parse(text) else {
+            return false;
+        };
+        match hcl_edit::parser::parse_body(text) {
+            Ok(body) => assert_eq!(
+                fast,
+                FactBody::from_hcl(&body),
+                "{name}: bodies differ\n{text:?}"
+            ),
+            Err(e) => {
+                panic!("{name}: the fast parser accepted what hcl-edit rejects ({e})\n{text:?}")
+            }
+        }
+        true
     }
 
     fn walk(system: &OsSystem, dir: &Utf8Path, out: &mut Vec<Utf8PathBuf>) {
@@ -487,6 +510,34 @@ mod differential {
         "true // another { comment",
         "\"/* not a comment */\"",
         "abspath(path.module)",
+        "-1",
+        "- 2.5e3",
+        "!var.enabled",
+        "-var.n",
+        "local.a.b[0].c",
+        "var.list.*.id",
+        "var.list[*].id",
+        "local.m[\"k\"]",
+        "format(\"%s-%s\", var.a, var.b)",
+        "concat(local.a, local.b...)",
+        "provider::aws::arn_parse(var.arn)",
+        "1 + 2 * 3 - 4 / 5 % 6",
+        "var.a == var.b && var.c != var.d || !var.e",
+        "var.a < 1 ? var.b >= 2 : var.c <= 3",
+        "{ \"k\" = 1, k2 : 2, }",
+        "[1, 2, ]",
+        "[\n    \"a\",\n    # note\n    \"b\",\n  ]",
+        "{\n    a = 1\n    b = [\n      2,\n    ]\n  }",
+        "{ for k, v in var.m : k => v... if v != null }",
+        "\"\\u00e9\\t\\\\ $$ %x \\\"q\\\"\"",
+        "\"${~ local.a ~} b ${local.c}\"",
+        "[]",
+        "{}",
+        "tomap({})",
+        "(var.x)",
+        "var.x ? var.y : var.z ? 1 : 2",
+        "007",
+        "1.5e-3",
     ];
 
     fn body(rng: &mut Rng, depth: u32) -> String {
@@ -562,13 +613,56 @@ mod differential {
     #[test]
     fn generated_files_give_the_same_facts() {
         let db = Database::default();
-        let mut skimmed = 0;
+        let (mut skimmed, mut fast) = (0, 0);
         for seed in 0..3000 {
             let text = generate(seed);
-            skimmed += usize::from(super::skim(&text).is_some());
+            let prepared = super::skim(&text);
+            skimmed += usize::from(prepared.is_some());
+            fast += usize::from(fast_agrees("", prepared.as_deref().unwrap_or(&text)));
             check(&db, &format!("seed {seed}"), &text);
         }
-        // The generator must exercise the skimming path, not only the fallback.
+        // The generator must exercise the skimming and fast paths, not only the fallbacks.
         assert!(skimmed > 1000, "only {skimmed} of 3000 files were skimmed");
+        assert!(
+            fast > 1000,
+            "the fast parser took only {fast} of 3000 files"
+        );
+    }
+
+    /// Damage that often leaves a file almost valid: the fast parser must still decline
+    /// what hcl-edit rejects and agree on what it accepts.
+    const EDITS: &[&str] = &[
+        "", " ", "\n", "\r\n", "\r", "\t", "{", "}", "[", "]", "(", ")", "\"", "=", "==", ":",
+        "::", ",", ".", "..", "...", "*", "-", "!", "?", "#", "//", "/*", "*/", "${", "%{", "~",
+        "\\", "$$", "for ", "in ", "if ", "=>", "<<", "a", "null", "1", "0", "é", "\u{feff}",
+    ];
+
+    #[test]
+    fn mutated_files_never_fool_the_fast_parser() {
+        let mut rng = Rng(0x5EED);
+        let mut accepted = 0;
+        for seed in 0..10_000 {
+            let mut text = generate(seed % 1000);
+            for _ in 0..=(rng.next() % 2) {
+                let mut at = (rng.next() as usize) % (text.len() + 1);
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                let mut end = (at + (rng.next() % 3) as usize).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                text.replace_range(at..end, rng.pick(EDITS));
+            }
+            let name = format!("mutation {seed}");
+            accepted += usize::from(fast_agrees(&name, &text));
+            if let Some(skimmed) = super::skim(&text) {
+                accepted += usize::from(fast_agrees(&name, &skimmed));
+            }
+        }
+        assert!(
+            accepted > 1000,
+            "the fast parser took only {accepted} mutated files"
+        );
     }
 }
