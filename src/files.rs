@@ -13,12 +13,10 @@ use crate::config::{Config, Pattern};
 /// What a file held when it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileContents {
-    Text(Arc<str>),
+    /// The text as read (kept as the read buffer: no copy).
+    Text(String),
     /// Read, but not valid UTF-8; the position of the first bad byte (1-based).
-    NotUtf8 {
-        line: u32,
-        column: u32,
-    },
+    NotUtf8 { line: u32, column: u32 },
     /// Could not be read; the message names the IO error.
     Unreadable(String),
 }
@@ -26,7 +24,7 @@ pub enum FileContents {
 impl FileContents {
     pub fn from_bytes(bytes: Vec<u8>) -> FileContents {
         match String::from_utf8(bytes) {
-            Ok(s) => FileContents::Text(s.into()),
+            Ok(s) => FileContents::Text(s),
             Err(e) => {
                 let valid = e.utf8_error().valid_up_to();
                 let bytes = e.as_bytes();

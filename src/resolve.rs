@@ -172,18 +172,21 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
             );
         }
     }
+    // Each local sees the ones before it in the order: they are added to the scope's
+    // `local` map in place as they are evaluated.
+    scope.insert("local".to_owned(), Value::Map(locals));
+    let host = TrackedFilesystem {
+        db,
+        root: project.root(db),
+    };
     for name in &order.sorted {
         let Some(e) = facts.locals.get(name.as_str()) else {
             continue;
         };
-        scope.insert("local".to_owned(), Value::Map(locals.clone()));
         let ctx = EvalContext {
             scope: &scope,
             module_dir: dir.clone(),
-            host: &TrackedFilesystem {
-                db,
-                root: project.root(db),
-            },
+            host: &host,
         };
         let v = match evaluate(&e.expr, &ctx) {
             Ok(v) => detach(v, &format!("local.{name}")),
@@ -193,9 +196,10 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
                 v
             }
         };
-        locals.insert(name.clone(), v);
+        if let Some(Value::Map(locals)) = scope.get_mut("local") {
+            locals.insert(name.clone(), v);
+        }
     }
-    scope.insert("local".to_owned(), Value::Map(locals));
     ModuleScope {
         scope,
         diagnostics,

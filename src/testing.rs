@@ -70,7 +70,7 @@ mod incremental {
         let file = ws.files["stage/eks/main.tf"];
         let edited = EKS.replace("# reads the vpc", "# reads the network   ");
         file.set_contents(&mut ws.db)
-            .to(FileContents::Text(edited.into()));
+            .to(FileContents::Text(edited));
         crate::resolve::sync_owners(&mut ws.db, ws.project);
         assert_eq!(edges(&ws), before);
         let log = ws.db.take_log();
@@ -98,7 +98,7 @@ mod incremental {
         let file = ws.files["stage/eks/main.tf"];
         let edited = EKS.replace("stage/vpc/terraform", "stage/dns/terraform");
         file.set_contents(&mut ws.db)
-            .to(FileContents::Text(edited.into()));
+            .to(FileContents::Text(edited));
         crate::resolve::sync_owners(&mut ws.db, ws.project);
         assert_eq!(edges(&ws), ["stage/eks -> stage/dns"]);
         let log = ws.db.take_log();
@@ -141,7 +141,7 @@ mod incremental {
         );
         file.set_contents(&mut ws.db)
             .with_durability(salsa::Durability::LOW)
-            .to(FileContents::Text(edited.into()));
+            .to(FileContents::Text(edited));
         assert!(
             !crate::resolve::sync_owners(&mut ws.db, ws.project),
             "no identity changed"
