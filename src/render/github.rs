@@ -279,7 +279,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         JobKind::Apply => "Apply",
     };
     let mut run = String::new();
-    for command in job_commands(plan, job) {
+    for command in job_commands(plan, job.kind) {
         run.push_str(&command);
         run.push('\n');
     }

@@ -11,10 +11,14 @@ use indexmap::IndexMap;
 use rayon::prelude::*;
 use serde_yaml::{Mapping, Value};
 
-use super::yaml::{write_document, write_entries_text, write_entry_text, Style};
+use super::yaml::{
+    write_document, write_entries_text, write_str, write_str_items, write_str_key, write_str_with,
+    Style,
+};
 use super::{
-    default_image, job_commands, job_variables, string, string_map, strings, to_value, Header,
-    PipelineText, RenderError, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
+    default_image, job_commands, job_variables, segment_variable, string, string_map, strings,
+    to_value, Header, PipelineText, RenderError, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE,
+    PLAN_FILE,
 };
 use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
@@ -25,6 +29,13 @@ use crate::ir::{Job, JobKind, JobPlan};
 pub const DEFAULT_NEEDS_LIMIT: usize = 50;
 
 const DEFAULT_STAGES_PREFIX: &str = "deploy";
+
+/// GitLab's document and jobs have no key that is written plain against the quoting
+/// rules, and no blank lines inside entries.
+const STYLE: Style<'static> = Style {
+    plain_keys: &[],
+    spaced_children: &[],
+};
 
 /// Renders `.gitlab-ci.yml`.
 pub fn render_gitlab(
@@ -113,33 +124,23 @@ fn render_gitlab_text(
     let stages: Vec<String> = (0..stage_count).map(|i| format!("{prefix}-{i}")).collect();
     doc.insert(string("stages"), strings(&stages));
 
-    let style = Style {
-        plain_keys: &[],
-        spaced_children: &[],
-    };
     if plan.is_empty() {
         doc.insert(
             string(NO_CHANGES_JOB),
             no_changes_job(&format!("{prefix}-0"), gitlab.job_defaults.as_ref()),
         );
     }
-    let mut text = PipelineText::from(write_document(&header.comment_lines(), &doc, &style));
+    let mut text = PipelineText::from(write_document(&header.comment_lines(), &doc, &STYLE));
     if !plan.is_empty() {
         // Jobs are top-level entries like the ones above, each after a blank line; they
-        // are written one by one (in parallel) rather than as one tree.
-        let cache = CacheSettings::new(&gitlab, &plan.segments)?;
-        let limit = gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT);
-        let kinds = [JobKind::Plan, JobKind::Apply].map(|kind| KindSettings::new(&gitlab, kind));
-        let render = |job: &Job, warnings: &mut Vec<String>| {
-            let settings = &kinds[usize::from(job.kind == JobKind::Apply)];
-            let head = render_job(plan, job, settings, &prefix, &cache, limit, warnings);
-            let mut out = write_entry_text(0, &job.name, &head, &style);
-            out.push_str(&settings.tail);
-            out
-        };
+        // are written one by one (in parallel) straight to text rather than as one tree.
+        let writer = JobWriter::new(plan, &gitlab, &prefix)?;
+        let render = |job: &Job, warnings: &mut Vec<String>| writer.job(job, warnings);
         let job_warnings = match texts {
             None => {
                 let (jobs, job_warnings) = super::render_jobs(&plan.jobs, render);
+                text.head
+                    .reserve(jobs.iter().map(|job| 1 + job.len()).sum());
                 for job in jobs {
                     text.head.push('\n');
                     text.head.push_str(&job);
@@ -347,9 +348,10 @@ fn no_changes_job(stage: &str, defaults: Option<&GitLabJobConfig>) -> Value {
 struct CacheSettings {
     enabled: bool,
     /// `None`: the module id with `/` replaced by `-` (TerraCi's key).
-    key: Option<String>,
-    paths: Vec<String>,
-    policy: Option<Value>,
+    key: Option<Template>,
+    paths: Vec<Template>,
+    /// The `policy` entry as text, or nothing.
+    policy: String,
 }
 
 impl CacheSettings {
@@ -372,30 +374,123 @@ impl CacheSettings {
                 segments,
             )?;
         }
+        let mut policy = Mapping::new();
+        if let Some(p) = cache.policy {
+            policy.insert(string("policy"), to_value(&p));
+        }
         Ok(CacheSettings {
             enabled,
-            key,
-            paths,
-            policy: cache.policy.map(|p| to_value(&p)),
+            key: key.map(Template::new),
+            paths: paths.into_iter().map(Template::new).collect(),
+            policy: write_entries_text(4, &policy, &STYLE),
         })
     }
 
-    fn value(&self, job: &Job) -> Option<Value> {
+    /// Appends the job's `cache` entry, if caching is on.
+    fn write(&self, out: &mut String, job: &Job) {
         if !self.enabled {
+            return;
+        }
+        out.push_str("  cache:\n    key:");
+        match &self.key {
+            Some(template) => template.write(out, 4, job),
+            None => write_str_with(out, 4, |out| {
+                for (i, part) in job.module.split('/').enumerate() {
+                    if i > 0 {
+                        out.push('-');
+                    }
+                    out.push_str(part);
+                }
+            }),
+        }
+        out.push_str("    paths:\n");
+        for path in &self.paths {
+            out.push_str("      -");
+            path.write(out, 6, job);
+        }
+        out.push_str(&self.policy);
+    }
+}
+
+/// A cache key or path, split once at its `{module_path}` and `{<segment>}` placeholders.
+struct Template {
+    text: String,
+    /// `None` when a brace of the text stands outside a `{name}` placeholder.
+    pieces: Option<Vec<Piece>>,
+}
+
+enum Piece {
+    Text(String),
+    ModulePath,
+    Segment(String),
+}
+
+impl Template {
+    fn new(text: String) -> Template {
+        let pieces = Self::split(&text);
+        Template { text, pieces }
+    }
+
+    fn split(text: &str) -> Option<Vec<Piece>> {
+        let mut pieces = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            let (before, after) = (&rest[..open], &rest[open + 1..]);
+            let close = after.find('}')?;
+            let name = &after[..close];
+            if before.contains('}') || name.contains('{') {
+                return None;
+            }
+            if !before.is_empty() {
+                pieces.push(Piece::Text(before.to_owned()));
+            }
+            pieces.push(match name {
+                "module_path" => Piece::ModulePath,
+                _ => Piece::Segment(name.to_owned()),
+            });
+            rest = &after[close + 1..];
+        }
+        if rest.contains('}') {
             return None;
         }
-        let mut m = Mapping::new();
-        let key = match &self.key {
-            Some(template) => expand(template, job),
-            None => job.module.replace('/', "-"),
-        };
-        m.insert(string("key"), string(key));
-        let paths: Vec<String> = self.paths.iter().map(|p| expand(p, job)).collect();
-        m.insert(string("paths"), strings(&paths));
-        if let Some(policy) = &self.policy {
-            m.insert(string("policy"), policy.clone());
+        if !rest.is_empty() {
+            pieces.push(Piece::Text(rest.to_owned()));
         }
-        Some(Value::Mapping(m))
+        Some(pieces)
+    }
+
+    /// Writes the template expanded for `job` as the value after a key or dash at
+    /// `indent`.
+    ///
+    /// Filling the placeholders in one pass gives what [`expand`] gives (each placeholder
+    /// replaced in turn) as long as every brace belongs to a placeholder: a brace in the
+    /// template outside one, or in the job's values, could make a placeholder out of
+    /// the text around it, so those are expanded in turn.
+    fn write(&self, out: &mut String, indent: usize, job: &Job) {
+        let has_brace = |s: &str| s.contains(['{', '}']);
+        match &self.pieces {
+            Some(pieces)
+                if !has_brace(&job.module) && !job.components.values().any(|v| has_brace(v)) =>
+            {
+                write_str_with(out, indent, |out| {
+                    for piece in pieces {
+                        match piece {
+                            Piece::Text(text) => out.push_str(text),
+                            Piece::ModulePath => out.push_str(&job.module),
+                            Piece::Segment(name) => match job.components.get(name) {
+                                Some(value) => out.push_str(value),
+                                None => {
+                                    out.push('{');
+                                    out.push_str(name);
+                                    out.push('}');
+                                }
+                            },
+                        }
+                    }
+                });
+            }
+            _ => write_str(out, indent, &expand(&self.text, job)),
+        }
     }
 }
 
@@ -423,7 +518,8 @@ fn check_placeholders(key: &str, template: &str, segments: &[String]) -> Result<
     Ok(())
 }
 
-/// Replaces `{module_path}` and `{<segment>}` with the job's values.
+/// Replaces `{module_path}` and `{<segment>}` with the job's values, one placeholder
+/// after the other.
 fn expand(template: &str, job: &Job) -> String {
     let mut out = template.replace("{module_path}", &job.module);
     for (segment, value) in job.components.iter() {
@@ -465,25 +561,97 @@ fn effective_config(gitlab: &GitLab, kind: JobKind) -> GitLabJobConfig {
     out
 }
 
-/// What every job of one kind shares: the effective user settings, and the keys after
-/// `resource_group` (they depend on the kind only), written once as text.
+/// What every job of one kind shares, written once as text where it can be.
 struct KindSettings {
+    /// The effective user settings.
     user: GitLabJobConfig,
+    /// The script entries after `cd <module>`.
+    commands: String,
+    /// `execution.env` then the user's `variables` (a later value replaces an earlier
+    /// one in place), as the entries of a job's `variables`.
+    shared_variables: String,
+    /// Whether the shared variables are written after the job's own (`TF_MODULE_PATH`,
+    /// `TF_<SEGMENT>`) as they are: no two keys of the job's own can be the same, and
+    /// none is a shared key. Else each job's variables are merged one by one.
+    separate_variables: bool,
+    artifacts: Artifacts,
+    /// The keys after `resource_group` (from `job_defaults` and `overwrites`).
     tail: String,
 }
 
 impl KindSettings {
-    fn new(gitlab: &GitLab, kind: JobKind) -> Self {
+    /// `own_keys`: every key a job of the plan can set itself, `None` if two of them can
+    /// be the same.
+    fn new(gitlab: &GitLab, plan: &JobPlan, kind: JobKind, own_keys: Option<&[String]>) -> Self {
         let user = effective_config(gitlab, kind);
-        let tail = write_entries_text(
-            2,
-            &user_keys(&user),
-            &Style {
-                plain_keys: &[],
-                spaced_children: &[],
-            },
-        );
-        KindSettings { user, tail }
+        let mut commands = String::new();
+        write_str_items(&mut commands, 4, &job_commands(plan, kind));
+        let mut shared = plan.env.clone();
+        shared.extend(user.variables.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let separate_variables =
+            own_keys.is_some_and(|keys| !keys.iter().any(|k| shared.contains_key(k)));
+        let mut shared_variables = String::new();
+        write_variable_entries(&mut shared_variables, &shared);
+        let artifacts = match (kind, &user.artifacts) {
+            (JobKind::Plan, None) => Artifacts::PlanFile,
+            (JobKind::Plan, Some(user)) => Artifacts::WithPlanFile(user.clone()),
+            (JobKind::Apply, user) => {
+                let mut m = Mapping::new();
+                if let Some(user) = user {
+                    m.insert(string("artifacts"), to_value(user));
+                }
+                Artifacts::Fixed(write_entries_text(2, &m, &STYLE))
+            }
+        };
+        let tail = write_entries_text(2, &user_keys(&user), &STYLE);
+        KindSettings {
+            user,
+            commands,
+            shared_variables,
+            separate_variables,
+            artifacts,
+            tail,
+        }
+    }
+}
+
+/// A kind's `artifacts`: plan jobs keep their plan file whatever the user's say.
+enum Artifacts {
+    /// Plan jobs without user `artifacts`: the plan file, for a day.
+    PlanFile,
+    /// Plan jobs with user `artifacts`: the plan file is added to them job by job.
+    WithPlanFile(GitLabArtifacts),
+    /// Apply jobs: the user's `artifacts` as text (nothing without), the same for all.
+    Fixed(String),
+}
+
+impl Artifacts {
+    fn write(&self, out: &mut String, job: &Job) {
+        match self {
+            Artifacts::PlanFile => {
+                out.push_str("  artifacts:\n    paths:\n      -");
+                write_str_with(out, 6, |out| {
+                    out.push_str(&job.module);
+                    out.push('/');
+                    out.push_str(PLAN_FILE);
+                });
+                out.push_str("    expire_in: 1 day\n");
+            }
+            Artifacts::WithPlanFile(user) => {
+                let plan_path = format!("{}/{PLAN_FILE}", job.module);
+                let mut merged = user.clone();
+                if !merged.paths.contains(&plan_path) {
+                    merged.paths.insert(0, plan_path);
+                }
+                if merged.expire_in.is_none() {
+                    merged.expire_in = Some("1 day".to_owned());
+                }
+                let mut m = Mapping::new();
+                m.insert(string("artifacts"), to_value(&merged));
+                out.push_str(&write_entries_text(2, &m, &STYLE));
+            }
+            Artifacts::Fixed(text) => out.push_str(text),
+        }
     }
 }
 
@@ -533,80 +701,432 @@ fn user_keys(user: &GitLabJobConfig) -> Mapping {
     m
 }
 
-/// The job's own keys, `stage` to `resource_group`.
-fn render_job(
-    plan: &JobPlan,
-    job: &Job,
-    settings: &KindSettings,
-    prefix: &str,
-    cache: &CacheSettings,
+/// Writes each job's text straight into a string, from what the pipeline's jobs share
+/// written once: the `stage` entry of each level, each kind's settings, the cache
+/// templates. The text is what [`write_document`] writes for the job as a `Value` tree:
+/// its own keys `stage` to `resource_group`, then the kind's user keys. The fixed keys
+/// (`script`, `needs`, ...) are plain words and written as they are; every value goes
+/// through the YAML writer's quoting.
+struct JobWriter<'a> {
+    plan: &'a JobPlan,
+    /// The `stage` entry of each level up to the highest job's.
+    stages: Vec<String>,
     needs_limit: usize,
-    warnings: &mut Vec<String>,
-) -> Value {
-    let user = &settings.user;
-    let mut m = Mapping::new();
-    m.insert(string("stage"), string(format!("{prefix}-{}", job.level)));
-
-    if job.needs.len() > needs_limit {
-        warnings.push(format!(
-            "job `{}` needs {} jobs, over GitLab's limit of {needs_limit} \
-             (extensions.gitlab.needs_limit); it waits for its stage instead",
-            job.name,
-            job.needs.len()
-        ));
-    } else if !job.needs.is_empty() {
-        let needs = job
-            .needs
-            .iter()
-            .map(|need| {
-                let mut n = Mapping::new();
-                n.insert(string("job"), string(&*need.job));
-                n.insert(string("artifacts"), Value::Bool(need.artifacts));
-                Value::Mapping(n)
-            })
-            .collect();
-        m.insert(string("needs"), Value::Sequence(needs));
-    }
-
-    let mut script = vec![format!("cd {}", job.module)];
-    script.extend(job_commands(plan, job));
-    m.insert(string("script"), strings(&script));
-
-    let mut variables = job_variables(plan, job);
-    variables.extend(user.variables.iter().map(|(k, v)| (k.clone(), v.clone())));
-    m.insert(string("variables"), string_map(&variables));
-
-    if let Some(artifacts) = artifacts(job, user.artifacts.as_ref()) {
-        m.insert(string("artifacts"), artifacts);
-    }
-    if let Some(cache) = cache.value(job) {
-        m.insert(string("cache"), cache);
-    }
-    m.insert(string("resource_group"), string(&*job.module));
-    Value::Mapping(m)
+    cache: CacheSettings,
+    /// Segment (of the pattern, and `submodule`) -> its `TF_<SEGMENT>` key as text.
+    segment_keys: Vec<(String, String)>,
+    /// Plan, apply.
+    kinds: [KindSettings; 2],
 }
 
-/// Plan jobs keep their plan file whatever the user's `artifacts` say.
-fn artifacts(job: &Job, user: Option<&GitLabArtifacts>) -> Option<Value> {
-    let plan_path = format!("{}/{PLAN_FILE}", job.module);
-    match (job.kind, user) {
-        (JobKind::Plan, None) => {
-            let mut m = Mapping::new();
-            m.insert(string("paths"), strings(&[plan_path]));
-            m.insert(string("expire_in"), string("1 day"));
-            Some(Value::Mapping(m))
+impl<'a> JobWriter<'a> {
+    fn new(plan: &'a JobPlan, gitlab: &GitLab, prefix: &str) -> Result<Self, RenderError> {
+        let cache = CacheSettings::new(gitlab, &plan.segments)?;
+        let top = plan.jobs.iter().map(|j| j.level).max().unwrap_or(0);
+        let stages = (0..=top)
+            .map(|level| {
+                let mut entry = String::new();
+                write_str_key(&mut entry, 2, "stage");
+                write_str(&mut entry, 2, &format!("{prefix}-{level}"));
+                entry
+            })
+            .collect();
+        let mut segments: Vec<&str> = plan.segments.iter().map(String::as_str).collect();
+        if !segments.contains(&"submodule") {
+            segments.push("submodule");
         }
-        (JobKind::Plan, Some(user)) => {
-            let mut merged = user.clone();
-            if !merged.paths.contains(&plan_path) {
-                merged.paths.insert(0, plan_path);
-            }
-            if merged.expire_in.is_none() {
-                merged.expire_in = Some("1 day".to_owned());
-            }
-            Some(to_value(&merged))
+        let mut own_keys = vec!["TF_MODULE_PATH".to_owned()];
+        let mut segment_keys = Vec::new();
+        for segment in segments {
+            let name = segment_variable(segment);
+            let mut key = String::new();
+            write_str_key(&mut key, 4, &name);
+            segment_keys.push((segment.to_owned(), key));
+            own_keys.push(name);
         }
-        (JobKind::Apply, Some(user)) => Some(to_value(user)),
-        (JobKind::Apply, None) => None,
+        let distinct = own_keys
+            .iter()
+            .enumerate()
+            .all(|(i, k)| !own_keys[..i].contains(k));
+        let own_keys = distinct.then_some(own_keys.as_slice());
+        Ok(JobWriter {
+            plan,
+            stages,
+            needs_limit: gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT),
+            cache,
+            segment_keys,
+            kinds: [JobKind::Plan, JobKind::Apply]
+                .map(|kind| KindSettings::new(gitlab, plan, kind, own_keys)),
+        })
+    }
+
+    /// The job's text: its name, then its keys.
+    fn job(&self, job: &Job, warnings: &mut Vec<String>) -> String {
+        let kind = &self.kinds[usize::from(job.kind == JobKind::Apply)];
+        let needs: usize = job.needs.iter().map(|n| n.job.len() + 40).sum();
+        let mut out = String::with_capacity(
+            256 + 8 * job.module.len()
+                + needs
+                + kind.commands.len()
+                + kind.shared_variables.len()
+                + kind.tail.len(),
+        );
+        write_str_key(&mut out, 0, &job.name);
+        out.push('\n');
+        out.push_str(&self.stages[job.level]);
+        self.write_needs(&mut out, job, warnings);
+        out.push_str("  script:\n    -");
+        write_str_with(&mut out, 4, |out| {
+            out.push_str("cd ");
+            out.push_str(&job.module);
+        });
+        out.push_str(&kind.commands);
+        self.write_variables(&mut out, job, kind);
+        kind.artifacts.write(&mut out, job);
+        self.cache.write(&mut out, job);
+        out.push_str("  resource_group:");
+        write_str(&mut out, 2, &job.module);
+        out.push_str(&kind.tail);
+        out
+    }
+
+    /// `needs`, unless the job has none or more than the limit (a warning then: the job
+    /// waits for its stage instead).
+    fn write_needs(&self, out: &mut String, job: &Job, warnings: &mut Vec<String>) {
+        if job.needs.len() > self.needs_limit {
+            warnings.push(format!(
+                "job `{}` needs {} jobs, over GitLab's limit of {} \
+                 (extensions.gitlab.needs_limit); it waits for its stage instead",
+                job.name,
+                job.needs.len(),
+                self.needs_limit
+            ));
+        } else if !job.needs.is_empty() {
+            out.push_str("  needs:\n");
+            for need in &job.needs {
+                out.push_str("    - job:");
+                write_str(out, 6, &need.job);
+                out.push_str(if need.artifacts {
+                    "      artifacts: true\n"
+                } else {
+                    "      artifacts: false\n"
+                });
+            }
+        }
+    }
+
+    /// `variables`: `TF_MODULE_PATH`, `TF_<SEGMENT>` per component, `execution.env`,
+    /// then the user's, a later value replacing an earlier one in place.
+    fn write_variables(&self, out: &mut String, job: &Job, kind: &KindSettings) {
+        out.push_str("  variables:\n");
+        if kind.separate_variables {
+            let start = out.len();
+            out.push_str("    TF_MODULE_PATH:");
+            write_str(out, 4, &job.module);
+            let mut own = true;
+            for (segment, value) in job.components.iter() {
+                match self.segment_keys.iter().find(|(s, _)| s == segment) {
+                    Some((_, key)) => out.push_str(key),
+                    None => {
+                        own = false;
+                        break;
+                    }
+                }
+                write_str(out, 4, value);
+            }
+            if own {
+                out.push_str(&kind.shared_variables);
+                return;
+            }
+            // A component outside the pattern: its key was not checked.
+            out.truncate(start);
+        }
+        let mut variables = job_variables(self.plan, job);
+        variables.extend(
+            kind.user
+                .variables
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        write_variable_entries(out, &variables);
+    }
+}
+
+/// Appends `variables` as the entries of a job's `variables`.
+fn write_variable_entries(out: &mut String, variables: &IndexMap<String, String>) {
+    for (key, value) in variables {
+        write_str_key(out, 4, key);
+        write_str(out, 4, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use camino::Utf8Path;
+
+    use super::*;
+    use crate::config::{load_config, Binary};
+    use crate::ir::Need;
+    use crate::system::MemorySystem;
+
+    /// The job as the generic writer writes it: its keys built as a `Value` tree, then
+    /// the kind's user keys. The reference [`JobWriter::job`] must match byte for byte.
+    fn tree_job_text(
+        plan: &JobPlan,
+        gitlab: &GitLab,
+        prefix: &str,
+        job: &Job,
+        warnings: &mut Vec<String>,
+    ) -> String {
+        let user = effective_config(gitlab, job.kind);
+        let limit = gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT);
+        let mut m = Mapping::new();
+        m.insert(string("stage"), string(format!("{prefix}-{}", job.level)));
+        if job.needs.len() > limit {
+            warnings.push(format!(
+                "job `{}` needs {} jobs, over GitLab's limit of {limit} \
+                 (extensions.gitlab.needs_limit); it waits for its stage instead",
+                job.name,
+                job.needs.len()
+            ));
+        } else if !job.needs.is_empty() {
+            let needs = job
+                .needs
+                .iter()
+                .map(|need| {
+                    let mut n = Mapping::new();
+                    n.insert(string("job"), string(&*need.job));
+                    n.insert(string("artifacts"), Value::Bool(need.artifacts));
+                    Value::Mapping(n)
+                })
+                .collect();
+            m.insert(string("needs"), Value::Sequence(needs));
+        }
+        let mut script = vec![format!("cd {}", job.module)];
+        script.extend(job_commands(plan, job.kind));
+        m.insert(string("script"), strings(&script));
+        let mut variables = job_variables(plan, job);
+        variables.extend(user.variables.clone());
+        m.insert(string("variables"), string_map(&variables));
+
+        let plan_path = format!("{}/{PLAN_FILE}", job.module);
+        let artifacts = match (job.kind, &user.artifacts) {
+            (JobKind::Plan, None) => {
+                let mut a = Mapping::new();
+                a.insert(string("paths"), strings(&[plan_path]));
+                a.insert(string("expire_in"), string("1 day"));
+                Some(Value::Mapping(a))
+            }
+            (JobKind::Plan, Some(user)) => {
+                let mut merged = user.clone();
+                if !merged.paths.contains(&plan_path) {
+                    merged.paths.insert(0, plan_path);
+                }
+                merged.expire_in.get_or_insert_with(|| "1 day".to_owned());
+                Some(to_value(&merged))
+            }
+            (JobKind::Apply, user) => user.as_ref().map(to_value),
+        };
+        if let Some(artifacts) = artifacts {
+            m.insert(string("artifacts"), artifacts);
+        }
+
+        let cache = gitlab.cache.clone().unwrap_or_default();
+        if cache.enabled.or(gitlab.cache_enabled).unwrap_or(true) {
+            let mut c = Mapping::new();
+            let key = match &cache.key {
+                Some(template) => expand(template, job),
+                None => job.module.replace('/', "-"),
+            };
+            c.insert(string("key"), string(key));
+            let paths: Vec<String> = if cache.paths.is_empty() {
+                vec![expand("{module_path}/.terraform/", job)]
+            } else {
+                cache.paths.iter().map(|p| expand(p, job)).collect()
+            };
+            c.insert(string("paths"), strings(&paths));
+            if let Some(policy) = &cache.policy {
+                c.insert(string("policy"), to_value(policy));
+            }
+            m.insert(string("cache"), Value::Mapping(c));
+        }
+        m.insert(string("resource_group"), string(&*job.module));
+        m.extend(user_keys(&user));
+        let mut doc = Mapping::new();
+        doc.insert(string(&*job.name), Value::Mapping(m));
+        write_entries_text(0, &doc, &STYLE)
+    }
+
+    /// Strings a YAML reader would take for something else, or that need a block.
+    const TRICKY: [&str; 22] = [
+        "vpc",
+        "yes",
+        "on",
+        "N",
+        "1.0",
+        "0x1F",
+        "a: b",
+        "#x",
+        " lead",
+        "trail ",
+        "it's",
+        "",
+        "l1\nl2",
+        "l1\nl2\n",
+        "tab\there",
+        "{region}",
+        "x}",
+        "{",
+        "-x",
+        "~",
+        "a #b",
+        "é/ü",
+    ];
+
+    fn gitlab_config(text: &str) -> GitLab {
+        let system = MemorySystem::new();
+        let path = Utf8Path::new("/p/.terraci.yaml");
+        system.write_file(path, text);
+        let loaded = load_config(&system, Some(path)).unwrap_or_else(|e| panic!("{text}: {e}"));
+        loaded.config.extensions.gitlab.unwrap_or_default()
+    }
+
+    /// Jobs whose names, module paths, components and needs run through [`TRICKY`];
+    /// one job has a component outside the pattern.
+    fn tricky_plan(segments: &[&str], env: &[(&str, &str)], binary: Binary, init: bool) -> JobPlan {
+        let n = TRICKY.len();
+        let mut jobs: Vec<Job> = Vec::new();
+        for (i, t) in TRICKY.iter().enumerate() {
+            let mut components: IndexMap<String, String> = segments
+                .iter()
+                .enumerate()
+                .map(|(k, s)| ((*s).to_owned(), TRICKY[(i + k) % n].to_owned()))
+                .collect();
+            match i % 4 {
+                1 => {
+                    components.insert("submodule".into(), TRICKY[(i + 7) % n].into());
+                }
+                2 if i == 2 => {
+                    components.insert("outside".into(), "x".into());
+                }
+                _ => {}
+            }
+            let needs = jobs
+                .iter()
+                .rev()
+                .take(i % 3)
+                .enumerate()
+                .map(|(k, j)| Need {
+                    job: j.name.clone(),
+                    artifacts: k % 2 == 0,
+                })
+                .collect();
+            jobs.push(Job {
+                name: if i % 2 == 0 {
+                    (*t).into()
+                } else {
+                    format!("plan-{t}").into()
+                },
+                kind: if i % 3 == 2 {
+                    JobKind::Apply
+                } else {
+                    JobKind::Plan
+                },
+                module: if i % 2 == 0 {
+                    (*t).into()
+                } else {
+                    format!("svc/{t}/m").into()
+                },
+                components: Arc::new(components),
+                needs,
+                level: i % 4,
+            });
+        }
+        JobPlan {
+            jobs: Arc::new(jobs),
+            levels: 4,
+            binary,
+            init_enabled: init,
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            segments: segments.iter().map(|s| (*s).to_owned()).collect(),
+            plan_only: false,
+        }
+    }
+
+    #[test]
+    fn jobs_written_directly_match_the_generic_writer() {
+        let configs = [
+            "extensions:\n  gitlab: {}\n",
+            // Placeholders of every kind, a template with braces outside placeholders,
+            // and a placeholder no job has.
+            "extensions:\n  gitlab:\n    stages_prefix: 'yes'\n    cache:\n      key: 'k-{service}-{module_path}'\n      paths: ['{module_path}/.terraform/', 'c/{service}/{module_path}', '{{service}}', 'x}{service}', '{service}{service}']\n      policy: pull\n",
+            "extensions:\n  gitlab:\n    cache:\n      key: '{region}'\n      paths: ['{environment}/{region}/{submodule}']\n",
+            "extensions:\n  gitlab:\n    needs_limit: 1\n    cache_enabled: false\n    job_defaults:\n      artifacts:\n        paths: ['on']\n        expire_in: 1 week\n      variables:\n        TF_MODULE_PATH: mine\n        'on': 'off'\n        V: \"l1\\nl2\"\n    overwrites:\n      - type: apply\n        artifacts:\n          name: 'yes'\n        when: manual\n        variables:\n          '1.0': '#x'\n",
+            "extensions:\n  gitlab:\n    overwrites:\n      - type: plan\n        variables:\n          TF_SERVICE: ' lead'\n          TF_REGION: 'a: b'\n",
+        ];
+        let segment_sets: [&[&str]; 4] = [
+            &["service", "environment", "region"],
+            &["service", "environment", "region", "submodule"],
+            // `TF_A_B` twice, and `TF_MODULE_PATH` from a segment.
+            &["service", "a-b", "a_b", "module_path"],
+            &[],
+        ];
+        let envs: [&[(&str, &str)]; 3] = [
+            &[],
+            &[
+                ("E_YES", "yes"),
+                ("on", "1.0"),
+                ("MULTI", "l1\nl2\n"),
+                ("", "#x"),
+            ],
+            &[("TF_REGION", "a: b"), ("TF_MODULE_PATH", "it's")],
+        ];
+        let mut compared = 0;
+        for config in configs {
+            let gitlab = gitlab_config(config);
+            let prefix = gitlab
+                .stages_prefix
+                .clone()
+                .unwrap_or_else(|| DEFAULT_STAGES_PREFIX.to_owned());
+            for segments in segment_sets {
+                for (e, env) in envs.iter().enumerate() {
+                    let (binary, init) = if e % 2 == 0 {
+                        (Binary::Terraform, true)
+                    } else {
+                        (Binary::Tofu, false)
+                    };
+                    let plan = tricky_plan(segments, env, binary, init);
+                    // Placeholders of segments the plan does not have are an error.
+                    let Ok(writer) = JobWriter::new(&plan, &gitlab, &prefix) else {
+                        continue;
+                    };
+                    for job in plan.jobs.iter() {
+                        let (mut direct, mut tree) = (Vec::new(), Vec::new());
+                        assert_eq!(
+                            writer.job(job, &mut direct),
+                            tree_job_text(&plan, &gitlab, &prefix, job, &mut tree),
+                            "{config}\nsegments {segments:?}, env {env:?}, job {:?}",
+                            job.name
+                        );
+                        assert_eq!(direct, tree);
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 600, "{compared} jobs compared");
+    }
+
+    #[test]
+    fn one_pass_templates_only_without_stray_braces() {
+        assert!(Template::new("{module_path}/c/{service}".into())
+            .pieces
+            .is_some());
+        for text in ["{{service}}", "x}{service}", "{service", "a}"] {
+            assert!(Template::new(text.into()).pieces.is_none(), "{text}");
+        }
     }
 }

@@ -227,14 +227,14 @@ pub(crate) fn segment_variable(segment: &str) -> String {
     format!("TF_{name}")
 }
 
-/// The shell commands of a job, run in the module directory.
-pub(crate) fn job_commands(plan: &crate::ir::JobPlan, job: &crate::ir::Job) -> Vec<String> {
+/// The shell commands of a job of `kind`, run in the module directory.
+pub(crate) fn job_commands(plan: &crate::ir::JobPlan, kind: crate::ir::JobKind) -> Vec<String> {
     let bin = plan.binary.command();
     let mut commands = Vec::new();
     if plan.init_enabled {
         commands.push(format!("{bin} init"));
     }
-    commands.push(match job.kind {
+    commands.push(match kind {
         crate::ir::JobKind::Plan => format!("{bin} plan -out={PLAN_FILE}"),
         crate::ir::JobKind::Apply => format!("{bin} apply {PLAN_FILE}"),
     });

@@ -50,20 +50,6 @@ pub(crate) fn write_document(comment_lines: &[String], doc: &Mapping, style: &St
     out
 }
 
-/// One top-level (or, with `indent`, nested) entry as text: what [`write_document`]
-/// writes for it. Renderers write their jobs this way, each on its own core.
-pub(crate) fn write_entry_text(indent: usize, key: &str, value: &Value, style: &Style) -> String {
-    let mut out = String::new();
-    write_entry(
-        &mut out,
-        indent,
-        &Value::String(key.to_owned()),
-        value,
-        style,
-    );
-    out
-}
-
 /// The entries of `m` at `indent`, as they appear inside a mapping written at
 /// `indent - 2`: a fixed tail of keys shared by many jobs is written once this way.
 pub(crate) fn write_entries_text(indent: usize, m: &Mapping, style: &Style) -> String {
@@ -75,12 +61,79 @@ pub(crate) fn write_entries_text(indent: usize, m: &Mapping, style: &Style) -> S
 }
 
 fn write_key(out: &mut String, indent: usize, key: &Value, style: &Style) {
-    push_indent(out, indent);
     match key {
-        Value::String(s) if style.plain_keys.contains(&s.as_str()) => out.push_str(s),
-        other => push_scalar(out, other),
+        Value::String(s) if style.plain_keys.contains(&s.as_str()) => {
+            push_indent(out, indent);
+            out.push_str(s);
+            out.push(':');
+        }
+        Value::String(s) => write_str_key(out, indent, s),
+        other => {
+            push_indent(out, indent);
+            push_scalar(out, other);
+            out.push(':');
+        }
     }
+}
+
+/// Writes `key:` at `indent`, the key quoted as [`write_document`] quotes a string key
+/// that no [`Style`] writes plain. Renderers write their jobs' text directly with this
+/// and the other `write_str` functions, without a `Value` tree per job.
+pub(crate) fn write_str_key(out: &mut String, indent: usize, key: &str) {
+    push_indent(out, indent);
+    push_quoted(out, key);
     out.push(':');
+}
+
+/// Writes what follows `key:` or `-` at `indent` for the string `s`: a plain or quoted
+/// scalar, or a literal block for multi-line text.
+pub(crate) fn write_str(out: &mut String, indent: usize, s: &str) {
+    if block_literal_ok(s) {
+        let (indicator, body) = match s.strip_suffix('\n') {
+            Some(body) => ("|", body),
+            None => ("|-", s),
+        };
+        out.push(' ');
+        out.push_str(indicator);
+        out.push('\n');
+        for line in body.split('\n') {
+            if !line.is_empty() {
+                push_indent(out, indent + 2);
+                out.push_str(line);
+            }
+            out.push('\n');
+        }
+    } else {
+        out.push(' ');
+        push_quoted(out, s);
+        out.push('\n');
+    }
+}
+
+/// [`write_str`] for the string that `fill` appends: it is appended in place and only
+/// copied out when it cannot stay plain, so a string made of pieces (`cd <module>`) is
+/// not built first.
+pub(crate) fn write_str_with(out: &mut String, indent: usize, fill: impl FnOnce(&mut String)) {
+    out.push(' ');
+    let start = out.len();
+    fill(out);
+    // Plain text is a single line, so it is never a literal block.
+    if plain_ok(&out[start..]) {
+        out.push('\n');
+    } else {
+        let s = out.split_off(start);
+        out.pop();
+        write_str(out, indent, &s);
+    }
+}
+
+/// Writes each of `items` as a sequence entry `- item` at `indent`.
+pub(crate) fn write_str_items<S: AsRef<str>>(out: &mut String, indent: usize, items: &[S]) {
+    for item in items {
+        push_indent(out, indent);
+        out.push('-');
+        write_str(out, indent, item.as_ref());
+    }
 }
 
 fn write_entry(out: &mut String, indent: usize, key: &Value, value: &Value, style: &Style) {
@@ -104,22 +157,7 @@ fn write_value(out: &mut String, indent: usize, value: &Value, style: &Style) {
             out.push('\n');
             write_sequence(out, indent + 2, items, style);
         }
-        Value::String(s) if block_literal_ok(s) => {
-            let (indicator, body) = match s.strip_suffix('\n') {
-                Some(body) => ("|", body),
-                None => ("|-", s.as_str()),
-            };
-            out.push(' ');
-            out.push_str(indicator);
-            out.push('\n');
-            for line in body.split('\n') {
-                if !line.is_empty() {
-                    push_indent(out, indent + 2);
-                    out.push_str(line);
-                }
-                out.push('\n');
-            }
-        }
+        Value::String(s) => write_str(out, indent, s),
         Value::Tagged(t) => write_value(out, indent, &t.value, style),
         scalar => {
             out.push(' ');
