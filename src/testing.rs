@@ -69,8 +69,7 @@ mod incremental {
         ws.db.start_logging();
         let file = ws.files["stage/eks/main.tf"];
         let edited = EKS.replace("# reads the vpc", "# reads the network   ");
-        file.set_contents(&mut ws.db)
-            .to(FileContents::Text(edited));
+        file.set_contents(&mut ws.db).to(FileContents::Text(edited));
         crate::resolve::sync_owners(&mut ws.db, ws.project);
         assert_eq!(edges(&ws), before);
         let log = ws.db.take_log();
@@ -97,8 +96,7 @@ mod incremental {
         ws.db.start_logging();
         let file = ws.files["stage/eks/main.tf"];
         let edited = EKS.replace("stage/vpc/terraform", "stage/dns/terraform");
-        file.set_contents(&mut ws.db)
-            .to(FileContents::Text(edited));
+        file.set_contents(&mut ws.db).to(FileContents::Text(edited));
         crate::resolve::sync_owners(&mut ws.db, ws.project);
         assert_eq!(edges(&ws), ["stage/eks -> stage/dns"]);
         let log = ws.db.take_log();
