@@ -523,8 +523,9 @@ fn ctrl_c_forwards_sigint_to_running_commands_and_waits_for_them() {
     let slow = project.root.join("bin/slow");
     std::fs::write(
         &slow,
-        // A background command of a script ignores SIGINT: the trap ends it.
-        "#!/bin/sh\nsleep 5 &\ntrap 'kill $!; echo got SIGINT; exit 130' INT\nwait $!\n",
+        // A background command of a script ignores SIGINT: the trap ends it. `.ready` in
+        // the module directory says the trap is set.
+        "#!/bin/sh\nsleep 5 &\ntrap 'kill $!; echo got SIGINT; exit 130' INT\ntouch .ready\nwait $!\n",
     )
     .expect("slow script");
     {
@@ -535,15 +536,24 @@ fn ctrl_c_forwards_sigint_to_running_commands_and_waits_for_them() {
     let mut options = project.options(Mode::Plan, None);
     options.binary = Some(slow.into());
     let interrupt = Interrupt::new();
-    let started = Instant::now();
-    let summary = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            std::thread::sleep(Duration::from_millis(300));
+    let (summary, triggered) = std::thread::scope(|scope| {
+        // Ctrl-C once both running commands have set their trap (however slowly a loaded
+        // machine starts them).
+        let trigger = scope.spawn(|| {
+            let ready = ["dns", "vpc"].map(|m| project.root.join("prod").join(m).join(".ready"));
+            let waiting = Instant::now();
+            while !ready.iter().all(|r| r.exists()) && waiting.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             interrupt.trigger();
+            Instant::now()
         });
-        run_with(&plan, &options, &OsRunner, &interrupt, &mut Vec::new()).expect("runs")
+        let summary =
+            run_with(&plan, &options, &OsRunner, &interrupt, &mut Vec::new()).expect("runs");
+        (summary, trigger.join().expect("trigger thread"))
     });
-    assert!(started.elapsed() < Duration::from_secs(3));
+    // The commands were ended, not waited out (`sleep 5`).
+    assert!(triggered.elapsed() < Duration::from_secs(3));
     assert!(summary.interrupted);
     // dns and vpc were running; the rest never started.
     for job in ["plan-prod-dns", "plan-prod-vpc"] {
