@@ -22,7 +22,7 @@ use indexmap::IndexMap;
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic};
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
-use crate::facts::expr::{Expr, ExprKind, Traverser};
+use crate::facts::expr::{visit, Expr, ExprKind, Traverser};
 use crate::facts::{module_facts, AttrExpr, RemoteStateFact};
 use crate::files::{FileContents, Module, Project};
 use crate::system::normalize;
@@ -327,8 +327,6 @@ fn local_references(e: &Expr) -> BTreeSet<String> {
     });
     out
 }
-
-pub use crate::facts::expr::visit;
 
 struct TopoOrder {
     sorted: Vec<String>,

@@ -801,6 +801,10 @@ impl<'a> Parser<'a> {
                 _ => return None,
             }
         }
+        if parts.is_empty() {
+            // No interpolation: the common plain string.
+            return Some(node(ExprKind::String(literal)));
+        }
         if !literal.is_empty() {
             parts.push((TemplatePart::Literal(literal), false, false));
         }
