@@ -367,8 +367,10 @@ mod tests {
     }
 }
 
-/// Differential test: the facts (and the spans behind every diagnostic position) of a
-/// skimmed parse equal those of a full parse, on every fixture and on generated files.
+/// Differential tests of both shortcuts before hcl-edit: the facts (and the spans behind
+/// every diagnostic position) of a skimmed parse equal those of a full parse, and the
+/// fast parser ([`crate::parse::fast`]) gives hcl-edit's lowered body or declines, on
+/// every fixture, on generated files and on damaged ones.
 #[cfg(test)]
 mod differential {
     use camino::{Utf8Path, Utf8PathBuf};
