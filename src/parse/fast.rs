@@ -16,6 +16,7 @@
 //! differential tests check the rule on every fixture, on generated files and on
 //! mutated ones.
 
+use super::skim::{comment_end, is_ident_continue, is_ident_start};
 use super::{finish_template, number_nodes, FactBlock, FactBody, FactItem};
 use crate::facts::expr::{
     BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
@@ -50,14 +51,6 @@ struct Parser<'a> {
     /// The last run of blanks measured by [`Parser::ends_expression`]: where it started
     /// and ended, so [`Parser::blank`] does not scan it again.
     blank_run: (usize, usize),
-}
-
-fn is_ident_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_'
-}
-
-fn is_ident_continue(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
 }
 
 /// An expression with its ids still to be assigned ([`number_nodes`] does it once the
@@ -130,18 +123,7 @@ impl<'a> Parser<'a> {
                 (Some(b' ' | b'\t' | b'\n'), _) => self.i += 1,
                 (Some(b'\r'), Some(b'\n')) => self.i += 2,
                 (Some(b'#'), _) | (Some(b'/'), Some(b'/')) => self.line_comment()?,
-                (Some(b'/'), Some(b'*')) => {
-                    let rest = &self.b[self.i + 2..];
-                    let mut from = 0;
-                    loop {
-                        let star = from + rest[from..].iter().position(|&c| c == b'*')?;
-                        if rest.get(star + 1) == Some(&b'/') {
-                            self.i += 2 + star + 2;
-                            break;
-                        }
-                        from = star + 1;
-                    }
-                }
+                (Some(b'/'), Some(b'*')) => self.i += 2 + comment_end(&self.b[self.i + 2..])?,
                 (Some(b'\r'), _) => return None,
                 _ => return Some(()),
             }

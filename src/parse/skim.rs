@@ -95,11 +95,12 @@ pub fn skim(text: &str) -> Option<String> {
     Some(String::from_utf8(out).expect("blanking keeps UTF-8 valid"))
 }
 
-fn is_ident_start(c: u8) -> bool {
+/// An ASCII identifier's first byte (both scanners leave other identifiers to hcl-edit).
+pub(super) fn is_ident_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_'
 }
 
-fn is_ident_continue(c: u8) -> bool {
+pub(super) fn is_ident_continue(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
 }
 
@@ -136,9 +137,7 @@ impl<'a> Lexer<'a> {
 
     /// After `/*`: up to and including `*/`.
     fn block_comment(&mut self) -> Option<()> {
-        let rest = &self.b[self.i..];
-        let n = rest.windows(2).position(|w| w == b"*/")?;
-        self.i += n + 2;
+        self.i += comment_end(&self.b[self.i..])?;
         Some(())
     }
 
@@ -308,6 +307,18 @@ impl<'a> Lexer<'a> {
                 self.i += 1;
             }
         }
+    }
+}
+
+/// After a `/*`: the length up to and including its `*/`.
+pub(super) fn comment_end(rest: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    loop {
+        let star = from + memchr(b'*', &rest[from..])?;
+        if rest.get(star + 1) == Some(&b'/') {
+            return Some(star + 2);
+        }
+        from = star + 1;
     }
 }
 
