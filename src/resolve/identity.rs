@@ -1,0 +1,252 @@
+//! State identity (spec §4.2): where a module's own backend keeps its state, and the
+//! index of who owns which state.
+//!
+//! Input: the module's backend fact, evaluated in its scope. Output: [`StateIdentity`]
+//! per module, [`IdentityIndex`] per project. Invalidated by the backend's expressions
+//! and what they read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use camino::Utf8Path;
+
+use super::scope::{module_dir, module_scope, TrackedFilesystem};
+use crate::db::Db;
+use crate::eval::{evaluate, EvalContext, Value};
+use crate::facts::module_facts;
+use crate::files::{Module, Project};
+use crate::system::normalize;
+
+/// A state location: backend type plus the identity fields of spec §4.2.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StateIdentity {
+    pub backend: String,
+    pub fields: BTreeMap<String, String>,
+    /// Some identity field is missing or unknown (e.g. supplied by `-backend-config`).
+    pub partial: bool,
+}
+
+/// The identity fields of each backend type.
+pub fn identity_fields(backend: &str) -> &'static [&'static str] {
+    match backend {
+        "s3" => &["bucket", "key"],
+        "gcs" => &["bucket", "prefix"],
+        "azurerm" => &["storage_account_name", "container_name", "key"],
+        "consul" => &["path"],
+        "http" => &["address"],
+        "local" => &["path"],
+        "pg" => &["conn_str", "schema_name"],
+        "kubernetes" => &["secret_suffix", "namespace"],
+        "remote" | "cloud" => &["organization", "workspace"],
+        "oss" | "cos" => &["bucket", "prefix", "key"],
+        _ => &[],
+    }
+}
+
+/// The field that holds the state path used by the path and context rules.
+pub(super) fn path_field(
+    backend: Option<&str>,
+    config: &BTreeMap<String, Value>,
+) -> Option<&'static str> {
+    match backend {
+        Some("s3" | "azurerm" | "oss" | "cos") => Some("key"),
+        Some("gcs") => Some("prefix"),
+        Some("local" | "consul") => Some("path"),
+        Some("remote" | "cloud") => Some("workspace"),
+        Some(_) => None,
+        None => ["key", "prefix", "path"]
+            .into_iter()
+            .find(|f| config.contains_key(*f)),
+    }
+}
+
+/// Flattens a backend/config object to the string fields the rules use. `remote`/`cloud`
+/// keep `workspaces.name` as `workspace`.
+pub(super) fn flatten_config(
+    backend: &str,
+    value: &BTreeMap<String, Value>,
+) -> BTreeMap<String, Value> {
+    let mut out = value.clone();
+    if backend == "remote" || backend == "cloud" {
+        if let Some(Value::Map(ws)) = value.get("workspaces") {
+            if let Some(name) = ws.get("name") {
+                out.insert("workspace".into(), name.clone());
+            }
+        }
+    }
+    if backend == "gcs" {
+        if let Some(Value::String(p)) = out.get("prefix").cloned() {
+            out.insert(
+                "prefix".into(),
+                Value::String(p.trim_end_matches('/').to_owned()),
+            );
+        }
+    }
+    out
+}
+
+/// `cloud` is the `remote` backend under another name (a `cloud {}` block is read as
+/// `remote` too), so both sides of a match use one spelling.
+pub(super) fn canonical_backend(backend: &str) -> &str {
+    match backend {
+        "cloud" => "remote",
+        other => other,
+    }
+}
+
+/// Fills the identity fields a backend defaults when they are omitted, so that a module
+/// and a reference that both leave one out still agree (values from each backend's docs).
+pub(super) fn with_defaults(
+    backend: &str,
+    mut config: BTreeMap<String, Value>,
+) -> BTreeMap<String, Value> {
+    let defaults: &[(&str, &str)] = match backend {
+        "gcs" => &[("prefix", "")],
+        "pg" => &[("schema_name", "terraform_remote_state")],
+        "kubernetes" => &[("namespace", "default")],
+        "local" => &[("path", "terraform.tfstate")],
+        "oss" | "cos" => &[("prefix", "env:"), ("key", "terraform.tfstate")],
+        _ => &[],
+    };
+    for (field, value) in defaults {
+        config
+            .entry((*field).to_owned())
+            .or_insert_with(|| Value::String((*value).to_owned()));
+    }
+    config
+}
+
+pub(super) fn identity_of(
+    backend: &str,
+    config: &BTreeMap<String, Value>,
+    module_dir: &Utf8Path,
+    root: &Utf8Path,
+) -> StateIdentity {
+    let config = flatten_config(backend, config);
+    let mut fields = BTreeMap::new();
+    let mut partial = false;
+    for &f in identity_fields(backend) {
+        match config.get(f) {
+            Some(Value::String(s)) => {
+                let v = if backend == "local" && f == "path" {
+                    relative_to_root(&normalize(&module_dir.join(s)), root)
+                } else {
+                    s.clone()
+                };
+                fields.insert(f.to_owned(), v);
+            }
+            Some(Value::Number(n)) => {
+                fields.insert(f.to_owned(), n.to_string());
+            }
+            _ => partial = true,
+        }
+    }
+    if identity_fields(backend).is_empty() {
+        partial = true;
+    }
+    StateIdentity {
+        backend: backend.to_owned(),
+        fields,
+        partial,
+    }
+}
+
+fn relative_to_root(path: &Utf8Path, root: &Utf8Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) => rel.as_str().to_owned(),
+        Err(_) => path.as_str().to_owned(),
+    }
+}
+
+/// The state identity of a module's own backend (spec §4.2).
+#[salsa::tracked(returns(ref))]
+pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIdentity {
+    let facts = module_facts(db, module);
+    let dir = module_dir(db, project, module);
+    let root = project.root(db);
+    let Some(backend) = &facts.backend else {
+        return identity_of(
+            "local",
+            &BTreeMap::from([("path".to_owned(), Value::String("terraform.tfstate".into()))]),
+            &dir,
+            root,
+        );
+    };
+    let scope = module_scope(db, project, module);
+    let ctx = EvalContext {
+        scope: &scope.scope,
+        module_dir: dir.clone(),
+        host: &TrackedFilesystem {
+            db,
+            root: project.root(db),
+        },
+    };
+    let config = match evaluate(&backend.config.expr, &ctx) {
+        Ok(Value::Map(m)) => m,
+        _ => BTreeMap::new(),
+    };
+    let kind = canonical_backend(&backend.kind);
+    identity_of(
+        kind,
+        &with_defaults(kind, flatten_config(kind, &config)),
+        &dir,
+        root,
+    )
+}
+
+/// Who could own a state: complete identities and ids of non-library modules.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdentityIndex {
+    pub by_identity: BTreeMap<StateIdentity, Vec<String>>,
+    pub ids: BTreeSet<String>,
+}
+
+/// Shared ([`Arc`]) so that [`sync_owners`] can tell an index it has already copied
+/// into the owners input by its address.
+#[salsa::tracked(returns(ref))]
+pub fn identity_index(db: &dyn Db, project: Project) -> Arc<IdentityIndex> {
+    let mut index = IdentityIndex::default();
+    // By chunks (see `crate::chunk`): an edit that keeps every identity checks one chunk.
+    for chunk in crate::chunk::chunks(db, project) {
+        for (id, identity) in crate::chunk::chunk_identities(db, chunk) {
+            index.ids.insert(id.clone());
+            if !identity.partial {
+                index
+                    .by_identity
+                    .entry(identity.clone())
+                    .or_default()
+                    .push(id.clone());
+            }
+        }
+    }
+    Arc::new(index)
+}
+
+/// Copies [`identity_index`] into the project's owners input when it differs; whether
+/// it did. Called after every change of inputs, before anything reads a resolution.
+///
+/// The input is a firewall: [`identity_index`] reads every module's state identity, so
+/// it is as volatile as the most recently edited file. A query reading it directly would
+/// be as volatile too, and salsa would verify all of them, one per module, after any
+/// edit. The input is set (at medium durability) only when the index really changed.
+pub fn sync_owners(db: &mut crate::db::Database, project: Project) -> bool {
+    use salsa::Setter;
+    let index = identity_index(db, project);
+    let owners = project.owners(db);
+    // An index that salsa recomputed but found equal (backdated) is a new allocation with
+    // the old contents: compared once, then known by its address.
+    let checked = db.owners_checked.as_ref();
+    if Arc::ptr_eq(owners, index) || checked.is_some_and(|c| Arc::ptr_eq(c, index)) {
+        return false;
+    }
+    let index = index.clone();
+    if *owners == index {
+        db.owners_checked = Some(index);
+        return false;
+    }
+    project
+        .set_owners(db)
+        .with_durability(salsa::Durability::MEDIUM)
+        .to(index);
+    true
+}

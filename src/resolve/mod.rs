@@ -1,0 +1,219 @@
+//! Resolution: module facts -> evaluated state references -> dependency edges.
+//!
+//! Input: [`crate::facts::module_facts`] of every module, the project's eval settings.
+//! Output, per module: its [`StateIdentity`] (from its own backend block), its evaluated
+//! [`StateReference`]s (one per `terraform_remote_state` instance, its own and those of
+//! the local modules it calls), and the [`ResolvedDependencies`] (edges + diagnostics)
+//! found by matching references against every module (spec §4.3, as revised by the
+//! real-monorepo rules). Invalidated by the module's facts (and its called modules'),
+//! and for matching by the project's owners input (a copy of [`identity_index`] that
+//! [`sync_owners`] refreshes), which changes only when some module's state identity or
+//! the module set changes.
+//!
+//! One file per concern, in pipeline order:
+//! - [`scope`]: variables and locals, evaluated on demand;
+//! - [`identity`]: a module's own state identity and the owners index;
+//! - [`references`]: `terraform_remote_state` instances, in the module and through
+//!   local module calls;
+//! - [`matching`]: the rules that map a reference to the module owning its state.
+//!
+//! Filesystem functions (`file`, `templatefile`, `fileexists`, `fileset`) read through
+//! on-demand salsa inputs ([`Db::extra_file`], [`Db::extra_dir`]), created by the database
+//! through its `System` the first time an evaluation asks; a reference that reads a file
+//! is invalidated by that file and nothing else (`Database::refresh_extra` re-reads them).
+
+mod identity;
+mod matching;
+mod references;
+mod scope;
+
+use std::collections::BTreeMap;
+
+use crate::db::Db;
+use crate::diagnostic::{Anchor, Diagnostic};
+use crate::files::{Module, Project};
+
+pub use identity::{
+    identity_fields, identity_index, state_identity, sync_owners, IdentityIndex, StateIdentity,
+};
+pub use matching::normalise_state_path;
+use matching::{match_reference, Match};
+pub use references::{module_references, ModuleReferences, StateReference};
+pub use scope::{cli_variables, module_scope, var_file_assignments, ModuleScope};
+
+/// Where an edge came from: the block instance and its config attribute.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EdgeSource {
+    pub name: String,
+    pub anchor: Anchor,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResolvedDependencies {
+    /// Dependency id -> the references that created the edge (in block order).
+    pub edges: BTreeMap<String, Vec<EdgeSource>>,
+    /// The dependencies' indices among the root modules ([`crate::graph::roots`]), in
+    /// the order of `edges`: what the graph is built from.
+    pub targets: Vec<u32>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Matches each reference of `module` against all modules (spec §4.3).
+#[salsa::tracked(returns(ref))]
+pub fn resolved_dependencies(
+    db: &dyn Db,
+    project: Project,
+    module: Module,
+) -> ResolvedDependencies {
+    let refs = module_references(db, project, module);
+    let mut out = ResolvedDependencies {
+        diagnostics: refs.diagnostics.clone(),
+        ..Default::default()
+    };
+    if refs.references.is_empty() {
+        return out;
+    }
+    let info = module.info(db);
+    let index = project.owners(db);
+    let depth = project.pattern(db).depth();
+    for r in &refs.references {
+        match match_reference(r, &info.id, depth, index) {
+            Match::One(target) if target == info.id => out.diagnostics.push(
+                Diagnostic::warning(
+                    "self-reference",
+                    format!(
+                        "`data.terraform_remote_state.{}` reads this module's own state; no edge",
+                        r.name
+                    ),
+                )
+                .with_module(&info.id)
+                .with_anchor(r.anchor.clone()),
+            ),
+            Match::One(target) => out.edges.entry(target).or_default().push(EdgeSource {
+                name: r.name.clone(),
+                anchor: r.anchor.clone(),
+            }),
+            Match::Ambiguous(rule, candidates) => out.diagnostics.push(
+                Diagnostic::warning(
+                    "ambiguous-remote-state",
+                    format!(
+                        "`data.terraform_remote_state.{}` matches {} modules by {rule}: {}; no edge ({})",
+                        r.name,
+                        candidates.len(),
+                        candidates.join(", "),
+                        if rule == "state identity" {
+                            "two modules sharing one state is a bug"
+                        } else {
+                            "write the full state path to pick one"
+                        }
+                    ),
+                )
+                .with_module(&info.id)
+                .with_anchor(r.anchor.clone()),
+            ),
+            Match::None(normalised) => out.diagnostics.push(
+                Diagnostic::warning(
+                    "unmatched-remote-state",
+                    if r.path.is_some() {
+                        format!("no module for state path \"{normalised}\"")
+                    } else {
+                        format!("no module with the state identity `{normalised}`")
+                    },
+                )
+                .with_module(&info.id)
+                .with_anchor(r.anchor.clone()),
+            ),
+        }
+    }
+    let ids = &crate::graph::roots(db, project).ids;
+    // Resolution only ever names root modules, so each has an index.
+    out.targets = out
+        .edges
+        .keys()
+        .filter_map(|to| ids.binary_search(to).ok().map(|i| i as u32))
+        .collect();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{EvalArgs, GlobalArgs};
+    use crate::graph::dependency_graph;
+    use crate::run::{load_workspace, Workspace};
+    use crate::system::MemorySystem;
+
+    const CONFIG: &str = "structure:\n  pattern: \"{env}/{module}\"\n";
+    const APP: &str = "data \"terraform_remote_state\" \"dep\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = chomp(file(\"${path.module}/dep.txt\"))\n  }\n}\n";
+
+    fn backend(id: &str) -> String {
+        format!("terraform {{\n  backend \"s3\" {{\n    bucket = \"b\"\n    key    = \"{id}/terraform.tfstate\"\n  }}\n}}\n")
+    }
+
+    fn load(fs: &MemorySystem) -> Workspace {
+        let global = GlobalArgs {
+            config: None,
+            dir: Some("/p".into()),
+            verbose: 0,
+            quiet: false,
+            color: crate::cli::ColorChoice::Never,
+            log_level: "warn".into(),
+            no_cache: true,
+            cache_dir: None,
+        };
+        load_workspace(fs, &global, &EvalArgs::default()).expect("in-memory project loads")
+    }
+
+    fn edges(ws: &Workspace) -> Vec<String> {
+        dependency_graph(&ws.db, ws.project)
+            .edges()
+            .map(|(a, b)| format!("{a} -> {b}"))
+            .collect()
+    }
+
+    #[test]
+    fn a_file_read_by_file_is_a_tracked_input() {
+        let fs = MemorySystem::new();
+        fs.write_file("/p/.terraci.yaml", CONFIG);
+        fs.write_file("/p/stage/vpc/main.tf", backend("stage/vpc"));
+        fs.write_file("/p/stage/dns/main.tf", backend("stage/dns"));
+        fs.write_file("/p/stage/app/main.tf", APP);
+        fs.write_file("/p/stage/app/dep.txt", "stage/vpc/terraform.tfstate\n");
+        let mut ws = load(&fs);
+        assert_eq!(edges(&ws), ["stage/app -> stage/vpc"]);
+
+        // Nothing changed on disk: nothing to refresh, nothing re-runs.
+        ws.db.start_logging();
+        assert!(ws.db.refresh_extra().is_empty());
+        assert_eq!(edges(&ws), ["stage/app -> stage/vpc"]);
+        assert!(ws.db.take_log().is_empty());
+
+        fs.write_file("/p/stage/app/dep.txt", "stage/dns/terraform.tfstate\n");
+        assert_eq!(ws.db.refresh_extra(), ["/p/stage/app/dep.txt"]);
+        assert_eq!(edges(&ws), ["stage/app -> stage/dns"]);
+        let log = ws.db.take_log();
+        let ran = |q: &str| log.iter().filter(|l| l.contains(q)).count();
+        assert_eq!(ran("module_references"), 1, "{log:?}");
+        assert_eq!(ran("module_facts"), 0, "no Terraform file changed: {log:?}");
+    }
+
+    #[test]
+    fn fileset_lists_through_the_system() {
+        let fs = MemorySystem::new();
+        fs.write_file("/p/.terraci.yaml", CONFIG);
+        fs.write_file("/p/stage/vpc/main.tf", backend("stage/vpc"));
+        fs.write_file("/p/stage/dns/main.tf", backend("stage/dns"));
+        fs.write_file(
+            "/p/stage/app/main.tf",
+            "data \"terraform_remote_state\" \"dep\" {\n  for_each = fileset(path.module, \"deps/*\")\n  backend  = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/${basename(each.key)}/terraform.tfstate\"\n  }\n}\n",
+        );
+        fs.write_file("/p/stage/app/deps/vpc", "");
+        let mut ws = load(&fs);
+        assert_eq!(edges(&ws), ["stage/app -> stage/vpc"]);
+        fs.write_file("/p/stage/app/deps/dns", "");
+        assert_eq!(ws.db.refresh_extra(), ["/p/stage/app"]);
+        assert_eq!(
+            edges(&ws),
+            ["stage/app -> stage/dns", "stage/app -> stage/vpc"]
+        );
+    }
+}

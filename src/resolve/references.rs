@@ -1,0 +1,507 @@
+//! State references: every `terraform_remote_state` instance a module reads, with its
+//! backend, identity, state path and workspace evaluated.
+//!
+//! Input: the module's facts and scope. Output: [`ModuleReferences`]. Invalidated by the
+//! module's facts, its scope and the files its expressions read.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use camino::Utf8Path;
+use indexmap::IndexMap;
+
+use super::identity::{
+    canonical_backend, flatten_config, identity_fields, identity_of, path_field, with_defaults,
+    StateIdentity,
+};
+use super::scope::{local_references, locals_used_by, module_dir, module_scope, TrackedFilesystem};
+use crate::db::Db;
+use crate::diagnostic::{Anchor, Diagnostic};
+use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, Value};
+use crate::facts::expr::Expr;
+use crate::facts::{module_facts, AttrExpr, RemoteStateFact};
+use crate::files::{Module, Project};
+
+/// One evaluated `terraform_remote_state` instance.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StateReference {
+    /// `vpc`, or `peers["eks"]` for a `for_each` instance, `x[0]` for `count`.
+    pub name: String,
+    pub backend: Option<String>,
+    /// The identity (complete only when the backend and all its fields are known).
+    pub identity: Option<StateIdentity>,
+    /// The state path (key / prefix / path), known; `None` for backends that have none
+    /// (http, pg, kubernetes), which match by identity only.
+    pub path: Option<String>,
+    pub workspace: String,
+    pub workspace_key_prefix: Option<String>,
+    /// The config attribute, for pointing diagnostics at it.
+    pub anchor: Anchor,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleReferences {
+    pub references: Vec<StateReference>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Every `terraform_remote_state` instance of a module, evaluated.
+#[salsa::tracked(returns(ref))]
+pub fn module_references(db: &dyn Db, project: Project, module: Module) -> ModuleReferences {
+    let facts = module_facts(db, module);
+    let mut out = ModuleReferences::default();
+    if facts.remote_states.is_empty() {
+        return out;
+    }
+    let id = module.info(db).id.clone();
+    let dir = module_dir(db, project, module);
+    let root = project.root(db).clone();
+    let scope = module_scope(db, project, module);
+    let site = Site {
+        id: &id,
+        dir: &dir,
+        root: &root,
+        components: &module.info(db).components,
+        locals: &facts.locals,
+        host: &TrackedFilesystem {
+            db,
+            root: project.root(db),
+        },
+    };
+    let mut reported = BTreeSet::new();
+    for rs in &facts.remote_states {
+        // A local that failed to evaluate (unknown function, evaluation limit...) is
+        // reported at the local, once, when a reference depends on it.
+        if !scope.local_errors.is_empty() {
+            for name in locals_used_by(rs, &facts.locals) {
+                if let (Some(err), Some(attr)) =
+                    (scope.local_errors.get(&name), facts.locals.get(&name))
+                {
+                    if reported.insert(name.clone()) {
+                        out.diagnostics.push(eval_error(&site, attr, err, &rs.name));
+                    }
+                }
+            }
+        }
+        expand_remote_state(rs, &scope.scope, &site, &mut out);
+    }
+    out
+}
+
+fn unresolved(
+    id: &str,
+    attr: &AttrExpr,
+    reason: &str,
+    node: Option<crate::facts::expr::NodeId>,
+    name: &str,
+) -> Diagnostic {
+    Diagnostic::warning(
+        "unresolved-remote-state",
+        format!(
+            "cannot resolve the state location of `data.terraform_remote_state.{name}`: {}; no dependency edge is created",
+            reason.trim_end_matches('.')
+        ),
+    )
+    .with_module(id)
+    .with_anchor(attr.anchor(node.unwrap_or(attr.expr.id)))
+}
+
+fn eval_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str) -> Diagnostic {
+    // TerraCi fills undeclared `local.<segment>` from the module's path. Terraform rejects
+    // such a configuration, so terraci does not guess; it names every guess instead.
+    let undeclared = err
+        .message
+        .strip_prefix("`local.")
+        .and_then(|rest| rest.strip_suffix("` is not declared"));
+    if undeclared.is_some_and(|name| site.components.contains_key(name)) {
+        let used = local_references(&attr.expr);
+        // In pattern order: service, environment, region...
+        let guesses: Vec<(&String, &String)> = site
+            .components
+            .iter()
+            .filter(|(name, _)| used.contains(*name) && !site.locals.contains_key(*name))
+            .collect();
+        let names: Vec<String> = guesses
+            .iter()
+            .map(|(n, _)| format!("`local.{n}`"))
+            .collect();
+        let values: Vec<String> = guesses.iter().map(|(_, v)| format!("\"{v}\"")).collect();
+        let decls: Vec<String> = guesses
+            .iter()
+            .map(|(n, v)| format!("{n} = \"{v}\""))
+            .collect();
+        let (verb, pronoun) = if guesses.len() == 1 {
+            ("is", "it")
+        } else {
+            ("are", "them")
+        };
+        return unresolved(
+            site.id,
+            attr,
+            &format!(
+                "{} {verb} not declared (TerraCi would have guessed {} from the directory; declare {pronoun} in a `locals` block: {})",
+                names.join(", "),
+                values.join(", "),
+                decls.join(", ")
+            ),
+            Some(err.node),
+            block,
+        );
+    }
+    Diagnostic::new(
+        crate::diagnostic::Severity::Warning,
+        err.code,
+        err.message.clone(),
+    )
+    .with_module(site.id)
+    .with_anchor(attr.anchor(err.node))
+}
+
+/// Where a module's references are evaluated.
+struct Site<'a> {
+    id: &'a str,
+    dir: &'a Utf8Path,
+    root: &'a Utf8Path,
+    components: &'a IndexMap<String, String>,
+    /// Declared locals (their names tell a guessed path local from a declared one).
+    locals: &'a BTreeMap<String, AttrExpr>,
+    host: &'a dyn EvalHost,
+}
+
+impl Site<'_> {
+    fn ctx<'s>(&'s self, scope: &'s BTreeMap<String, Value>) -> EvalContext<'s> {
+        EvalContext {
+            scope,
+            module_dir: self.dir.to_owned(),
+            host: self.host,
+        }
+    }
+}
+
+fn expand_remote_state(
+    rs: &RemoteStateFact,
+    scope: &BTreeMap<String, Value>,
+    site: &Site<'_>,
+    out: &mut ModuleReferences,
+) {
+    let Site { id, dir, root, .. } = *site;
+    // Instances: (display name, extra scope entries).
+    let mut instances: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+    if let Some(fe) = &rs.for_each {
+        match evaluate(&fe.expr, &site.ctx(scope)) {
+            Err(err) => {
+                out.diagnostics.push(eval_error(site, fe, &err, &rs.name));
+                return;
+            }
+            Ok(v) => {
+                let items: Vec<(String, Value)> = match v {
+                    Value::Map(m) => m.into_iter().collect(),
+                    Value::Set(items) => {
+                        let mut keyed = Vec::new();
+                        for item in items {
+                            match &item {
+                                Value::String(s) => keyed.push((s.clone(), item.clone())),
+                                Value::Unknown(u) => {
+                                    out.diagnostics
+                                        .push(unresolved(id, fe, &u.reason, u.at, &rs.name));
+                                    return;
+                                }
+                                _ => {
+                                    out.diagnostics.push(unresolved(
+                                        id,
+                                        fe,
+                                        "`for_each` over a set needs strings",
+                                        None,
+                                        &rs.name,
+                                    ));
+                                    return;
+                                }
+                            }
+                        }
+                        keyed
+                    }
+                    Value::Unknown(u) => {
+                        out.diagnostics.push(unresolved(
+                            id,
+                            fe,
+                            &format!("`for_each` is unknown: {}", u.reason),
+                            u.at,
+                            &rs.name,
+                        ));
+                        return;
+                    }
+                    Value::Null => {
+                        out.diagnostics.push(unresolved(
+                            id,
+                            fe,
+                            "`for_each` is null",
+                            None,
+                            &rs.name,
+                        ));
+                        return;
+                    }
+                    Value::List(_) => {
+                        out.diagnostics.push(unresolved(id, fe, "`for_each` needs a map or a set of strings, got a list (wrap it in toset())", None, &rs.name));
+                        return;
+                    }
+                    _ => {
+                        out.diagnostics.push(unresolved(
+                            id,
+                            fe,
+                            "`for_each` needs a map or a set of strings",
+                            None,
+                            &rs.name,
+                        ));
+                        return;
+                    }
+                };
+                for (key, value) in items {
+                    let each = Value::Map(BTreeMap::from([
+                        ("key".to_owned(), Value::String(key.clone())),
+                        ("value".to_owned(), value),
+                    ]));
+                    instances.push((
+                        format!("{}[\"{key}\"]", rs.name),
+                        vec![("each".into(), each)],
+                    ));
+                }
+            }
+        }
+    } else if let Some(count) = &rs.count {
+        // `count` is a number; Terraform converts a numeric string ("2") to one.
+        let value = evaluate(&count.expr, &site.ctx(scope)).map(|v| match v {
+            Value::String(s) => s.parse::<f64>().map_or(Value::String(s), Value::Number),
+            other => other,
+        });
+        match value {
+            Err(err) => {
+                out.diagnostics
+                    .push(eval_error(site, count, &err, &rs.name));
+                return;
+            }
+            Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 1024.0 => {
+                for i in 0..n as u64 {
+                    let c = Value::Map(BTreeMap::from([(
+                        "index".to_owned(),
+                        Value::Number(i as f64),
+                    )]));
+                    instances.push((format!("{}[{i}]", rs.name), vec![("count".into(), c)]));
+                }
+            }
+            Ok(Value::Unknown(u)) => {
+                out.diagnostics.push(unresolved(
+                    id,
+                    count,
+                    &format!("`count` is unknown: {}", u.reason),
+                    u.at,
+                    &rs.name,
+                ));
+                return;
+            }
+            Ok(Value::Null) => {
+                out.diagnostics
+                    .push(unresolved(id, count, "`count` is null", None, &rs.name));
+                return;
+            }
+            Ok(_) => {
+                out.diagnostics.push(unresolved(
+                    id,
+                    count,
+                    "`count` must be a whole number between 0 and 1024",
+                    None,
+                    &rs.name,
+                ));
+                return;
+            }
+        }
+    } else {
+        instances.push((rs.name.clone(), Vec::new()));
+    }
+
+    for (name, extra) in instances {
+        let mut local_scope;
+        let scope = if extra.is_empty() {
+            scope
+        } else {
+            local_scope = scope.clone();
+            local_scope.extend(extra);
+            &local_scope
+        };
+        let Some(config_attr) = &rs.config else {
+            let anchor_attr = rs.backend.as_ref().or(rs.for_each.as_ref());
+            if let Some(attr) = anchor_attr {
+                out.diagnostics.push(unresolved(
+                    id,
+                    attr,
+                    "the block has no `config`",
+                    None,
+                    &name,
+                ));
+            }
+            continue;
+        };
+        let backend = match &rs.backend {
+            None => None,
+            Some(b) => match evaluate(&b.expr, &site.ctx(scope)) {
+                Ok(Value::String(s)) => Some(s),
+                Ok(Value::Unknown(u)) => {
+                    out.diagnostics
+                        .push(unresolved(id, b, &u.reason, u.at, &name));
+                    continue;
+                }
+                Ok(_) => {
+                    out.diagnostics.push(unresolved(
+                        id,
+                        b,
+                        "`backend` must be a string",
+                        None,
+                        &name,
+                    ));
+                    continue;
+                }
+                Err(err) => {
+                    out.diagnostics.push(eval_error(site, b, &err, &name));
+                    continue;
+                }
+            },
+        };
+        let config = match evaluate(&config_attr.expr, &site.ctx(scope)) {
+            Ok(Value::Map(m)) => m,
+            Ok(Value::Unknown(u)) => {
+                out.diagnostics
+                    .push(unresolved(id, config_attr, &u.reason, u.at, &name));
+                continue;
+            }
+            Ok(_) => {
+                out.diagnostics.push(unresolved(
+                    id,
+                    config_attr,
+                    "`config` must be an object",
+                    None,
+                    &name,
+                ));
+                continue;
+            }
+            Err(err) => {
+                out.diagnostics
+                    .push(eval_error(site, config_attr, &err, &name));
+                continue;
+            }
+        };
+        let backend = backend.map(|b| canonical_backend(&b).to_owned());
+        let kind = backend.as_deref().unwrap_or("");
+        let config = with_defaults(kind, flatten_config(kind, &config));
+        // The state path feeds rules 2 and 3; backends without one (http, pg, kubernetes)
+        // match by identity only.
+        let field = path_field(backend.as_deref(), &config);
+        if field.is_none() && backend.is_none() {
+            out.diagnostics.push(unresolved(
+                id,
+                config_attr,
+                "`config` has no state path (`key`, `prefix` or `path`) and there is no `backend`",
+                None,
+                &name,
+            ));
+            continue;
+        }
+        let path = match field.map(|f| (f, config.get(f))) {
+            None => None,
+            Some((_, Some(Value::String(s)))) => Some(s.clone()),
+            Some((_, Some(Value::Unknown(u)))) => {
+                out.diagnostics
+                    .push(unresolved(id, config_attr, &u.reason, u.at, &name));
+                continue;
+            }
+            Some((field, Some(other))) => {
+                out.diagnostics.push(unresolved(
+                    id,
+                    config_attr,
+                    &format!(
+                        "`config.{field}` must be a string, got {}",
+                        type_name(other)
+                    ),
+                    None,
+                    &name,
+                ));
+                continue;
+            }
+            Some((field, None)) => {
+                out.diagnostics.push(unresolved(
+                    id,
+                    config_attr,
+                    &format!("`config` has no `{field}`"),
+                    None,
+                    &name,
+                ));
+                continue;
+            }
+        };
+        let identity = backend
+            .as_deref()
+            .map(|b| identity_of(b, &config, dir, root));
+        if path.is_none() {
+            // Identity is all there is: every field has to be known.
+            if let Some(u) = identity_fields(kind)
+                .iter()
+                .find_map(|f| match config.get(*f) {
+                    Some(Value::Unknown(u)) => Some(u.clone()),
+                    _ => None,
+                })
+            {
+                out.diagnostics
+                    .push(unresolved(id, config_attr, &u.reason, u.at, &name));
+                continue;
+            }
+        }
+        let workspace = match rs
+            .workspace
+            .as_ref()
+            .map(|w| evaluate(&w.expr, &site.ctx(scope)))
+        {
+            None => "default".to_owned(),
+            Some(Ok(Value::String(s))) => s,
+            Some(Ok(Value::Unknown(u))) => {
+                let w = rs.workspace.as_ref().expect("checked above");
+                out.diagnostics
+                    .push(unresolved(id, w, &u.reason, u.at, &name));
+                continue;
+            }
+            Some(_) => "default".to_owned(),
+        };
+        let workspace_key_prefix = match config.get("workspace_key_prefix") {
+            Some(Value::String(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let node = field.map_or(config_attr.expr.id, |f| entry_node(&config_attr.expr, f));
+        out.references.push(StateReference {
+            name,
+            backend,
+            identity,
+            path,
+            workspace,
+            workspace_key_prefix,
+            anchor: config_attr.anchor(node),
+        });
+    }
+}
+
+/// The node of `field`'s value in a literal `config` object (where a diagnostic about the
+/// state path should point), else the whole expression.
+fn entry_node(config: &Expr, field: &str) -> crate::facts::expr::NodeId {
+    crate::facts::object_entries(config)
+        .into_iter()
+        .find(|(k, _)| *k == field)
+        .map_or(config.id, |(_, v)| v.id)
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Unknown(_) => "an unknown value",
+        Value::Bool(_) => "a bool",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::List(_) => "a list",
+        Value::Set(_) => "a set",
+        Value::Map(_) => "an object",
+    }
+}

@@ -1,0 +1,446 @@
+//! A module's scope: `var`, `local`, `path` and `terraform`, evaluated.
+//!
+//! Input: the module's facts and the project's eval settings (`--var`, `--var-file`,
+//! `--workspace`). Output: [`ModuleScope`]. Invalidated by the module's facts, the eval
+//! settings and the files its locals read.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use camino::Utf8Path;
+
+use crate::db::Db;
+use crate::diagnostic::Diagnostic;
+use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
+use crate::facts::expr::{visit, Expr, ExprKind, Traverser};
+use crate::facts::{module_facts, AttrExpr, RemoteStateFact};
+use crate::files::{FileContents, Module, Project};
+use crate::system::normalize;
+
+/// Evaluated values a module's expressions can see.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleScope {
+    /// `var`, `local`, `path`, `terraform`.
+    pub scope: BTreeMap<String, Value>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Locals whose evaluation failed (they are unknown in `scope`). Reported by the
+    /// references that use them, so an unused broken local stays quiet.
+    pub local_errors: BTreeMap<String, EvalError>,
+}
+
+/// The filesystem functions' view of the disk: every read goes through an on-demand salsa
+/// input ([`Db::extra_file`], [`Db::extra_dir`]), so the query that evaluated `file(...)`
+/// depends on that file and re-runs when it changes, and on nothing else.
+pub(super) struct TrackedFilesystem<'db> {
+    pub(super) db: &'db dyn Db,
+    /// The project directory: messages name paths relative to it.
+    pub(super) root: &'db Utf8Path,
+}
+
+impl EvalHost for TrackedFilesystem<'_> {
+    fn read_file(&self, path: &Utf8Path) -> Result<String, String> {
+        let path = &normalize(path);
+        let file = self.db.extra_file(path);
+        let path = path.strip_prefix(self.root).unwrap_or(path);
+        match file.contents(self.db) {
+            Some(FileContents::Text(text)) => Ok(text.to_string()),
+            Some(FileContents::NotUtf8 { line, column }) => Err(format!(
+                "`{path}` is not valid UTF-8 (line {line}, column {column})"
+            )),
+            Some(FileContents::Unreadable(err)) => Err(format!("cannot read `{path}`: {err}")),
+            None => Err(format!("no file `{path}`")),
+        }
+    }
+
+    fn file_exists(&self, path: &Utf8Path) -> bool {
+        self.db
+            .extra_file(&normalize(path))
+            .contents(self.db)
+            .is_some()
+    }
+
+    fn list_files(&self, dir: &Utf8Path) -> Vec<String> {
+        self.db.extra_dir(&normalize(dir)).files(self.db).clone()
+    }
+}
+
+pub(super) fn module_dir(db: &dyn Db, project: Project, module: Module) -> camino::Utf8PathBuf {
+    project.root(db).join(&module.info(db).id)
+}
+
+/// Variables (defaults, tfvars, `--var-file`, `--var`) and locals, evaluated.
+#[salsa::tracked(returns(ref))]
+pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScope {
+    let facts = module_facts(db, module);
+    let dir = module_dir(db, project, module);
+    let settings = project.eval_settings(db);
+    let workspace = if settings.workspace.is_empty() {
+        "default".to_owned()
+    } else {
+        settings.workspace.clone()
+    };
+    let mut scope = BTreeMap::new();
+    scope.insert(
+        "path".to_owned(),
+        Value::Map(
+            [
+                ("module", dir.as_str()),
+                ("root", dir.as_str()),
+                ("cwd", dir.as_str()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
+            .collect(),
+        ),
+    );
+    scope.insert(
+        "terraform".to_owned(),
+        Value::Map(BTreeMap::from([(
+            "workspace".to_owned(),
+            Value::String(workspace),
+        )])),
+    );
+    let mut diagnostics = Vec::new();
+    let empty = BTreeMap::new();
+    let ctx_for_literals = EvalContext {
+        scope: &empty,
+        module_dir: dir.clone(),
+        host: &NoFilesystem,
+    };
+
+    // Variables: lowest priority first, later layers replace earlier ones.
+    let cli = cli_variables(db, project);
+    let mut vars = BTreeMap::new();
+    for (name, var) in &facts.variables {
+        let mut value: Option<Value> = var
+            .default
+            .as_ref()
+            .map(|d| eval_or_unknown(&d.expr, &ctx_for_literals));
+        for layer in &facts.tfvars {
+            if let Some((_, e)) = layer.iter().rev().find(|(n, _)| n == name) {
+                value = Some(eval_or_unknown(&e.expr, &ctx_for_literals));
+            }
+        }
+        if let Some(e) = cli.get(name) {
+            value = Some(eval_or_unknown(e, &ctx_for_literals));
+        }
+        let value = match value {
+            Some(v) => match &var.type_constraint {
+                Some(t) => crate::eval::convert_to_type(v.clone(), t).unwrap_or(v),
+                None => v,
+            },
+            None => Value::unknown(format!(
+                "`var.{name}` has no default, no tfvars value and no --var"
+            )),
+        };
+        vars.insert(name.clone(), value);
+    }
+    scope.insert("var".to_owned(), Value::Map(vars));
+
+    // Locals in dependency order; a cycle makes its members unknown.
+    let deps: BTreeMap<&str, BTreeSet<String>> = facts
+        .locals
+        .iter()
+        .map(|(name, e)| (name.as_str(), local_references(&e.expr)))
+        .collect();
+    let order = topo_order(&deps);
+    let mut locals: BTreeMap<String, Value> = BTreeMap::new();
+    let mut local_errors = BTreeMap::new();
+    for name in &order.cyclic {
+        let chain = order.cycle_chain(name);
+        locals.insert(
+            name.clone(),
+            Value::unknown(format!("`local.{name}` refers to itself ({chain})")),
+        );
+        if let Some(e) = facts.locals.get(name.as_str()) {
+            diagnostics.push(
+                Diagnostic::error(
+                    "local-cycle",
+                    format!("`local.{name}` refers to itself: {chain}"),
+                )
+                .with_anchor(e.anchor(e.expr.id)),
+            );
+        }
+    }
+    // Each local sees the ones before it in the order: they are added to the scope's
+    // `local` map in place as they are evaluated.
+    scope.insert("local".to_owned(), Value::Map(locals));
+    let host = TrackedFilesystem {
+        db,
+        root: project.root(db),
+    };
+    for name in &order.sorted {
+        let Some(e) = facts.locals.get(name.as_str()) else {
+            continue;
+        };
+        let ctx = EvalContext {
+            scope: &scope,
+            module_dir: dir.clone(),
+            host: &host,
+        };
+        let v = match evaluate(&e.expr, &ctx) {
+            Ok(v) => detach(v, &format!("local.{name}")),
+            Err(err) => {
+                let v = Value::unknown(format!("`local.{name}`: {}", err.message));
+                local_errors.insert(name.clone(), err);
+                v
+            }
+        };
+        if let Some(Value::Map(locals)) = scope.get_mut("local") {
+            locals.insert(name.clone(), v);
+        }
+    }
+    ModuleScope {
+        scope,
+        diagnostics,
+        local_errors,
+    }
+}
+
+/// An unknown inside a stored value loses its node (it belongs to another expression),
+/// and names the declaration it came through.
+fn detach(v: Value, via: &str) -> Value {
+    match v {
+        Value::Unknown(mut u) => {
+            if u.at.is_some() && !u.reason.contains(via) {
+                u.reason = format!("`{via}` is unknown: {}", u.reason);
+            }
+            u.at = None;
+            Value::Unknown(u)
+        }
+        Value::List(items) => Value::List(items.into_iter().map(|i| detach(i, via)).collect()),
+        Value::Set(items) => Value::Set(items.into_iter().map(|i| detach(i, via)).collect()),
+        Value::Map(m) => Value::Map(m.into_iter().map(|(k, i)| (k, detach(i, via))).collect()),
+        other => other,
+    }
+}
+
+fn eval_or_unknown(e: &Expr, ctx: &EvalContext<'_>) -> Value {
+    evaluate(e, ctx).unwrap_or_else(|err| Value::unknown(err.message))
+}
+
+/// `--var-file` and `--var` assignments, parsed once per project.
+#[salsa::tracked(returns(ref))]
+pub fn cli_variables(db: &dyn Db, project: Project) -> BTreeMap<String, Expr> {
+    let settings = project.eval_settings(db);
+    let mut out = BTreeMap::new();
+    for (name, text) in &settings.var_files {
+        // The driver has already reported a file that does not parse.
+        if let Ok(assignments) = var_file_assignments(name, text) {
+            out.extend(assignments);
+        }
+    }
+    for (name, raw) in &settings.vars {
+        // Terraform reads `-var` values of complex types as HCL; a plain word is a string.
+        let expr = match hcl_edit::parser::parse_expr(raw) {
+            Ok(
+                e @ (hcl_edit::expr::Expression::Array(_)
+                | hcl_edit::expr::Expression::Object(_)
+                | hcl_edit::expr::Expression::Number(_)
+                | hcl_edit::expr::Expression::Bool(_)),
+            ) => crate::parse::lower(&e),
+            _ => Expr::string(Default::default(), raw.clone()),
+        };
+        out.insert(name.clone(), expr);
+    }
+    out
+}
+
+/// The locals a remote-state block reads, directly or through other locals.
+pub(super) fn locals_used_by(
+    rs: &RemoteStateFact,
+    locals: &BTreeMap<String, AttrExpr>,
+) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<String> = [
+        &rs.for_each,
+        &rs.count,
+        &rs.backend,
+        &rs.config,
+        &rs.workspace,
+    ]
+    .into_iter()
+    .flatten()
+    .flat_map(|a| local_references(&a.expr))
+    .collect();
+    while let Some(name) = stack.pop() {
+        if let Some(attr) = locals.get(&name) {
+            if seen.insert(name) {
+                stack.extend(local_references(&attr.expr));
+            }
+        }
+    }
+    seen
+}
+
+/// The assignments of a `--var-file`: JSON syntax when the name ends in `.json` (as
+/// Terraform decides), native syntax otherwise. The error names the position.
+pub fn var_file_assignments(name: &str, text: &str) -> Result<Vec<(String, Expr)>, String> {
+    if name.ends_with(".json") {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("{}:{}: {e}", e.line(), e.column()))?;
+        let serde_json::Value::Object(top) = value else {
+            return Err("1:1: a JSON variables file must hold an object".into());
+        };
+        return Ok(top
+            .iter()
+            .map(|(k, v)| (k.clone(), crate::facts::json_literal(v)))
+            .collect());
+    }
+    let body = hcl_edit::parser::parse_body(text).map_err(|e| {
+        format!(
+            "{}:{}: {}",
+            e.location().line(),
+            e.location().column(),
+            e.message()
+        )
+    })?;
+    Ok(body
+        .attributes()
+        .map(|attr| {
+            (
+                attr.key.as_str().to_owned(),
+                crate::parse::lower(&attr.value),
+            )
+        })
+        .collect())
+}
+
+pub(super) fn local_references(e: &Expr) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    visit(e, &mut |e| {
+        if let ExprKind::Traversal(root, ops) = &e.kind {
+            if let (ExprKind::Variable(v), Some(Traverser::Attr(name))) = (&root.kind, ops.first())
+            {
+                if v == "local" {
+                    out.insert(name.clone());
+                }
+            }
+        }
+    });
+    out
+}
+
+struct TopoOrder {
+    sorted: Vec<String>,
+    cyclic: Vec<String>,
+    deps: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl TopoOrder {
+    /// `local.a -> local.b -> local.a` for a member of a cycle.
+    fn cycle_chain(&self, start: &str) -> String {
+        let mut chain = vec![start.to_owned()];
+        let mut cur = start.to_owned();
+        for _ in 0..self.deps.len() + 1 {
+            let next = self
+                .deps
+                .get(&cur)
+                .and_then(|d| d.iter().find(|n| self.cyclic.contains(n)))
+                .cloned();
+            let Some(next) = next else { break };
+            chain.push(next.clone());
+            if next == start || chain[..chain.len() - 1].contains(&next) {
+                break;
+            }
+            cur = next;
+        }
+        chain
+            .iter()
+            .map(|n| format!("local.{n}"))
+            .collect::<Vec<_>>()
+            .join(" -> ")
+    }
+}
+
+/// Kahn over locals; names left over are in or behind a cycle.
+fn topo_order(deps: &BTreeMap<&str, BTreeSet<String>>) -> TopoOrder {
+    let names: BTreeSet<&str> = deps.keys().copied().collect();
+    let mut pending: BTreeMap<String, BTreeSet<String>> = deps
+        .iter()
+        .map(|(n, d)| {
+            (
+                (*n).to_owned(),
+                d.iter()
+                    .filter(|x| names.contains(x.as_str()))
+                    .cloned()
+                    .collect(),
+            )
+        })
+        .collect();
+    let all = pending.clone();
+    let mut sorted = Vec::new();
+    loop {
+        let ready: Vec<String> = pending
+            .iter()
+            .filter(|(_, d)| d.is_empty())
+            .map(|(n, _)| n.clone())
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        for n in &ready {
+            pending.remove(n);
+        }
+        for d in pending.values_mut() {
+            for n in &ready {
+                d.remove(n);
+            }
+        }
+        sorted.extend(ready);
+    }
+    // What is left: cycle members, and locals that only depend on them. The latter are
+    // evaluated after the members are set to unknown, so they report the cycle as reason.
+    let mut cyclic = Vec::new();
+    let mut behind = Vec::new();
+    for name in pending.keys() {
+        if reaches(&all, name, name) {
+            cyclic.push(name.clone());
+        } else {
+            behind.push(name.clone());
+        }
+    }
+    // Order the ones behind a cycle so their own dependencies come first.
+    let mut ordered_behind: Vec<String> = Vec::new();
+    while ordered_behind.len() < behind.len() {
+        let before = ordered_behind.len();
+        for n in &behind {
+            if ordered_behind.contains(n) {
+                continue;
+            }
+            let ok = all[n]
+                .iter()
+                .all(|d| !behind.contains(d) || ordered_behind.contains(d));
+            if ok {
+                ordered_behind.push(n.clone());
+            }
+        }
+        if ordered_behind.len() == before {
+            break;
+        }
+    }
+    sorted.extend(ordered_behind);
+    TopoOrder {
+        sorted,
+        cyclic,
+        deps: all,
+    }
+}
+
+fn reaches(deps: &BTreeMap<String, BTreeSet<String>>, from: &str, target: &str) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<&str> = deps
+        .get(from)
+        .map(|d| d.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    while let Some(n) = stack.pop() {
+        if n == target {
+            return true;
+        }
+        if seen.insert(n) {
+            if let Some(d) = deps.get(n) {
+                stack.extend(d.iter().map(String::as_str));
+            }
+        }
+    }
+    false
+}
