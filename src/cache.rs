@@ -40,7 +40,7 @@ use crate::system::System;
 
 const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
 /// Bump when the encoding of [`FileFacts`] changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 const FILE_NAME: &str = "facts.bin";
 
 /// Where the cache lives and whether to use it.
@@ -367,7 +367,10 @@ fn write_facts(out: &mut Vec<u8>, f: &FileFacts) {
     put_u64(out, f.module_calls.len() as u64);
     for m in &f.module_calls {
         put_str(out, &m.name);
-        put_opt(out, &m.source, write_attr);
+        for slot in [&m.source, &m.count, &m.for_each] {
+            put_opt(out, slot, write_attr);
+        }
+        named(out, &m.arguments);
     }
     named(out, &f.tfvars);
     put_u64(out, f.diagnostics.len() as u64);
@@ -835,6 +838,9 @@ impl Reader<'_, File> {
             module_calls.push(ModuleCallFact {
                 name: self.string()?,
                 source: self.opt(|r| r.attr())?,
+                count: self.opt(|r| r.attr())?,
+                for_each: self.opt(|r| r.attr())?,
+                arguments: self.named()?,
             });
         }
         let tfvars = self.named()?;

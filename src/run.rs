@@ -132,6 +132,8 @@ pub struct Workspace {
     /// Every file read, project-relative, with the version read where the system can
     /// stamp it (for [`crate::replay`]).
     pub stamps: Vec<(String, Option<crate::system::Stamp>)>,
+    /// `-v`: info diagnostics (notes) are reported too.
+    pub notes: bool,
     saving: PendingSave,
 }
 
@@ -220,6 +222,7 @@ pub fn load_workspace_overlapped(
         diagnostics,
         notices,
         stamps,
+        notes: global.verbose > 0,
         saving,
     })
 }
@@ -390,6 +393,8 @@ impl Workspace {
     ) -> Vec<Diagnostic> {
         let mut out: Vec<Diagnostic> = diags
             .into_iter()
+            // Notes (a module call terraci cannot follow...) are for `-v`.
+            .filter(|d| self.notes || d.severity != Severity::Info)
             .map(|mut d| {
                 if let Some(anchor) = d.anchor.take() {
                     d.file = Some(anchor.file.path(&self.db).to_string());
@@ -477,6 +482,8 @@ impl Workspace {
                         name: s.name.clone(),
                         file: s.anchor.file.path(db).to_string(),
                         line: crate::parse::locate(db, &s.anchor).map_or(0, |(l, _)| l),
+                        rule: s.rule.as_str(),
+                        via: s.via.clone(),
                     })
                     .collect(),
             })

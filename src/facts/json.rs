@@ -128,14 +128,25 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
             }
             "module" => {
                 for (name, b) in labelled(v) {
-                    facts.module_calls.push(ModuleCallFact {
-                        source: b.get("source").map(|e| {
+                    let get = |attr: &str| {
+                        b.get(attr).map(|e| {
                             AttrExpr::from(AttrExprData {
                                 expr: config_expr(e),
                                 file,
-                                item: path(&["module", &name], &["source"]),
+                                item: path(&["module", &name], &[attr]),
                             })
-                        }),
+                        })
+                    };
+                    let arguments = b
+                        .keys()
+                        .filter(|k| !super::MODULE_META_ARGUMENTS.contains(&k.as_str()))
+                        .filter_map(|k| Some((k.clone(), get(k)?)))
+                        .collect();
+                    facts.module_calls.push(ModuleCallFact {
+                        source: get("source"),
+                        count: get("count"),
+                        for_each: get("for_each"),
+                        arguments,
                         name,
                     });
                 }

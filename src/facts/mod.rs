@@ -82,11 +82,41 @@ pub struct RemoteStateFact {
     pub count: Option<AttrExpr>,
 }
 
+impl RemoteStateFact {
+    /// The attributes that say which state the block reads.
+    pub fn attributes(&self) -> impl Iterator<Item = &AttrExpr> {
+        [
+            &self.for_each,
+            &self.count,
+            &self.backend,
+            &self.config,
+            &self.workspace,
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ModuleCallFact {
     pub name: String,
     pub source: Option<AttrExpr>,
+    pub count: Option<AttrExpr>,
+    pub for_each: Option<AttrExpr>,
+    /// The arguments that set the child's variables: every attribute but the
+    /// meta-arguments, in source order.
+    pub arguments: Vec<(String, AttrExpr)>,
 }
+
+/// Attributes of a `module` block that are not input variables of the child.
+pub const MODULE_META_ARGUMENTS: &[&str] = &[
+    "source",
+    "version",
+    "count",
+    "for_each",
+    "providers",
+    "depends_on",
+];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FileFacts {
@@ -237,10 +267,22 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
                     count: get("count"),
                 });
             }
-            ("module", [name]) => facts.module_calls.push(ModuleCallFact {
-                name: (*name).to_owned(),
-                source: attr_expr(file, &block, "source", &block.body),
-            }),
+            ("module", [name]) => {
+                let get = |attr: &str| attr_expr(file, &block, attr, &block.body);
+                let arguments = block
+                    .body
+                    .attributes()
+                    .filter(|(k, _)| !MODULE_META_ARGUMENTS.contains(k))
+                    .filter_map(|(k, _)| Some((k.to_owned(), get(k)?)))
+                    .collect();
+                facts.module_calls.push(ModuleCallFact {
+                    name: (*name).to_owned(),
+                    source: get("source"),
+                    count: get("count"),
+                    for_each: get("for_each"),
+                    arguments,
+                })
+            }
             _ => {}
         }
     }

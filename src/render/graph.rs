@@ -44,6 +44,12 @@ pub struct SourceView {
     pub name: String,
     pub file: String,
     pub line: u32,
+    /// The matching rule that found the edge (`state identity`, `partial state
+    /// identity`, `state path`, `context`, `tail of the state path`).
+    pub rule: &'static str,
+    /// The local module calls the block was read through, outermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<String>,
 }
 
 impl GraphView {

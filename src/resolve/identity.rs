@@ -21,9 +21,37 @@ use crate::system::normalize;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StateIdentity {
     pub backend: String,
+    /// The identity fields that are known.
     pub fields: BTreeMap<String, String>,
     /// Some identity field is missing or unknown (e.g. supplied by `-backend-config`).
     pub partial: bool,
+    /// Where the backend places non-default workspaces: s3 `workspace_key_prefix`
+    /// (default `env:`; workspace W lives at `<prefix>/W/<key>`), remote/cloud
+    /// `workspaces.prefix` (workspace W is `<prefix>W`).
+    pub workspace_prefix: Option<String>,
+}
+
+impl StateIdentity {
+    /// Whether the two cannot be the same state: the same backend type with an identity
+    /// field known on both sides and different.
+    pub fn conflicts(&self, other: &StateIdentity) -> bool {
+        self.backend == other.backend
+            && self
+                .fields
+                .iter()
+                .any(|(k, v)| other.fields.get(k).is_some_and(|o| o != v))
+    }
+
+    /// The field that locates the state within its store (s3 `key`, gcs `prefix`,
+    /// local `path`, remote `workspace`...), if the backend has one.
+    pub fn location_field(&self) -> Option<&'static str> {
+        path_field(Some(&self.backend), &BTreeMap::new())
+    }
+
+    /// The known location (the default workspace's state).
+    pub fn location(&self) -> Option<&str> {
+        self.fields.get(self.location_field()?).map(String::as_str)
+    }
 }
 
 /// The identity fields of each backend type.
@@ -144,10 +172,25 @@ pub(super) fn identity_of(
     if identity_fields(backend).is_empty() {
         partial = true;
     }
+    let string = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let workspace_prefix = match backend {
+        "s3" => {
+            Some(string(config.get("workspace_key_prefix")).unwrap_or_else(|| "env:".to_owned()))
+        }
+        "remote" => match config.get("workspaces") {
+            Some(Value::Map(ws)) => string(ws.get("prefix")),
+            _ => None,
+        },
+        _ => None,
+    };
     StateIdentity {
         backend: backend.to_owned(),
         fields,
         partial,
+        workspace_prefix,
     }
 }
 
@@ -194,11 +237,85 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
     )
 }
 
-/// Who could own a state: complete identities and ids of non-library modules.
+/// A module that may own a state, as the index keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub id: String,
+    /// Its known identity fields other than the location.
+    pub fields: BTreeMap<String, String>,
+    /// Every identity field is known.
+    pub complete: bool,
+}
+
+/// Who could own a state: root modules by the location their backend gives, and the
+/// ids of every root module.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IdentityIndex {
-    pub by_identity: BTreeMap<StateIdentity, Vec<String>>,
+    /// (backend, location of the default workspace's state) -> owners. For backends
+    /// without a location field (http, pg, kubernetes) the location is empty and the
+    /// fields say everything.
+    pub by_location: BTreeMap<(String, String), Vec<Owner>>,
+    /// (backend, workspace prefix, location) -> owners whose other workspaces live
+    /// under the prefix (s3 `<prefix>/<ws>/<key>`, remote `<prefix><ws>`).
+    pub by_workspace_prefix: BTreeMap<(String, String, String), Vec<Owner>>,
     pub ids: BTreeSet<String>,
+    /// The identities of modules whose backend gives any identity field: what the
+    /// path-based rules check a candidate against (see [`StateIdentity::conflicts`]).
+    pub identities: BTreeMap<String, StateIdentity>,
+    /// Every segment of every id: a state path segment that no id holds names no
+    /// directory (the tail rule may skip it).
+    pub segments: BTreeSet<String>,
+}
+
+impl IdentityIndex {
+    pub fn add(&mut self, id: &str, identity: &StateIdentity) {
+        self.ids.insert(id.to_owned());
+        for seg in id.split('/') {
+            if !self.segments.contains(seg) {
+                self.segments.insert(seg.to_owned());
+            }
+        }
+        if !identity.fields.is_empty() {
+            self.identities.insert(id.to_owned(), identity.clone());
+        }
+        let location_field = identity.location_field();
+        let location = match location_field {
+            Some(f) => match identity.fields.get(f) {
+                Some(l) => l.clone(),
+                // remote/cloud `workspaces { prefix = "app-" }`: every `app-*` workspace.
+                None if identity.backend == "remote" && identity.workspace_prefix.is_some() => {
+                    String::new()
+                }
+                // Nothing locates the state: no match by identity can find it.
+                None => return,
+            },
+            None if identity.partial => return,
+            None => String::new(),
+        };
+        let owner = Owner {
+            id: id.to_owned(),
+            fields: identity
+                .fields
+                .iter()
+                .filter(|(k, _)| Some(k.as_str()) != location_field)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            complete: !identity.partial,
+        };
+        if let Some(prefix) = &identity.workspace_prefix {
+            self.by_workspace_prefix
+                .entry((identity.backend.clone(), prefix.clone(), location.clone()))
+                .or_default()
+                .push(owner.clone());
+        }
+        if location.is_empty() && location_field.is_some() {
+            return;
+        }
+        self.by_location
+            .entry((identity.backend.clone(), location))
+            .or_default()
+            .push(owner);
+    }
 }
 
 /// Shared ([`Arc`]) so that [`sync_owners`] can tell an index it has already copied
@@ -209,14 +326,7 @@ pub fn identity_index(db: &dyn Db, project: Project) -> Arc<IdentityIndex> {
     // By chunks (see `crate::chunk`): an edit that keeps every identity checks one chunk.
     for chunk in crate::chunk::chunks(db, project) {
         for (id, identity) in crate::chunk::chunk_identities(db, chunk) {
-            index.ids.insert(id.clone());
-            if !identity.partial {
-                index
-                    .by_identity
-                    .entry(identity.clone())
-                    .or_default()
-                    .push(id.clone());
-            }
+            index.add(id, identity);
         }
     }
     Arc::new(index)

@@ -22,6 +22,7 @@
 //! through its `System` the first time an evaluation asks; a reference that reads a file
 //! is invalidated by that file and nothing else (`Database::refresh_extra` re-reads them).
 
+mod calls;
 mod identity;
 mod matching;
 mod references;
@@ -33,19 +34,23 @@ use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic};
 use crate::files::{Module, Project};
 
+pub use calls::{is_local_source, MAX_CALL_DEPTH};
 pub use identity::{
     identity_fields, identity_index, state_identity, sync_owners, IdentityIndex, StateIdentity,
 };
-pub use matching::normalise_state_path;
 use matching::{match_reference, Match};
-pub use references::{module_references, ModuleReferences, StateReference};
+pub use matching::{normalise_state_path, Rule};
+pub use references::{module_references, ModuleReferences, StateReference, StateTarget};
 pub use scope::{cli_variables, module_scope, var_file_assignments, ModuleScope};
 
-/// Where an edge came from: the block instance and its config attribute.
+/// Where an edge came from: the block instance, its config attribute, the rule that
+/// matched it and the local module calls it was read through.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EdgeSource {
     pub name: String,
     pub anchor: Anchor,
+    pub rule: Rule,
+    pub via: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -77,52 +82,70 @@ pub fn resolved_dependencies(
     let index = project.owners(db);
     let depth = project.pattern(db).depth();
     for r in &refs.references {
-        match match_reference(r, &info.id, depth, index) {
-            Match::One(target) if target == info.id => out.diagnostics.push(
-                Diagnostic::warning(
-                    "self-reference",
-                    format!(
-                        "`data.terraform_remote_state.{}` reads this module's own state; no edge",
-                        r.name
-                    ),
-                )
+        let via = references::via_suffix(&r.via);
+        let warning = |code, message: String| {
+            Diagnostic::warning(code, format!("{message}{via}"))
                 .with_module(&info.id)
-                .with_anchor(r.anchor.clone()),
-            ),
-            Match::One(target) => out.edges.entry(target).or_default().push(EdgeSource {
+                .with_anchor(r.anchor.clone())
+        };
+        match match_reference(&r.target, &info.id, depth, index) {
+            Match::One(target, _) if target == info.id => out.diagnostics.push(warning(
+                "self-reference",
+                format!(
+                    "`data.terraform_remote_state.{}` reads this module's own state; no edge",
+                    r.name
+                ),
+            )),
+            Match::One(target, rule) => out.edges.entry(target).or_default().push(EdgeSource {
                 name: r.name.clone(),
                 anchor: r.anchor.clone(),
+                rule,
+                via: r.via.clone(),
             }),
-            Match::Ambiguous(rule, candidates) => out.diagnostics.push(
-                Diagnostic::warning(
-                    "ambiguous-remote-state",
-                    format!(
-                        "`data.terraform_remote_state.{}` matches {} modules by {rule}: {}; no edge ({})",
-                        r.name,
-                        candidates.len(),
-                        candidates.join(", "),
-                        if rule == "state identity" {
-                            "two modules sharing one state is a bug"
-                        } else {
-                            "write the full state path to pick one"
-                        }
-                    ),
-                )
-                .with_module(&info.id)
-                .with_anchor(r.anchor.clone()),
-            ),
-            Match::None(normalised) => out.diagnostics.push(
-                Diagnostic::warning(
-                    "unmatched-remote-state",
-                    if r.path.is_some() {
-                        format!("no module for state path \"{normalised}\"")
+            // A partly known path whose known end fits several modules: the unknown part
+            // is the reason there is no edge.
+            Match::Ambiguous(rule, candidates) if r.unresolved.is_some() => {
+                let mut d = r.unresolved.clone().expect("checked by the guard");
+                d.message.push_str(&format!(
+                    " (the known end of the path fits {} modules by {}: {})",
+                    candidates.len(),
+                    rule.as_str(),
+                    candidates.join(", ")
+                ));
+                out.diagnostics.push(d);
+            }
+            Match::Ambiguous(rule, candidates) => out.diagnostics.push(warning(
+                "ambiguous-remote-state",
+                format!(
+                    "`data.terraform_remote_state.{}` matches {} modules by {}: {}; no edge ({})",
+                    r.name,
+                    candidates.len(),
+                    rule.as_str(),
+                    candidates.join(", "),
+                    if matches!(rule, Rule::Identity | Rule::PartialIdentity) {
+                        "two modules sharing one state is a bug"
                     } else {
-                        format!("no module with the state identity `{normalised}`")
-                    },
-                )
-                .with_module(&info.id)
-                .with_anchor(r.anchor.clone()),
-            ),
+                        "write the full state path to pick one"
+                    }
+                ),
+            )),
+            Match::None(looked_for, near_miss) => {
+                let near_miss = near_miss.map(|m| format!(" ({m})")).unwrap_or_default();
+                let d = match &r.unresolved {
+                    // A partly known path whose tail matched nothing: the unknown part is
+                    // the reason.
+                    Some(d) => d.clone(),
+                    None if r.target.path.is_some() => warning(
+                        "unmatched-remote-state",
+                        format!("no module for state path \"{looked_for}\"{near_miss}"),
+                    ),
+                    None => warning(
+                        "unmatched-remote-state",
+                        format!("no module with the state identity `{looked_for}`{near_miss}"),
+                    ),
+                };
+                out.diagnostics.push(d);
+            }
         }
     }
     let ids = &crate::graph::roots(db, project).ids;

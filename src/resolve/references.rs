@@ -13,29 +13,46 @@ use super::identity::{
     canonical_backend, flatten_config, identity_fields, identity_of, path_field, with_defaults,
     StateIdentity,
 };
-use super::scope::{local_references, locals_used_by, module_dir, module_scope, TrackedFilesystem};
+use super::scope::{
+    local_references, locals_used_by, module_dir, module_scope, ModuleScope, TrackedFilesystem,
+};
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic};
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, Value};
-use crate::facts::expr::Expr;
-use crate::facts::{module_facts, AttrExpr, RemoteStateFact};
+use crate::facts::expr::{Expr, ExprKind, TemplatePart};
+use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact};
 use crate::files::{Module, Project};
+
+/// What a reference reads: the state location, evaluated as far as it can be.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StateTarget {
+    pub backend: Option<String>,
+    /// The identity (complete only when the backend and all its fields are known).
+    pub identity: Option<StateIdentity>,
+    /// The state path (key / prefix / path), known; `None` for backends that have none
+    /// (http, pg, kubernetes), which match by identity only, and for a path that is
+    /// only partly known.
+    pub path: Option<String>,
+    /// The known end of a state path whose beginning is unknown
+    /// (`"${var.stack}/vpc.tfstate"` -> `/vpc.tfstate`): only the tail rule can use it.
+    pub tail: Option<String>,
+    pub workspace: String,
+    pub workspace_key_prefix: Option<String>,
+}
 
 /// One evaluated `terraform_remote_state` instance.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StateReference {
     /// `vpc`, or `peers["eks"]` for a `for_each` instance, `x[0]` for `count`.
     pub name: String,
-    pub backend: Option<String>,
-    /// The identity (complete only when the backend and all its fields are known).
-    pub identity: Option<StateIdentity>,
-    /// The state path (key / prefix / path), known; `None` for backends that have none
-    /// (http, pg, kubernetes), which match by identity only.
-    pub path: Option<String>,
-    pub workspace: String,
-    pub workspace_key_prefix: Option<String>,
+    pub target: StateTarget,
     /// The config attribute, for pointing diagnostics at it.
     pub anchor: Anchor,
+    /// The local module calls it was read through, outermost first:
+    /// `` `module.kms` (1-org/main.tf:12) ``. Empty for the module's own blocks.
+    pub via: Vec<String>,
+    /// What to report when no rule finds the owner of a partly known path.
+    pub unresolved: Option<Diagnostic>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,29 +61,50 @@ pub struct ModuleReferences {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Every `terraform_remote_state` instance of a module, evaluated.
+/// Every `terraform_remote_state` instance a root module reads: its own blocks, and
+/// those of the local modules it calls (evaluated per call, see [`super::calls`]).
 #[salsa::tracked(returns(ref))]
 pub fn module_references(db: &dyn Db, project: Project, module: Module) -> ModuleReferences {
     let facts = module_facts(db, module);
     let mut out = ModuleReferences::default();
-    if facts.remote_states.is_empty() {
+    if facts.remote_states.is_empty() && !super::calls::has_local_calls(facts) {
         return out;
     }
-    let id = module.info(db).id.clone();
+    let info = module.info(db);
     let dir = module_dir(db, project, module);
     let root = project.root(db).clone();
     let scope = module_scope(db, project, module);
     let site = Site {
-        id: &id,
+        id: &info.id,
         dir: &dir,
         root: &root,
-        components: &module.info(db).components,
+        components: &info.components,
         locals: &facts.locals,
         host: &TrackedFilesystem {
             db,
             root: project.root(db),
         },
+        via: &[],
     };
+    read_remote_states(facts, scope, &site, &mut out);
+    let caller = super::calls::Caller {
+        facts,
+        scope: &scope.scope,
+        site: &site,
+        chain: std::slice::from_ref(&info.id),
+    };
+    super::calls::expand_calls(db, project, &caller, &mut out);
+    out
+}
+
+/// The `terraform_remote_state` blocks of one module (a root, or a called module in the
+/// scope of one call).
+pub(super) fn read_remote_states(
+    facts: &ModuleFacts,
+    scope: &ModuleScope,
+    site: &Site<'_>,
+    out: &mut ModuleReferences,
+) {
     let mut reported = BTreeSet::new();
     for rs in &facts.remote_states {
         // A local that failed to evaluate (unknown function, evaluation limit...) is
@@ -77,18 +115,26 @@ pub fn module_references(db: &dyn Db, project: Project, module: Module) -> Modul
                     (scope.local_errors.get(&name), facts.locals.get(&name))
                 {
                     if reported.insert(name.clone()) {
-                        out.diagnostics.push(eval_error(&site, attr, err, &rs.name));
+                        out.diagnostics.push(eval_error(site, attr, err, &rs.name));
                     }
                 }
             }
         }
-        expand_remote_state(rs, &scope.scope, &site, &mut out);
+        expand_remote_state(rs, &scope.scope, site, out);
     }
-    out
+}
+
+/// ` (read through `module.a` (x/main.tf:3))` for a block of a called module.
+pub(super) fn via_suffix(via: &[String]) -> String {
+    if via.is_empty() {
+        String::new()
+    } else {
+        format!(" (read through {})", via.join(" -> "))
+    }
 }
 
 fn unresolved(
-    id: &str,
+    site: &Site<'_>,
     attr: &AttrExpr,
     reason: &str,
     node: Option<crate::facts::expr::NodeId>,
@@ -97,11 +143,12 @@ fn unresolved(
     Diagnostic::warning(
         "unresolved-remote-state",
         format!(
-            "cannot resolve the state location of `data.terraform_remote_state.{name}`: {}; no dependency edge is created",
-            reason.trim_end_matches('.')
+            "cannot resolve the state location of `data.terraform_remote_state.{name}`: {}; no dependency edge is created{}",
+            reason.trim_end_matches('.'),
+            via_suffix(site.via),
         ),
     )
-    .with_module(id)
+    .with_module(site.id)
     .with_anchor(attr.anchor(node.unwrap_or(attr.expr.id)))
 }
 
@@ -135,7 +182,7 @@ fn eval_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str) ->
             ("are", "them")
         };
         return unresolved(
-            site.id,
+            site,
             attr,
             &format!(
                 "{} {verb} not declared (TerraCi would have guessed {} from the directory; declare {pronoun} in a `locals` block: {})",
@@ -150,21 +197,26 @@ fn eval_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str) ->
     Diagnostic::new(
         crate::diagnostic::Severity::Warning,
         err.code,
-        err.message.clone(),
+        format!("{}{}", err.message, via_suffix(site.via)),
     )
     .with_module(site.id)
     .with_anchor(attr.anchor(err.node))
 }
 
 /// Where a module's references are evaluated.
-struct Site<'a> {
-    id: &'a str,
-    dir: &'a Utf8Path,
-    root: &'a Utf8Path,
-    components: &'a IndexMap<String, String>,
+pub(super) struct Site<'a> {
+    /// The root module the references count for.
+    pub id: &'a str,
+    /// The directory of the module holding the blocks (`path.module`).
+    pub dir: &'a Utf8Path,
+    /// The project directory.
+    pub root: &'a Utf8Path,
+    pub components: &'a IndexMap<String, String>,
     /// Declared locals (their names tell a guessed path local from a declared one).
-    locals: &'a BTreeMap<String, AttrExpr>,
-    host: &'a dyn EvalHost,
+    pub locals: &'a BTreeMap<String, AttrExpr>,
+    pub host: &'a dyn EvalHost,
+    /// The calls the blocks are read through (see [`StateReference::via`]).
+    pub via: &'a [String],
 }
 
 impl Site<'_> {
@@ -183,7 +235,7 @@ fn expand_remote_state(
     site: &Site<'_>,
     out: &mut ModuleReferences,
 ) {
-    let Site { id, dir, root, .. } = *site;
+    let Site { dir, root, .. } = *site;
     // Instances: (display name, extra scope entries).
     let mut instances: Vec<(String, Vec<(String, Value)>)> = Vec::new();
     if let Some(fe) = &rs.for_each {
@@ -202,12 +254,12 @@ fn expand_remote_state(
                                 Value::String(s) => keyed.push((s.clone(), item.clone())),
                                 Value::Unknown(u) => {
                                     out.diagnostics
-                                        .push(unresolved(id, fe, &u.reason, u.at, &rs.name));
+                                        .push(unresolved(site, fe, &u.reason, u.at, &rs.name));
                                     return;
                                 }
                                 _ => {
                                     out.diagnostics.push(unresolved(
-                                        id,
+                                        site,
                                         fe,
                                         "`for_each` over a set needs strings",
                                         None,
@@ -221,7 +273,7 @@ fn expand_remote_state(
                     }
                     Value::Unknown(u) => {
                         out.diagnostics.push(unresolved(
-                            id,
+                            site,
                             fe,
                             &format!("`for_each` is unknown: {}", u.reason),
                             u.at,
@@ -231,7 +283,7 @@ fn expand_remote_state(
                     }
                     Value::Null => {
                         out.diagnostics.push(unresolved(
-                            id,
+                            site,
                             fe,
                             "`for_each` is null",
                             None,
@@ -240,12 +292,12 @@ fn expand_remote_state(
                         return;
                     }
                     Value::List(_) => {
-                        out.diagnostics.push(unresolved(id, fe, "`for_each` needs a map or a set of strings, got a list (wrap it in toset())", None, &rs.name));
+                        out.diagnostics.push(unresolved(site, fe, "`for_each` needs a map or a set of strings, got a list (wrap it in toset())", None, &rs.name));
                         return;
                     }
                     _ => {
                         out.diagnostics.push(unresolved(
-                            id,
+                            site,
                             fe,
                             "`for_each` needs a map or a set of strings",
                             None,
@@ -289,7 +341,7 @@ fn expand_remote_state(
             }
             Ok(Value::Unknown(u)) => {
                 out.diagnostics.push(unresolved(
-                    id,
+                    site,
                     count,
                     &format!("`count` is unknown: {}", u.reason),
                     u.at,
@@ -299,12 +351,12 @@ fn expand_remote_state(
             }
             Ok(Value::Null) => {
                 out.diagnostics
-                    .push(unresolved(id, count, "`count` is null", None, &rs.name));
+                    .push(unresolved(site, count, "`count` is null", None, &rs.name));
                 return;
             }
             Ok(_) => {
                 out.diagnostics.push(unresolved(
-                    id,
+                    site,
                     count,
                     "`count` must be a whole number between 0 and 1024",
                     None,
@@ -330,7 +382,7 @@ fn expand_remote_state(
             let anchor_attr = rs.backend.as_ref().or(rs.for_each.as_ref());
             if let Some(attr) = anchor_attr {
                 out.diagnostics.push(unresolved(
-                    id,
+                    site,
                     attr,
                     "the block has no `config`",
                     None,
@@ -345,12 +397,12 @@ fn expand_remote_state(
                 Ok(Value::String(s)) => Some(s),
                 Ok(Value::Unknown(u)) => {
                     out.diagnostics
-                        .push(unresolved(id, b, &u.reason, u.at, &name));
+                        .push(unresolved(site, b, &u.reason, u.at, &name));
                     continue;
                 }
                 Ok(_) => {
                     out.diagnostics.push(unresolved(
-                        id,
+                        site,
                         b,
                         "`backend` must be a string",
                         None,
@@ -368,12 +420,12 @@ fn expand_remote_state(
             Ok(Value::Map(m)) => m,
             Ok(Value::Unknown(u)) => {
                 out.diagnostics
-                    .push(unresolved(id, config_attr, &u.reason, u.at, &name));
+                    .push(unresolved(site, config_attr, &u.reason, u.at, &name));
                 continue;
             }
             Ok(_) => {
                 out.diagnostics.push(unresolved(
-                    id,
+                    site,
                     config_attr,
                     "`config` must be an object",
                     None,
@@ -382,8 +434,26 @@ fn expand_remote_state(
                 continue;
             }
             Err(err) => {
-                out.diagnostics
-                    .push(eval_error(site, config_attr, &err, &name));
+                let diagnostic = eval_error(site, config_attr, &err, &name);
+                // A state path whose beginning fails to evaluate (`coalesce("", "")` of
+                // variables set only in CI) may still end in known text.
+                match failed_path_tail(config_attr, backend.as_deref(), &site.ctx(scope)) {
+                    Some((field, tail)) => out.references.push(StateReference {
+                        name,
+                        target: StateTarget {
+                            backend: backend.map(|b| canonical_backend(&b).to_owned()),
+                            identity: None,
+                            path: None,
+                            tail: Some(tail),
+                            workspace: "default".to_owned(),
+                            workspace_key_prefix: None,
+                        },
+                        anchor: config_attr.anchor(entry_node(&config_attr.expr, field)),
+                        via: site.via.to_vec(),
+                        unresolved: Some(diagnostic),
+                    }),
+                    None => out.diagnostics.push(diagnostic),
+                }
                 continue;
             }
         };
@@ -395,7 +465,7 @@ fn expand_remote_state(
         let field = path_field(backend.as_deref(), &config);
         if field.is_none() && backend.is_none() {
             out.diagnostics.push(unresolved(
-                id,
+                site,
                 config_attr,
                 "`config` has no state path (`key`, `prefix` or `path`) and there is no `backend`",
                 None,
@@ -403,17 +473,33 @@ fn expand_remote_state(
             ));
             continue;
         }
+        let mut tail = None;
+        let mut pending = None;
         let path = match field.map(|f| (f, config.get(f))) {
             None => None,
             Some((_, Some(Value::String(s)))) => Some(s.clone()),
-            Some((_, Some(Value::Unknown(u)))) => {
-                out.diagnostics
-                    .push(unresolved(id, config_attr, &u.reason, u.at, &name));
-                continue;
+            Some((field, Some(Value::Unknown(u)))) => {
+                let diagnostic = unresolved(site, config_attr, &u.reason, u.at, &name);
+                // The end of the path may still be known: the tail rule can use it.
+                let known = crate::facts::object_entries(&config_attr.expr)
+                    .into_iter()
+                    .find(|(k, _)| *k == field)
+                    .and_then(|(_, e)| known_tail(e, &site.ctx(scope)));
+                match known {
+                    Some(t) => {
+                        tail = Some(t);
+                        pending = Some(diagnostic);
+                        None
+                    }
+                    None => {
+                        out.diagnostics.push(diagnostic);
+                        continue;
+                    }
+                }
             }
             Some((field, Some(other))) => {
                 out.diagnostics.push(unresolved(
-                    id,
+                    site,
                     config_attr,
                     &format!(
                         "`config.{field}` must be a string, got {}",
@@ -426,7 +512,7 @@ fn expand_remote_state(
             }
             Some((field, None)) => {
                 out.diagnostics.push(unresolved(
-                    id,
+                    site,
                     config_attr,
                     &format!("`config` has no `{field}`"),
                     None,
@@ -438,7 +524,7 @@ fn expand_remote_state(
         let identity = backend
             .as_deref()
             .map(|b| identity_of(b, &config, dir, root));
-        if path.is_none() {
+        if path.is_none() && tail.is_none() {
             // Identity is all there is: every field has to be known.
             if let Some(u) = identity_fields(kind)
                 .iter()
@@ -448,7 +534,7 @@ fn expand_remote_state(
                 })
             {
                 out.diagnostics
-                    .push(unresolved(id, config_attr, &u.reason, u.at, &name));
+                    .push(unresolved(site, config_attr, &u.reason, u.at, &name));
                 continue;
             }
         }
@@ -462,7 +548,7 @@ fn expand_remote_state(
             Some(Ok(Value::Unknown(u))) => {
                 let w = rs.workspace.as_ref().expect("checked above");
                 out.diagnostics
-                    .push(unresolved(id, w, &u.reason, u.at, &name));
+                    .push(unresolved(site, w, &u.reason, u.at, &name));
                 continue;
             }
             Some(_) => "default".to_owned(),
@@ -474,14 +560,80 @@ fn expand_remote_state(
         let node = field.map_or(config_attr.expr.id, |f| entry_node(&config_attr.expr, f));
         out.references.push(StateReference {
             name,
-            backend,
-            identity,
-            path,
-            workspace,
-            workspace_key_prefix,
+            target: StateTarget {
+                backend,
+                identity,
+                path,
+                tail,
+                workspace,
+                workspace_key_prefix,
+            },
             anchor: config_attr.anchor(node),
+            via: site.via.to_vec(),
+            unresolved: pending,
         });
     }
+}
+
+/// When the state path entry of a literal `config` is what fails to evaluate: the entry
+/// and its known tail.
+fn failed_path_tail(
+    config: &AttrExpr,
+    backend: Option<&str>,
+    ctx: &EvalContext<'_>,
+) -> Option<(&'static str, String)> {
+    let entries = crate::facts::object_entries(&config.expr);
+    let field = match backend {
+        Some(b) => path_field(Some(canonical_backend(b)), &BTreeMap::new())?,
+        None => ["key", "prefix", "path"]
+            .into_iter()
+            .find(|f| entries.iter().any(|(k, _)| k == f))?,
+    };
+    let (_, e) = entries.into_iter().find(|(k, _)| *k == field)?;
+    // Only a function that fails on the values at hand: an undeclared name or a
+    // wrong attribute is a broken configuration, not a value set elsewhere.
+    let ExprKind::Template(parts) = &e.kind else {
+        return None;
+    };
+    let Some(TemplatePart::Interpolation(head)) = parts.first() else {
+        return None;
+    };
+    match (&head.kind, evaluate(head, ctx)) {
+        (ExprKind::FuncCall { .. }, Err(err)) if err.code == "evaluation-error" => {
+            known_tail(e, ctx).map(|t| (field, t))
+        }
+        _ => None,
+    }
+}
+
+/// The known end of a template whose beginning is unknown: the literal text and known
+/// interpolations after the last unknown one. `None` when the template does not begin
+/// with the unknown part (a known head, `"stage/${data.x.region}/vpc"`, says where the
+/// state is: the tail alone would be a guess), when no `/` is in the tail (no whole
+/// segment is known) or the expression is not a template.
+fn known_tail(e: &Expr, ctx: &EvalContext<'_>) -> Option<String> {
+    let ExprKind::Template(parts) = &e.kind else {
+        return None;
+    };
+    match parts.first() {
+        Some(TemplatePart::Interpolation(head))
+            if !matches!(evaluate(head, ctx), Ok(Value::String(_))) => {}
+        _ => return None,
+    }
+    let mut tail = Vec::new();
+    for part in parts.iter().rev() {
+        match part {
+            TemplatePart::Literal(s) => tail.push(s.clone()),
+            TemplatePart::Interpolation(x) => match evaluate(x, ctx) {
+                Ok(Value::String(s)) => tail.push(s),
+                _ => break,
+            },
+            _ => break,
+        }
+    }
+    tail.reverse();
+    let tail = tail.concat();
+    tail.contains('/').then_some(tail)
 }
 
 /// The node of `field`'s value in a literal `config` object (where a diagnostic about the

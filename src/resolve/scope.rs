@@ -12,7 +12,7 @@ use crate::db::Db;
 use crate::diagnostic::Diagnostic;
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
 use crate::facts::expr::{visit, Expr, ExprKind, Traverser};
-use crate::facts::{module_facts, AttrExpr, RemoteStateFact};
+use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact, VariableFact};
 use crate::files::{FileContents, Module, Project};
 use crate::system::normalize;
 
@@ -67,39 +67,12 @@ pub(super) fn module_dir(db: &dyn Db, project: Project, module: Module) -> camin
     project.root(db).join(&module.info(db).id)
 }
 
-/// Variables (defaults, tfvars, `--var-file`, `--var`) and locals, evaluated.
+/// Variables (defaults, tfvars, `--var-file`, `--var`) and the locals that something
+/// reads (see [`needed_locals`]), evaluated.
 #[salsa::tracked(returns(ref))]
 pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScope {
     let facts = module_facts(db, module);
     let dir = module_dir(db, project, module);
-    let settings = project.eval_settings(db);
-    let workspace = if settings.workspace.is_empty() {
-        "default".to_owned()
-    } else {
-        settings.workspace.clone()
-    };
-    let mut scope = BTreeMap::new();
-    scope.insert(
-        "path".to_owned(),
-        Value::Map(
-            [
-                ("module", dir.as_str()),
-                ("root", dir.as_str()),
-                ("cwd", dir.as_str()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
-            .collect(),
-        ),
-    );
-    scope.insert(
-        "terraform".to_owned(),
-        Value::Map(BTreeMap::from([(
-            "workspace".to_owned(),
-            Value::String(workspace),
-        )])),
-    );
-    let mut diagnostics = Vec::new();
     let empty = BTreeMap::new();
     let ctx_for_literals = EvalContext {
         scope: &empty,
@@ -124,23 +97,135 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
             value = Some(eval_or_unknown(e, &ctx_for_literals));
         }
         let value = match value {
-            Some(v) => match &var.type_constraint {
-                Some(t) => crate::eval::convert_to_type(v.clone(), t).unwrap_or(v),
-                None => v,
-            },
+            Some(v) => convert_variable(v, var),
             None => Value::unknown(format!(
                 "`var.{name}` has no default, no tfvars value and no --var"
             )),
         };
         vars.insert(name.clone(), value);
     }
-    scope.insert("var".to_owned(), Value::Map(vars));
+    let host = TrackedFilesystem {
+        db,
+        root: project.root(db),
+    };
+    evaluate_scope(&ScopeInputs {
+        facts,
+        dir: &dir,
+        root_dir: &dir,
+        workspace: &workspace(db, project),
+        vars,
+        host: &host,
+    })
+}
 
-    // Locals in dependency order; a cycle makes its members unknown.
-    let deps: BTreeMap<&str, BTreeSet<String>> = facts
-        .locals
+/// `terraform.workspace`: `--workspace`, else `"default"`.
+pub(super) fn workspace(db: &dyn Db, project: Project) -> String {
+    let settings = project.eval_settings(db);
+    if settings.workspace.is_empty() {
+        "default".to_owned()
+    } else {
+        settings.workspace.clone()
+    }
+}
+
+/// A variable's value converted to its type constraint where Terraform would.
+pub(super) fn convert_variable(v: Value, var: &VariableFact) -> Value {
+    match &var.type_constraint {
+        Some(t) => crate::eval::convert_to_type(v.clone(), t).unwrap_or(v),
+        None => v,
+    }
+}
+
+/// What a scope is evaluated from: a root module's (its variables from defaults, tfvars
+/// and the command line) or a called module's (its variables from the call's arguments).
+pub(super) struct ScopeInputs<'a> {
+    pub facts: &'a ModuleFacts,
+    /// `path.module`.
+    pub dir: &'a Utf8Path,
+    /// `path.root` and `path.cwd`: the root module's directory.
+    pub root_dir: &'a Utf8Path,
+    pub workspace: &'a str,
+    pub vars: BTreeMap<String, Value>,
+    pub host: &'a dyn EvalHost,
+}
+
+/// The locals anything that can make an edge reads, directly or through other locals:
+/// the backend, every `terraform_remote_state` block and every `module` call. Other
+/// locals are never evaluated: real modules hold hundreds that no state location needs,
+/// and one that fails to evaluate is no concern of terraci's.
+pub(super) fn needed_locals(facts: &ModuleFacts) -> BTreeSet<String> {
+    let roots = facts
+        .backend
         .iter()
-        .map(|(name, e)| (name.as_str(), local_references(&e.expr)))
+        .map(|b| &b.config)
+        .chain(
+            facts
+                .remote_states
+                .iter()
+                .flat_map(RemoteStateFact::attributes),
+        )
+        .chain(facts.module_calls.iter().flat_map(|c| {
+            [&c.source, &c.count, &c.for_each]
+                .into_iter()
+                .flatten()
+                .chain(c.arguments.iter().map(|(_, a)| a))
+        }));
+    closure_of_locals(roots, &facts.locals)
+}
+
+/// The locals `roots` read, directly or through other locals.
+pub(super) fn closure_of_locals<'a>(
+    roots: impl Iterator<Item = &'a AttrExpr>,
+    locals: &BTreeMap<String, AttrExpr>,
+) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<String> = roots.flat_map(|a| local_references(&a.expr)).collect();
+    while let Some(name) = stack.pop() {
+        if let Some(attr) = locals.get(&name) {
+            if seen.insert(name) {
+                stack.extend(local_references(&attr.expr));
+            }
+        }
+    }
+    seen
+}
+
+/// `path`, `terraform`, `var` and the needed locals, in dependency order; a cycle makes
+/// its members unknown (and is reported: a needed local that refers to itself).
+pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
+    let ScopeInputs {
+        facts, dir, host, ..
+    } = *inputs;
+    let mut scope = BTreeMap::new();
+    scope.insert(
+        "path".to_owned(),
+        Value::Map(
+            [
+                ("module", dir.as_str()),
+                ("root", inputs.root_dir.as_str()),
+                ("cwd", inputs.root_dir.as_str()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
+            .collect(),
+        ),
+    );
+    scope.insert(
+        "terraform".to_owned(),
+        Value::Map(BTreeMap::from([(
+            "workspace".to_owned(),
+            Value::String(inputs.workspace.to_owned()),
+        )])),
+    );
+    scope.insert("var".to_owned(), Value::Map(inputs.vars.clone()));
+    let mut diagnostics = Vec::new();
+    let needed = needed_locals(facts);
+    let deps: BTreeMap<&str, BTreeSet<String>> = needed
+        .iter()
+        .filter_map(|name| {
+            let e = facts.locals.get(name)?;
+            Some((name.as_str(), local_references(&e.expr)))
+        })
         .collect();
     let order = topo_order(&deps);
     let mut locals: BTreeMap<String, Value> = BTreeMap::new();
@@ -164,18 +249,14 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
     // Each local sees the ones before it in the order: they are added to the scope's
     // `local` map in place as they are evaluated.
     scope.insert("local".to_owned(), Value::Map(locals));
-    let host = TrackedFilesystem {
-        db,
-        root: project.root(db),
-    };
     for name in &order.sorted {
         let Some(e) = facts.locals.get(name.as_str()) else {
             continue;
         };
         let ctx = EvalContext {
             scope: &scope,
-            module_dir: dir.clone(),
-            host: &host,
+            module_dir: dir.to_owned(),
+            host,
         };
         let v = match evaluate(&e.expr, &ctx) {
             Ok(v) => detach(v, &format!("local.{name}")),
@@ -198,7 +279,7 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
 
 /// An unknown inside a stored value loses its node (it belongs to another expression),
 /// and names the declaration it came through.
-fn detach(v: Value, via: &str) -> Value {
+pub(super) fn detach(v: Value, via: &str) -> Value {
     match v {
         Value::Unknown(mut u) => {
             if u.at.is_some() && !u.reason.contains(via) {
@@ -250,26 +331,8 @@ pub(super) fn locals_used_by(
     rs: &RemoteStateFact,
     locals: &BTreeMap<String, AttrExpr>,
 ) -> BTreeSet<String> {
-    let mut seen = BTreeSet::new();
-    let mut stack: Vec<String> = [
-        &rs.for_each,
-        &rs.count,
-        &rs.backend,
-        &rs.config,
-        &rs.workspace,
-    ]
-    .into_iter()
-    .flatten()
-    .flat_map(|a| local_references(&a.expr))
-    .collect();
-    while let Some(name) = stack.pop() {
-        if let Some(attr) = locals.get(&name) {
-            if seen.insert(name) {
-                stack.extend(local_references(&attr.expr));
-            }
-        }
-    }
-    seen
+    let roots = rs.attributes();
+    closure_of_locals(roots, locals)
 }
 
 /// The assignments of a `--var-file`: JSON syntax when the name ends in `.json` (as

@@ -36,11 +36,15 @@ fn summary(graph: &Value) -> String {
         ));
         for source in edge["sources"].as_array().expect("sources") {
             out.push_str(&format!(
-                "    {} at {}:{}\n",
+                "    {} at {}:{} by {}\n",
                 str_of(source, "name"),
                 str_of(source, "file"),
-                source["line"]
+                source["line"],
+                str_of(source, "rule")
             ));
+            for call in source["via"].as_array().into_iter().flatten() {
+                out.push_str(&format!("      via {}\n", call.as_str().unwrap_or("")));
+            }
         }
     }
     out.push_str("diagnostics:\n");
@@ -334,9 +338,10 @@ fn state_identity_of_every_backend() {
         ])
     );
     assert_eq!(
-        codes(&g),
-        ids(&["unmatched-remote-state", "unmatched-remote-state"])
+        sources(&g, "stage/paths", "stage/partial"),
+        ids(&["partial"])
     );
+    assert_eq!(codes(&g), ids(&["unmatched-remote-state"]));
     snap!("rules_backends", summary(&g));
 }
 
@@ -545,4 +550,120 @@ fn generated_workload_resolves_completely() {
     assert!(codes(&g).is_empty(), "{}", summary(&g));
     let stats: Output = p.run(&["graph", "--stats"]);
     assert_eq!(stats.code, 0, "{}", stats.stderr);
+}
+
+#[test]
+fn remote_state_in_local_module_calls_counts_for_the_caller() {
+    let p = Project::fixture("rules/calls");
+    let g = graph(&p, &[]);
+    // Default target (vpc), a for_each instance (kms), a nested call (dns); `count = 0`
+    // reads nothing; the library's own block makes no edge of its own.
+    assert_eq!(
+        edges(&g),
+        [
+            ("stage/app", "stage/dns"),
+            ("stage/app", "stage/kms"),
+            ("stage/app", "stage/vpc"),
+        ]
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+    );
+    // The required variable the call does not set: unresolved, on the calling root,
+    // naming the child's variable and the call site.
+    let broken = diagnostics_about(&g, "stage/broken/main.tf:3");
+    assert_eq!(broken.len(), 1, "{broken:?}");
+    assert_eq!(broken[0].0, "unresolved-remote-state");
+    assert!(broken[0]
+        .1
+        .contains("`var.env` of modules/reader has no default"));
+    let module_of = |needle: &str| -> Vec<String> {
+        g["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .filter(|d| str_of(d, "message").contains(needle))
+            .map(|d| str_of(d, "module").to_owned())
+            .collect()
+    };
+    assert_eq!(module_of("stage/broken/main.tf:3"), ["stage/broken"]);
+    assert_eq!(
+        diagnostics_about(&g, "modules/loop -> modules/loop2 -> modules/loop")[0].0,
+        "module-call-cycle"
+    );
+    assert_eq!(
+        diagnostics_about(&g, "modules/deleted")[0].0,
+        "missing-module-source"
+    );
+    // The unused local that would fail is never evaluated; registry sources are a note
+    // shown with -v only.
+    assert!(diagnostics_about(&g, "missing")
+        .iter()
+        .all(|(c, _)| c != "evaluation-error"));
+    assert!(!codes(&g).iter().any(|c| c == "remote-module-source"));
+    let verbose = graph(&p, &["-v"]);
+    assert_eq!(
+        diagnostics_about(&verbose, "terraform-aws-modules/vpc/aws")[0].0,
+        "remote-module-source"
+    );
+    snap!("rules_calls", summary(&g));
+}
+
+#[test]
+fn partial_identity_workspaces_and_tails() {
+    let p = Project::fixture("rules/identity");
+    let g = graph(&p, &[]);
+    let rule_of = |to: &str, name: &str| -> String {
+        g["edges"]
+            .as_array()
+            .expect("edges")
+            .iter()
+            .filter(|e| str_of(e, "from") == "infra/app" && str_of(e, "to") == to)
+            .flat_map(|e| e["sources"].as_array().cloned().unwrap_or_default())
+            .find(|s| str_of(s, "name") == name)
+            .map(|s| str_of(&s, "rule").to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(rule_of("infra/net", "net"), "partial state identity");
+    assert_eq!(rule_of("infra/cluster", "live_cluster"), "state identity");
+    assert_eq!(rule_of("infra/cluster", "this_cluster"), "state identity");
+    assert_eq!(rule_of("infra/db", "prod_db"), "state identity");
+    assert_eq!(
+        rule_of("projects/infra-vpc", "vpc"),
+        "tail of the state path"
+    );
+    assert_eq!(
+        rule_of("projects/infra-vpc", "blue_vpc"),
+        "tail of the state path"
+    );
+    assert_eq!(edges(&g).len(), 4, "{:?}", edges(&g));
+    // Both buckets known and different: no edge, and the message says which field.
+    let other = diagnostics_about(&g, "other/state");
+    assert_eq!(other[0].0, "unmatched-remote-state");
+    assert!(
+        other[0]
+            .1
+            .contains("`bucket` is \"bucket-one\", not \"bucket-two\""),
+        "{other:?}"
+    );
+    assert!(
+        diagnostics_about(&g, "by partial state identity: infra/twin-a, infra/twin-b")[0].0
+            == "ambiguous-remote-state"
+    );
+    // An unknown head whose known tail fits two modules: the unknown is the reason.
+    assert_eq!(
+        diagnostics_about(
+            &g,
+            "fits 2 modules by tail of the state path: legacy/dup, projects/dup"
+        )[0]
+        .0,
+        "unresolved-remote-state"
+    );
+    // `terraform.tfstate` alone is no directory: not a self-reference of infra/terraform.
+    assert!(!codes(&g).iter().any(|c| c == "self-reference"));
+    assert_eq!(
+        diagnostics_about(&g, "state path \"terraform.tfstate\"")[0].0,
+        "unmatched-remote-state"
+    );
+    snap!("rules_identity", summary(&g));
 }
