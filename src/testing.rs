@@ -109,6 +109,45 @@ mod incremental {
         );
     }
 
+    #[test]
+    fn an_edit_in_a_called_module_moves_the_callers_edge() {
+        const LIB: &str = "variable \"target\" {}\ndata \"terraform_remote_state\" \"t\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/${var.target}/terraform.tfstate\"\n  }\n}\n";
+        const APP: &str = "module \"net\" {\n  source = \"../../lib/net\"\n  target = \"vpc\"\n}\n";
+        let config = format!("{CONFIG}library_modules:\n  paths: [lib]\n");
+        let mut ws = workspace(&[
+            (".terraci.yaml", &config),
+            ("stage/vpc/main.tf", VPC),
+            ("stage/dns/main.tf", DNS),
+            ("stage/app/main.tf", APP),
+            ("lib/net/main.tf", LIB),
+        ]);
+        assert_eq!(edges(&ws), ["stage/app -> stage/vpc"]);
+        ws.db.start_logging();
+        // The child's block now reads another state: the caller's edge follows.
+        let file = ws.files["lib/net/main.tf"];
+        let edited = LIB.replace("stage/${var.target}", "stage/dns");
+        file.set_contents(&mut ws.db).to(FileContents::Text(edited));
+        crate::resolve::sync_owners(&mut ws.db, ws.project);
+        assert_eq!(edges(&ws), ["stage/app -> stage/dns"]);
+        let log = ws.db.take_log();
+        assert_eq!(
+            log.iter()
+                .filter(|l| l.contains("module_references"))
+                .count(),
+            1,
+            "only the caller's references are evaluated again: {log:?}"
+        );
+        // The call's argument, in the caller: the edge follows too.
+        let file = ws.files["stage/app/main.tf"];
+        file.set_contents(&mut ws.db)
+            .to(FileContents::Text(APP.replace("\"vpc\"", "\"dns\"")));
+        let file = ws.files["lib/net/main.tf"];
+        file.set_contents(&mut ws.db)
+            .to(FileContents::Text(LIB.into()));
+        crate::resolve::sync_owners(&mut ws.db, ws.project);
+        assert_eq!(edges(&ws), ["stage/app -> stage/dns"]);
+    }
+
     /// A project of many modules: an edge edit recomputes the edited module's chunk,
     /// not the project's other modules, and keeps the owners input.
     #[test]
