@@ -172,5 +172,9 @@ pub const CODES: &[(&str, &str)] = &[
     ("remote-module-source", "info (-v): a module call's source is outside the repository (registry, git...); its remote_state blocks are not read"),
     ("missing-module-source", "a local module call's source is not a directory with Terraform files in the project; its remote_state blocks are not read"),
     ("module-call-cycle", "local module calls lead back to a module already on the call chain; not followed"),
+    ("config-variables", "a `variables:` entry names no module, or could not be applied to one (a file missing, unreadable or invalid)"),
+    ("config-backend", "a `backend_config:` entry names no module, or could not be applied to one (a bad placeholder or file)"),
+    ("unused-dependency-rule", "a `dependencies.add`/`ignore` rule names no module or no found edge"),
+    ("ignored-dependency", "info (-v): a found edge is dropped by `dependencies.ignore`"),
     ("unknown-module-count", "info (-v): a module call's count is unknown; its remote_state blocks are read as for one instance"),
 ];

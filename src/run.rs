@@ -25,7 +25,7 @@ use crate::graph::dependency_graph;
 use crate::ir::{job_plan, PlanOptions};
 use crate::render::graph::{
     diagnostic_json, render_dot, render_json, render_levels, render_list, render_mermaid,
-    render_plantuml, render_stats, EdgeView, GraphView, ModuleView, SourceView,
+    render_plantuml, render_stats, EdgeView, ExternalView, GraphView, ModuleView, SourceView,
 };
 use crate::system::System;
 
@@ -424,6 +424,7 @@ impl Workspace {
                 .iter()
                 .cloned(),
         );
+        all.extend(crate::resolve::config_rule_diagnostics(db, self.project));
         self.finish_diagnostics(all)
     }
 
@@ -476,16 +477,7 @@ impl Workspace {
             .map(|((from, to), sources)| EdgeView {
                 from,
                 to,
-                sources: sources
-                    .iter()
-                    .map(|s| SourceView {
-                        name: s.name.clone(),
-                        file: s.anchor.file.path(db).to_string(),
-                        line: crate::parse::locate(db, &s.anchor).map_or(0, |(l, _)| l),
-                        rule: s.rule.as_str(),
-                        via: s.via.clone(),
-                    })
-                    .collect(),
+                sources: sources.iter().map(|s| source_view(db, s)).collect(),
             })
             .collect();
         let shown: BTreeSet<&str> = modules.iter().map(|m| m.id.as_str()).collect();
@@ -495,9 +487,26 @@ impl Workspace {
             .filter(|(from, to)| shown.contains(from.as_str()) && shown.contains(to.as_str()))
             .map(|(from, to)| (from.clone(), to.clone()))
             .collect();
+        let roots = crate::graph::roots(db, self.project);
+        let external_state = roots
+            .ids
+            .iter()
+            .zip(&roots.modules)
+            .flat_map(|(id, &m)| {
+                crate::resolve::resolved_dependencies(db, self.project, m)
+                    .external
+                    .iter()
+                    .map(move |(state, s)| ExternalView {
+                        from: id.clone(),
+                        state: state.clone(),
+                        source: source_view(db, s),
+                    })
+            })
+            .collect();
         GraphView {
             modules,
             edges,
+            external_state,
             levels: graph.levels(),
             cycles: graph.cycles.clone(),
             diagnostics,
@@ -1181,4 +1190,22 @@ pub fn display_argv(argv: &[String]) -> Vec<String> {
     std::iter::once("terraci".to_owned())
         .chain(argv.iter().skip(1).cloned())
         .collect()
+}
+
+/// Where an edge (or an external reference) came from, for the JSON views.
+fn source_view(db: &dyn crate::db::Db, s: &crate::resolve::EdgeSource) -> SourceView {
+    SourceView {
+        name: s.name.clone(),
+        file: s
+            .anchor
+            .as_ref()
+            .map_or(".terraci.yaml".to_owned(), |a| a.file.path(db).to_string()),
+        line: s
+            .anchor
+            .as_ref()
+            .and_then(|a| crate::parse::locate(db, a))
+            .map_or(0, |(l, _)| l),
+        rule: s.rule.as_str(),
+        via: s.via.clone(),
+    }
 }

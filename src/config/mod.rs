@@ -35,6 +35,68 @@ pub struct Config {
     pub execution: Execution,
     /// CI provider settings, and TerraCi plugin sections (accepted, ignored).
     pub extensions: Extensions,
+    /// Variable values for the modules whose id matches a glob, as a tfvars file would
+    /// give them (values set in CI, per-stack tfvars kept elsewhere in the tree).
+    pub variables: Vec<VariablesEntry>,
+    /// What `terraform init -backend-config=...` gives the modules whose id matches a
+    /// glob: merged over their backend block.
+    pub backend_config: Vec<BackendConfigEntry>,
+    /// Edges the code cannot show (`add`) and found edges that are not real (`ignore`).
+    pub dependencies: Dependencies,
+    /// State owned by other repositories (`s3://bucket/key` globs): references to it
+    /// are listed, not warned about.
+    pub external_state: Vec<String>,
+}
+
+/// `variables:` entry. Placeholders in `files`: each pattern segment (`{environment}`),
+/// `{module_path}` (the id), `{module_name}` (its last directory).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct VariablesEntry {
+    /// Globs on module ids.
+    pub modules: Vec<String>,
+    /// Variable name -> value (any YAML value: string, number, bool, list, map).
+    #[schemars(with = "IndexMap<String, serde_json::Value>")]
+    pub values: IndexMap<String, serde_yaml::Value>,
+    /// tfvars files (native or `.json`), relative to the module directory; globs allowed.
+    pub files: Vec<String>,
+}
+
+/// `backend_config:` entry. Placeholders in values and files: each pattern segment,
+/// `{module_path}`, `{module_name}`, and in values `{var.NAME}` (the module's variable).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BackendConfigEntry {
+    /// Globs on module ids.
+    pub modules: Vec<String>,
+    /// Backend field -> value (`key: "{var.project}-{module_name}.tfstate"`).
+    #[serde(deserialize_with = "scalar_map")]
+    #[schemars(schema_with = "scalar_map_schema")]
+    pub values: IndexMap<String, String>,
+    /// `-backend-config` files (HCL attributes), relative to the module directory; globs
+    /// allowed; a missing file is fine (not every module has one).
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Dependencies {
+    /// Edges to add: every module matching `from` depends on every module matching `to`.
+    pub add: Vec<DependencyRule>,
+    /// Found edges to drop (they are reported with `-v` and in JSON).
+    pub ignore: Vec<DependencyRule>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct DependencyRule {
+    /// Glob on the dependent module's id.
+    pub from: String,
+    /// Glob on the dependency's id.
+    pub to: String,
+    /// Why (shown with the edge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

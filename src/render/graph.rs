@@ -16,10 +16,22 @@ pub struct GraphView {
     pub levels: Vec<Vec<String>>,
     pub cycles: Vec<Vec<String>>,
     pub diagnostics: Vec<Diagnostic>,
+    /// References to state other repositories own (`external_state` in the config).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub external_state: Vec<ExternalView>,
     /// Uses-library links (caller, library directory) between listed modules, sorted.
     /// Not part of the JSON formats, whose shape is fixed by the spec.
     #[serde(skip)]
     pub uses: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ExternalView {
+    /// The module that reads it.
+    pub from: String,
+    /// `s3://bucket/key`...
+    pub state: String,
+    pub source: SourceView,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,13 +108,16 @@ impl GraphView {
 }
 
 pub fn render_json(view: &GraphView) -> String {
-    let value = json!({
+    let mut value = json!({
         "modules": view.modules,
         "edges": view.edges,
         "levels": view.levels,
         "cycles": view.cycles,
         "diagnostics": view.diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
     });
+    if !view.external_state.is_empty() {
+        value["external_state"] = json!(view.external_state);
+    }
     let mut s = serde_json::to_string_pretty(&value).expect("JSON of plain data");
     s.push('\n');
     s

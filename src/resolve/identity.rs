@@ -224,10 +224,12 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
             root: project.root(db),
         },
     };
-    let config = match evaluate(&backend.config.expr, &ctx) {
+    let mut config = match evaluate(&backend.config.expr, &ctx) {
         Ok(Value::Map(m)) => m,
         _ => BTreeMap::new(),
     };
+    // `-backend-config` values are merged over the block, as `terraform init` does.
+    config.extend(scope.backend_config.clone());
     let kind = canonical_backend(&backend.kind);
     identity_of(
         kind,

@@ -26,6 +26,8 @@ pub enum Rule {
     Path,
     Context,
     Tail,
+    /// `dependencies.add` / `external_state` in `.terraci.yaml`.
+    Declared,
 }
 
 impl Rule {
@@ -36,6 +38,7 @@ impl Rule {
             Rule::Path => "state path",
             Rule::Context => "context",
             Rule::Tail => "tail of the state path",
+            Rule::Declared => "declared in .terraci.yaml",
         }
     }
 }

@@ -23,6 +23,7 @@
 //! is invalidated by that file and nothing else (`Database::refresh_extra` re-reads them).
 
 mod calls;
+mod declared;
 mod identity;
 mod matching;
 mod references;
@@ -35,6 +36,7 @@ use crate::diagnostic::{Anchor, Diagnostic};
 use crate::files::{Module, Project};
 
 pub use calls::{is_local_source, MAX_CALL_DEPTH};
+pub use declared::config_rule_diagnostics;
 pub use identity::{
     identity_fields, identity_index, state_identity, sync_owners, IdentityIndex, StateIdentity,
 };
@@ -48,7 +50,8 @@ pub use scope::{cli_variables, module_scope, var_file_assignments, ModuleScope};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EdgeSource {
     pub name: String,
-    pub anchor: Anchor,
+    /// `None` for an edge declared in `.terraci.yaml` (`dependencies.add`).
+    pub anchor: Option<Anchor>,
     pub rule: Rule,
     pub via: Vec<String>,
 }
@@ -61,6 +64,10 @@ pub struct ResolvedDependencies {
     /// the order of `edges`: what the graph is built from.
     pub targets: Vec<u32>,
     pub diagnostics: Vec<Diagnostic>,
+    /// References to state the config says other repositories own (`external_state`).
+    pub external: Vec<(String, EdgeSource)>,
+    /// The `dependencies.add` / `dependencies.ignore` rules (by index) that applied here.
+    pub rules_used: Vec<(bool, usize)>,
 }
 
 /// Matches each reference of `module` against all modules (spec §4.3).
@@ -75,7 +82,9 @@ pub fn resolved_dependencies(
         diagnostics: refs.diagnostics.clone(),
         ..Default::default()
     };
-    if refs.references.is_empty() {
+    let config = project.config(db);
+    let deps = &config.dependencies;
+    if refs.references.is_empty() && deps.add.is_empty() {
         return out;
     }
     let info = module.info(db);
@@ -98,7 +107,7 @@ pub fn resolved_dependencies(
             )),
             Match::One(target, rule) => out.edges.entry(target).or_default().push(EdgeSource {
                 name: r.name.clone(),
-                anchor: r.anchor.clone(),
+                anchor: Some(r.anchor.clone()),
                 rule,
                 via: r.via.clone(),
             }),
@@ -129,6 +138,24 @@ pub fn resolved_dependencies(
                     }
                 ),
             )),
+            Match::None(_, _)
+                if r.target
+                    .identity
+                    .as_ref()
+                    .and_then(declared::state_url)
+                    .is_some_and(|url| declared::is_external(config, &url)) =>
+            {
+                let url = r.target.identity.as_ref().and_then(declared::state_url);
+                out.external.push((
+                    url.unwrap_or_default(),
+                    EdgeSource {
+                        name: r.name.clone(),
+                        anchor: Some(r.anchor.clone()),
+                        rule: Rule::Declared,
+                        via: r.via.clone(),
+                    },
+                ));
+            }
             Match::None(looked_for, near_miss) => {
                 let near_miss = near_miss.map(|m| format!(" ({m})")).unwrap_or_default();
                 let d = match &r.unresolved {
@@ -146,6 +173,62 @@ pub fn resolved_dependencies(
                 };
                 out.diagnostics.push(d);
             }
+        }
+    }
+    // What the config says the code cannot.
+    for (i, rule) in deps.add.iter().enumerate() {
+        if !crate::filter::glob_matches(&rule.from, &info.id) {
+            continue;
+        }
+        for to in index
+            .ids
+            .iter()
+            .filter(|to| crate::filter::glob_matches(&rule.to, to))
+        {
+            if *to == info.id {
+                continue;
+            }
+            out.rules_used.push((true, i));
+            out.edges.entry(to.clone()).or_default().push(EdgeSource {
+                name: rule
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "dependencies.add".into()),
+                anchor: None,
+                rule: Rule::Declared,
+                via: Vec::new(),
+            });
+        }
+    }
+    for (i, rule) in deps.ignore.iter().enumerate() {
+        if !crate::filter::glob_matches(&rule.from, &info.id) {
+            continue;
+        }
+        let ignored: Vec<String> = out
+            .edges
+            .keys()
+            .filter(|to| crate::filter::glob_matches(&rule.to, to))
+            .cloned()
+            .collect();
+        for to in ignored {
+            out.edges.remove(&to);
+            out.rules_used.push((false, i));
+            out.diagnostics.push(
+                Diagnostic::new(
+                    crate::diagnostic::Severity::Info,
+                    "ignored-dependency",
+                    format!(
+                        "the edge {} -> {to} is ignored (`dependencies.ignore`{})",
+                        info.id,
+                        rule.reason
+                            .as_deref()
+                            .map(|r| format!(": {r}"))
+                            .unwrap_or_default()
+                    ),
+                )
+                .with_module(&info.id)
+                .with_file(".terraci.yaml"),
+            );
         }
     }
     let ids = &crate::graph::roots(db, project).ids;

@@ -25,6 +25,8 @@ pub struct ModuleScope {
     /// Locals whose evaluation failed (they are unknown in `scope`). Reported by the
     /// references that use them, so an unused broken local stays quiet.
     pub local_errors: BTreeMap<String, EvalError>,
+    /// `backend_config:` fields for this module (merged over its backend block).
+    pub backend_config: BTreeMap<String, Value>,
 }
 
 /// The filesystem functions' view of the disk: every read goes through an on-demand salsa
@@ -80,17 +82,39 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
         host: &NoFilesystem,
     };
 
-    // Variables: lowest priority first, later layers replace earlier ones.
+    // Variables: lowest priority first, later layers replace earlier ones (Terraform's
+    // order: defaults < TF_VAR_ environment (`execution.env`) < terraform.tfvars <
+    // *.auto.tfvars < `variables:` entries of the config, in order < --var-file < --var).
     let cli = cli_variables(db, project);
+    let config = project.config(db);
+    let info = module.info(db);
+    let host = TrackedFilesystem {
+        db,
+        root: project.root(db),
+    };
+    let env = super::declared::env_variables(config);
+    let declared = if config.variables.is_empty() {
+        None
+    } else {
+        Some(super::declared::variable_layers(config, info, &dir, &host))
+    };
     let mut vars = BTreeMap::new();
     for (name, var) in &facts.variables {
         let mut value: Option<Value> = var
             .default
             .as_ref()
             .map(|d| eval_or_unknown(&d.expr, &ctx_for_literals));
+        if let Some((_, e)) = env.iter().rev().find(|(n, _)| n == name) {
+            value = Some(eval_or_unknown(e, &ctx_for_literals));
+        }
         for layer in &facts.tfvars {
             if let Some((_, e)) = layer.iter().rev().find(|(n, _)| n == name) {
                 value = Some(eval_or_unknown(&e.expr, &ctx_for_literals));
+            }
+        }
+        if let Some(layer) = &declared {
+            if let Some((_, e)) = layer.assignments.iter().rev().find(|(n, _)| n == name) {
+                value = Some(eval_or_unknown(e, &ctx_for_literals));
             }
         }
         if let Some(e) = cli.get(name) {
@@ -104,18 +128,36 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
         };
         vars.insert(name.clone(), value);
     }
-    let host = TrackedFilesystem {
-        db,
-        root: project.root(db),
-    };
-    evaluate_scope(&ScopeInputs {
+    let mut scope = evaluate_scope(&ScopeInputs {
         facts,
         dir: &dir,
         root_dir: &dir,
         workspace: &workspace(db, project),
         vars,
         host: &host,
-    })
+    });
+    let mut problems: Vec<(&'static str, String)> = Vec::new();
+    if let Some(layer) = declared {
+        problems.extend(layer.problems.into_iter().map(|p| ("config-variables", p)));
+    }
+    if facts.backend.is_some() && !config.backend_config.is_empty() {
+        let vars = match scope.scope.get("var") {
+            Some(Value::Map(vars)) => vars.clone(),
+            _ => BTreeMap::new(),
+        };
+        let (fields, backend_problems) =
+            super::declared::backend_fields(config, info, &dir, &vars, &host);
+        scope.backend_config = fields;
+        problems.extend(backend_problems.into_iter().map(|p| ("config-backend", p)));
+    }
+    for (code, message) in problems {
+        scope.diagnostics.push(
+            Diagnostic::warning(code, message)
+                .with_module(&info.id)
+                .with_file(".terraci.yaml"),
+        );
+    }
+    scope
 }
 
 /// `terraform.workspace`: `--workspace`, else `"default"`.
@@ -274,6 +316,7 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
         scope,
         diagnostics,
         local_errors,
+        backend_config: BTreeMap::new(),
     }
 }
 
@@ -311,19 +354,23 @@ pub fn cli_variables(db: &dyn Db, project: Project) -> BTreeMap<String, Expr> {
         }
     }
     for (name, raw) in &settings.vars {
-        // Terraform reads `-var` values of complex types as HCL; a plain word is a string.
-        let expr = match hcl_edit::parser::parse_expr(raw) {
-            Ok(
-                e @ (hcl_edit::expr::Expression::Array(_)
-                | hcl_edit::expr::Expression::Object(_)
-                | hcl_edit::expr::Expression::Number(_)
-                | hcl_edit::expr::Expression::Bool(_)),
-            ) => crate::parse::lower(&e),
-            _ => Expr::string(Default::default(), raw.clone()),
-        };
-        out.insert(name.clone(), expr);
+        out.insert(name.clone(), cli_value(raw));
     }
     out
+}
+
+/// A `-var` / `TF_VAR_` value: Terraform reads complex types as HCL; a plain word is a
+/// string.
+pub(super) fn cli_value(raw: &str) -> Expr {
+    match hcl_edit::parser::parse_expr(raw) {
+        Ok(
+            e @ (hcl_edit::expr::Expression::Array(_)
+            | hcl_edit::expr::Expression::Object(_)
+            | hcl_edit::expr::Expression::Number(_)
+            | hcl_edit::expr::Expression::Bool(_)),
+        ) => crate::parse::lower(&e),
+        _ => Expr::string(Default::default(), raw.to_owned()),
+    }
 }
 
 /// The locals a remote-state block reads, directly or through other locals.

@@ -667,3 +667,71 @@ fn partial_identity_workspaces_and_tails() {
     );
     snap!("rules_identity", summary(&g));
 }
+
+#[test]
+fn the_config_says_what_the_code_cannot() {
+    let p = Project::fixture("rules/declared");
+    let g = graph(&p, &[]);
+    let pairs = |list: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+        list.iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    };
+    // base: `variables` values + files with a placeholder, `backend_config` values with
+    // `{var.NAME}`; dns: `dependencies.add`; db: found, then `dependencies.ignore`d.
+    assert_eq!(
+        edges(&g),
+        pairs(&[
+            ("aws/app", "aws/base"),
+            ("aws/app", "aws/dns"),
+            ("aws/app", "aws/net")
+        ])
+    );
+    assert_eq!(
+        sources(&g, "aws/app", "aws/dns"),
+        ["the app's records live in the dns zone"]
+    );
+    // TF_VAR_ in execution.env is a variable value.
+    assert_eq!(
+        diagnostics_about(&g, "nia-eu-west-2-net")[0].0,
+        "unmatched-remote-state"
+    );
+    // Other repositories' state: listed, no warning.
+    assert_eq!(
+        g["external_state"][0]["state"],
+        "s3://other-team/shared.tfstate"
+    );
+    assert!(diagnostics_about(&g, "shared").is_empty());
+    // Typos and missing files are warnings.
+    assert_eq!(
+        diagnostics_about(&g, "`gcp/*` names no module")[0].0,
+        "config-variables"
+    );
+    assert_eq!(
+        diagnostics_about(&g, "nowhere.tfvars")[0].0,
+        "config-variables"
+    );
+    assert_eq!(
+        diagnostics_about(&g, "`from: aws/nothing` names no module")[0].0,
+        "unused-dependency-rule"
+    );
+    // The ignored edge is said with -v.
+    assert!(diagnostics_about(&g, "is ignored").is_empty());
+    let verbose = graph(&p, &["-v"]);
+    assert_eq!(
+        diagnostics_about(&verbose, "aws/app -> aws/db is ignored")[0].0,
+        "ignored-dependency"
+    );
+    // --var beats TF_VAR_ from execution.env (and `variables:` entries): every module
+    // that declares `environment` follows it, so the base edge stays.
+    let flags = graph(
+        &p,
+        &["--var", "region=eu-west-1", "--var", "environment=dev"],
+    );
+    assert_eq!(
+        diagnostics_about(&flags, "nia-eu-west-1-net")[0].0,
+        "unmatched-remote-state"
+    );
+    assert!(edges(&flags).contains(&("aws/app".to_owned(), "aws/base".to_owned())));
+    snap!("rules_declared", summary(&g));
+}
