@@ -92,25 +92,50 @@ pub(crate) fn parse_native(text: &str, skim: bool) -> ParsedFile {
     }
 }
 
-/// The text hcl-edit is given for `text`: skimmed (with `skim`), after the nesting check.
-fn prepare(text: &str, skim: bool) -> Result<Cow<'_, str>, SyntaxError> {
+/// A UTF-8 byte order mark. Terraform skips one at the start of a native file (and
+/// counts no column for it); JSON files with one are an error in Terraform too.
+const BOM: &str = "\u{feff}";
+
+/// The text the parsers are given for a native file.
+struct Prepared<'a> {
+    text: Cow<'a, str>,
+    /// The file starts with a byte order mark, blanked in `text` into three spaces (the
+    /// same bytes, so spans are unchanged).
+    bom: bool,
+}
+
+/// The text hcl-edit is given for `text`: the byte order mark blanked, skimmed (with
+/// `skim`), after the nesting check.
+fn prepare(text: &str, skim: bool) -> Result<Prepared<'_>, SyntaxError> {
     // hcl-edit's parser recurses per nesting level; deeply nested input must not overflow
     // the stack, so pathological nesting is refused before parsing.
     if let Some(err) = nesting_too_deep(text, 200) {
         return Err(err);
     }
-    let skimmed = if skim { skim::skim(text) } else { None };
-    Ok(skimmed.map_or(Cow::Borrowed(text), Cow::Owned))
+    let (text, bom) = match text.strip_prefix(BOM) {
+        Some(rest) => (Cow::Owned(format!("   {rest}")), true),
+        None => (Cow::Borrowed(text), false),
+    };
+    let skimmed = if skim { skim::skim(&text) } else { None };
+    Ok(Prepared {
+        text: skimmed.map_or(text, Cow::Owned),
+        bom,
+    })
 }
 
-fn parse_prepared(text: &str) -> ParsedFile {
-    match hcl_edit::parser::parse_body(text) {
+fn parse_prepared(prepared: &Prepared<'_>) -> ParsedFile {
+    match hcl_edit::parser::parse_body(&prepared.text) {
         Ok(body) => ParsedFile::Native(Arc::new(body)),
         Err(e) => {
             let loc = e.location();
+            let mut column = loc.column() as u32;
+            if prepared.bom && loc.line() == 1 {
+                // The three blanks stand for a mark Terraform gives no column.
+                column = column.saturating_sub(3).max(1);
+            }
             ParsedFile::Error(SyntaxError {
                 line: loc.line() as u32,
-                column: loc.column() as u32,
+                column,
                 message: e.message().to_owned(),
             })
         }
@@ -136,7 +161,7 @@ pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
         (file.contents(db), kind)
     {
         return match prepare(text, kind == FileKind::Native) {
-            Ok(prepared) => match fast::parse(&prepared) {
+            Ok(prepared) => match fast::parse(&prepared.text) {
                 Some(body) => FactSource::Native(body),
                 None => FactSource::from(parse_prepared(&prepared)),
             },
@@ -315,7 +340,13 @@ pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
     let before = &text[..floor_char_boundary(text, offset)];
     let line = before.matches('\n').count() as u32 + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() as u32 + 1;
+    let line_text = &before[line_start..];
+    // A byte order mark takes no column (as in Terraform).
+    let line_text = match line_start {
+        0 => line_text.strip_prefix(BOM).unwrap_or(line_text),
+        _ => line_text,
+    };
+    let column = line_text.chars().count() as u32 + 1;
     (line, column)
 }
 
@@ -752,6 +783,36 @@ mod tests {
         };
         assert_eq!(parts.first(), Some(&TemplatePart::Literal("a".into())));
         assert_eq!(parts.last(), Some(&TemplatePart::Literal("c".into())));
+    }
+
+    /// The facts' view of native text, as [`fact_source`] builds it.
+    fn fact_body(text: &str, skim: bool) -> Result<FactBody, SyntaxError> {
+        let prepared = prepare(text, skim)?;
+        if let Some(body) = fast::parse(&prepared.text) {
+            return Ok(body);
+        }
+        match parse_prepared(&prepared) {
+            ParsedFile::Native(body) => Ok(FactBody::from_hcl(&body)),
+            ParsedFile::Error(err) => Err(err),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_with_no_column() {
+        let text = "locals {\n  a = \"x\"\n}\nresource \"r\" \"x\" {}\n";
+        for skim in [true, false] {
+            let with_bom = fact_body(&format!("\u{feff}{text}"), skim);
+            assert_eq!(with_bom, fact_body(text, skim));
+            assert!(with_bom.is_ok());
+        }
+        // Terraform 1.11 reports this error at 1:14 with and without the mark.
+        for text in ["\u{feff}locals { a = = 1 }\n", "locals { a = = 1 }\n"] {
+            let err = fact_body(text, true).expect_err("a syntax error");
+            assert_eq!((err.line, err.column), (1, 14), "{text:?}");
+        }
+        assert_eq!(line_col("\u{feff}ab", 4), (1, 2));
+        assert_eq!(line_col("\u{feff}ab\ncd", 7), (2, 2));
     }
 
     #[test]

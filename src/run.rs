@@ -425,6 +425,8 @@ impl Workspace {
     fn source_line(&self, d: &Diagnostic) -> Option<String> {
         let file = self.files.get(d.file.as_deref()?)?;
         let text = file.contents(&self.db).text()?;
+        // A byte order mark has no column: the caret is placed as if it were not there.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let line = d.line? as usize;
         text.lines().nth(line.checked_sub(1)?).map(str::to_owned)
     }
