@@ -39,12 +39,23 @@ pub struct SyntaxError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParsedFile {
     /// Native syntax.
-    Native(Arc<Body>),
+    Native(Arc<NativeTree>),
     /// JSON syntax (`*.tf.json`, `*.tfvars.json`).
     Json(Arc<serde_json::Value>),
     Error(SyntaxError),
     /// Unreadable: the discovery diagnostic already reported it.
     Unreadable,
+}
+
+/// A native file's syntax tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeTree {
+    pub body: Body,
+    /// Object keys that repeat an earlier key of their object, which Terraform accepts
+    /// (the later value wins) and hcl-edit refuses: each was replaced in the text given to
+    /// hcl-edit by a placeholder of the same length, so spans are unchanged. Lowering puts
+    /// the key back. (byte offset, the key as written), in the order they were found.
+    renamed_keys: Vec<(usize, String)>,
 }
 
 /// The parse tree of `file`, or its syntax error, kept for [`locate`].
@@ -124,8 +135,8 @@ fn prepare(text: &str, skim: bool) -> Result<Prepared<'_>, SyntaxError> {
 }
 
 fn parse_prepared(prepared: &Prepared<'_>) -> ParsedFile {
-    match hcl_edit::parser::parse_body(&prepared.text) {
-        Ok(body) => ParsedFile::Native(Arc::new(body)),
+    match parse_tree(&prepared.text) {
+        Ok(tree) => ParsedFile::Native(Arc::new(tree)),
         Err(e) => {
             let loc = e.location();
             let mut column = loc.column() as u32;
@@ -140,6 +151,83 @@ fn parse_prepared(prepared: &Prepared<'_>) -> ParsedFile {
             })
         }
     }
+}
+
+/// How many duplicate object keys a file may have before the first one left is a
+/// syntax error: each costs a parse of the whole file.
+const MAX_RENAMED_KEYS: usize = 64;
+
+/// hcl-edit's tree of `text`, with duplicate object keys accepted as Terraform accepts
+/// them (see [`NativeTree::renamed_keys`]).
+fn parse_tree(text: &str) -> Result<NativeTree, hcl_edit::parser::Error> {
+    let mut text = Cow::Borrowed(text);
+    let mut renamed_keys: Vec<(usize, String)> = Vec::new();
+    // Placeholders tried at the offset of the last renamed key.
+    let mut attempt = 0;
+    loop {
+        let err = match hcl_edit::parser::parse_body(&text) {
+            Ok(body) => return Ok(NativeTree { body, renamed_keys }),
+            Err(err) => err,
+        };
+        let offset = err.location().offset();
+        if !err.message().contains("redefined object key") || renamed_keys.len() >= MAX_RENAMED_KEYS
+        {
+            return Err(err);
+        }
+        // A placeholder that happens to equal another key of the object is refused at the
+        // same offset: the next one is tried.
+        match renamed_keys.last() {
+            Some((at, _)) if *at == offset => attempt += 1,
+            _ => attempt = 0,
+        }
+        let Some(original) = rename_key(text.to_mut(), offset, attempt) else {
+            return Err(err);
+        };
+        if attempt == 0 {
+            renamed_keys.push((offset, original));
+        }
+    }
+}
+
+/// Replaces the object key at `offset` (an identifier, or a quoted string without
+/// interpolation) by the `attempt`-th placeholder of the same length, one letter repeated
+/// (never a keyword). Returns the key as written, or `None` for a key of another form or
+/// when the placeholders are used up.
+fn rename_key(text: &mut String, offset: usize, attempt: usize) -> Option<String> {
+    const LETTERS: &[u8] = b"qxzjkvwyubcdfghlmnprstaeio";
+    let letter = char::from(*LETTERS.get(attempt)?);
+    let rest = text.get(offset..)?.as_bytes();
+    let (len, inner) = match *rest.first()? {
+        b'"' => {
+            let mut i = 1;
+            loop {
+                match *rest.get(i)? {
+                    b'"' => break,
+                    b'\\' => i += 2,
+                    b'\n' => return None,
+                    b'{' if matches!(rest[i - 1], b'$' | b'%') => return None,
+                    _ => i += 1,
+                }
+            }
+            (i + 1, 1..i)
+        }
+        c if skim::is_ident_start(c) => {
+            let len = rest
+                .iter()
+                .position(|&c| !skim::is_ident_continue(c))
+                .unwrap_or(rest.len());
+            (len, 0..len)
+        }
+        _ => return None,
+    };
+    if inner.is_empty() {
+        return None;
+    }
+    let original = text[offset..offset + len].to_owned();
+    let at = offset + inner.start..offset + inner.end;
+    let placeholder: String = std::iter::repeat_n(letter, at.len()).collect();
+    text.replace_range(at, &placeholder);
+    Some(original)
 }
 
 /// What fact extraction reads from a file: [`ParsedFile`] with a native body as a
@@ -174,7 +262,7 @@ pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
 impl From<ParsedFile> for FactSource {
     fn from(parsed: ParsedFile) -> Self {
         match parsed {
-            ParsedFile::Native(body) => FactSource::Native(FactBody::from_hcl(&body)),
+            ParsedFile::Native(tree) => FactSource::Native(FactBody::from_tree(&tree)),
             ParsedFile::Json(value) => FactSource::Json(value),
             ParsedFile::Error(err) => FactSource::Error(err),
             ParsedFile::Unreadable => FactSource::Unreadable,
@@ -204,18 +292,29 @@ pub(crate) struct FactBlock {
 
 impl FactBody {
     /// Lowers an hcl-edit body.
+    #[cfg(test)]
     pub(crate) fn from_hcl(body: &Body) -> FactBody {
+        FactBody::lower(body, &[])
+    }
+
+    /// Lowers a file's tree.
+    pub(crate) fn from_tree(tree: &NativeTree) -> FactBody {
+        FactBody::lower(&tree.body, &tree.renamed_keys)
+    }
+
+    fn lower(body: &Body, renamed_keys: &[(usize, String)]) -> FactBody {
         FactBody {
             items: body
                 .iter()
                 .map(|s| match s {
-                    Structure::Attribute(a) => {
-                        FactItem::Attribute(a.key.as_str().to_owned(), lower(&a.value))
-                    }
+                    Structure::Attribute(a) => FactItem::Attribute(
+                        a.key.as_str().to_owned(),
+                        Lowerer::new(renamed_keys).expr(&a.value),
+                    ),
                     Structure::Block(b) => FactItem::Block(FactBlock {
                         ident: b.ident.as_str().to_owned(),
                         labels: b.labels.iter().map(|l| label_str(l).to_owned()).collect(),
-                        body: FactBody::from_hcl(&b.body),
+                        body: FactBody::lower(&b.body, renamed_keys),
                     }),
                 })
                 .collect(),
@@ -361,8 +460,8 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
 pub fn locate(db: &dyn Db, anchor: &Anchor) -> Option<(u32, u32)> {
     let text = anchor.file.contents(db).text()?;
     match parsed_file(db, anchor.file) {
-        ParsedFile::Native(body) => {
-            let spans = item_spans(body, &anchor.item)?;
+        ParsedFile::Native(tree) => {
+            let spans = item_spans(tree, &anchor.item)?;
             let span = spans.get(anchor.node.0 as usize).cloned().flatten()?;
             Some(line_col(text, span.start))
         }
@@ -401,8 +500,9 @@ pub fn label_str(label: &BlockLabel) -> &str {
     }
 }
 
-fn item_spans(body: &Body, item: &ItemPath) -> Option<Vec<Option<Range<usize>>>> {
-    let block = body
+fn item_spans(tree: &NativeTree, item: &ItemPath) -> Option<Vec<Option<Range<usize>>>> {
+    let block = tree
+        .body
         .iter()
         .filter_map(|s| match s {
             Structure::Block(b) => Some(b),
@@ -414,7 +514,7 @@ fn item_spans(body: &Body, item: &ItemPath) -> Option<Vec<Option<Range<usize>>>>
     for name in nested {
         body = &body.blocks().find(|b| b.ident.as_str() == name)?.body;
     }
-    let mut lowerer = Lowerer::default();
+    let mut lowerer = Lowerer::new(&tree.renamed_keys);
     if let Some(attr) = body.get_attribute(last) {
         lowerer.expr(&attr.value);
     } else {
@@ -430,11 +530,29 @@ pub fn lower(expr: &Expression) -> Expr {
 }
 
 #[derive(Default)]
-struct Lowerer {
+struct Lowerer<'k> {
     spans: Vec<Option<Range<usize>>>,
+    /// See [`NativeTree::renamed_keys`].
+    renamed_keys: &'k [(usize, String)],
 }
 
-impl Lowerer {
+impl<'k> Lowerer<'k> {
+    fn new(renamed_keys: &'k [(usize, String)]) -> Self {
+        Lowerer {
+            spans: Vec::new(),
+            renamed_keys,
+        }
+    }
+
+    /// The key as written, if the key spanning `span` was renamed for hcl-edit.
+    fn renamed(&self, span: Option<Range<usize>>) -> Option<&'k str> {
+        let start = span?.start;
+        let keys: &'k [(usize, String)] = self.renamed_keys;
+        keys.iter()
+            .find(|(at, _)| *at == start)
+            .map(|(_, key)| key.as_str())
+    }
+
     fn next(&mut self, span: Option<Range<usize>>) -> NodeId {
         let id = NodeId(self.spans.len() as u32);
         self.spans.push(span);
@@ -482,8 +600,19 @@ impl Lowerer {
                 let mut entries = Vec::new();
                 for (k, v) in obj.iter() {
                     let key = match k {
-                        HclObjectKey::Ident(i) => ObjectKey::Ident(i.as_str().to_owned()),
-                        HclObjectKey::Expression(e) => ObjectKey::Expr(self.expr(e)),
+                        HclObjectKey::Ident(i) => ObjectKey::Ident(
+                            self.renamed(i.span()).unwrap_or(i.as_str()).to_owned(),
+                        ),
+                        HclObjectKey::Expression(e) => {
+                            let mut key = self.expr(e);
+                            // A renamed quoted key: the string as written, unescaped.
+                            if let Some(Ok(original)) =
+                                self.renamed(e.span()).map(hcl_edit::parser::parse_expr)
+                            {
+                                key.kind = lower(&original).kind;
+                            }
+                            ObjectKey::Expr(key)
+                        }
                     };
                     entries.push((key, self.expr(v.expr())));
                 }
@@ -792,7 +921,7 @@ mod tests {
             return Ok(body);
         }
         match parse_prepared(&prepared) {
-            ParsedFile::Native(body) => Ok(FactBody::from_hcl(&body)),
+            ParsedFile::Native(tree) => Ok(FactBody::from_tree(&tree)),
             ParsedFile::Error(err) => Err(err),
             other => panic!("{other:?}"),
         }
@@ -813,6 +942,59 @@ mod tests {
         }
         assert_eq!(line_col("\u{feff}ab", 4), (1, 2));
         assert_eq!(line_col("\u{feff}ab\ncd", 7), (2, 2));
+    }
+
+    /// The keys of the object assigned to the first attribute of the first block.
+    fn object_keys(text: &str) -> Vec<String> {
+        let body = fact_body(text, false).expect("parses");
+        let FactItem::Attribute(_, e) = &body.blocks().next().expect("a block").body.items[0]
+        else {
+            panic!("{body:?}")
+        };
+        let ExprKind::Object(entries) = &e.kind else {
+            panic!("{e:?}")
+        };
+        entries
+            .iter()
+            .map(|(k, _)| match k {
+                ObjectKey::Ident(i) => i.clone(),
+                ObjectKey::Expr(e) => format!("{:?}", e.kind),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn duplicate_object_keys_are_kept_in_order() {
+        // Terraform 1.11 accepts these (`terraform validate`, `terraform console`), the
+        // later value winning: `{ a = 1, a = 2 }` is `{ "a" = 2 }`.
+        assert_eq!(
+            object_keys("locals {\n  o = { a = 1, a = 2 }\n}\n"),
+            ["a", "a"]
+        );
+        assert_eq!(
+            object_keys(
+                "locals {\n  o = {\n    a = \"first\"\n    b = 2\n    a = \"second\"\n  }\n}\n"
+            ),
+            ["a", "b", "a"]
+        );
+        // The first placeholder for `a` is `q`, taken: the next one is used.
+        assert_eq!(
+            object_keys("locals {\n  o = { q = 0, a = 1, a = 2, a = 3 }\n}\n"),
+            ["q", "a", "a", "a"]
+        );
+        let quoted = r#"String("b\n")"#;
+        assert_eq!(
+            object_keys("locals {\n  o = { \"b\\n\" = 1, x = { y = 1 }, \"b\\n\" = 2 }\n}\n"),
+            [quoted, "x", quoted]
+        );
+        // Positions after a renamed key are unchanged.
+        let err = fact_body("locals {\n  o = { a = 1, a = 2 }\n  p = = 1\n}\n", true)
+            .expect_err("a syntax error");
+        assert_eq!((err.line, err.column), (3, 7));
+        // A key that is neither an identifier nor a plain string is still refused.
+        let err = fact_body("locals {\n  o = { \"${x}\" = 1, \"${x}\" = 2 }\n}\n", true)
+            .expect_err("not renamed");
+        assert!(err.message.contains("redefined object key"), "{err:?}");
     }
 
     #[test]

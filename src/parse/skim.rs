@@ -398,8 +398,8 @@ mod differential {
 
     fn outcome(file: File, text: &str, skim: bool) -> Result<(FileFacts, Vec<Spans>), SyntaxError> {
         match parse_native(text, skim) {
-            ParsedFile::Native(body) => {
-                let facts = native_facts(file, FactBody::from_hcl(&body));
+            ParsedFile::Native(tree) => {
+                let facts = native_facts(file, FactBody::from_tree(&tree));
                 let mut exprs: Vec<&AttrExpr> = facts.locals.iter().map(|(_, e)| e).collect();
                 exprs.extend(facts.variables.iter().filter_map(|v| v.default.as_ref()));
                 exprs.extend(facts.backend.as_ref().map(|b| &b.config));
@@ -411,7 +411,7 @@ mod differential {
                     );
                 }
                 exprs.extend(facts.module_calls.iter().filter_map(|m| m.source.as_ref()));
-                let spans = exprs.iter().map(|e| item_spans(&body, &e.item)).collect();
+                let spans = exprs.iter().map(|e| item_spans(&tree, &e.item)).collect();
                 Ok((facts, spans))
             }
             ParsedFile::Error(e) => Err(e),

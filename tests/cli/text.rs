@@ -53,3 +53,17 @@ fn a_byte_order_mark_is_not_a_syntax_error() {
     assert_eq!(edges, ["stage/app -> stage/vpc"]);
     assert_eq!(diags, Vec::<String>::new());
 }
+
+#[test]
+fn a_duplicate_object_key_takes_the_later_value() {
+    // Terraform 1.11 accepts a repeated key in an object constructor and keeps the later
+    // value (`terraform console`: `{ a = 1, a = 2 }` is `{ "a" = 2 }`).
+    let p = two_modules();
+    p.write(
+        "stage/app/main.tf",
+        "locals {\n  tags = { team = \"a\", team = \"b\" }\n}\n\ndata \"terraform_remote_state\" \"vpc\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"nowhere/terraform.tfstate\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\n",
+    );
+    let (edges, diags) = graph(&p);
+    assert_eq!(edges, ["stage/app -> stage/vpc"]);
+    assert_eq!(diags, Vec::<String>::new());
+}
