@@ -43,6 +43,9 @@ pub enum ParsedFile {
     /// JSON syntax (`*.tf.json`, `*.tfvars.json`).
     Json(Arc<serde_json::Value>),
     Error(SyntaxError),
+    /// Not text (invalid UTF-8, or a NUL byte where parsing failed): an encrypted or
+    /// binary file. Why, with the position of the first bad byte.
+    NotText(String),
     /// Unreadable: the discovery diagnostic already reported it.
     Unreadable,
 }
@@ -72,25 +75,40 @@ pub fn parsed_file(db: &dyn Db, file: File) -> ParsedFile {
 /// Parses `file` outside any memo (see [`parsed_file`]).
 pub fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
     match file.contents(db) {
-        FileContents::Text(text) => match file.kind(db) {
-            FileKind::Native => parse_native(text, true),
-            FileKind::VarsNative => parse_native(text, false),
-            FileKind::Json | FileKind::VarsJson => match serde_json::from_str(text) {
-                Ok(v) => ParsedFile::Json(Arc::new(v)),
-                Err(e) => ParsedFile::Error(SyntaxError {
-                    line: e.line() as u32,
-                    column: e.column() as u32,
-                    message: format!("invalid JSON: {e}"),
-                }),
-            },
-        },
-        FileContents::NotUtf8 { line, column } => ParsedFile::Error(SyntaxError {
-            line: *line,
-            column: *column,
-            message: "the file is not valid UTF-8".into(),
-        }),
+        FileContents::Text(text) => {
+            let parsed = match file.kind(db) {
+                FileKind::Native => parse_native(text, true),
+                FileKind::VarsNative => parse_native(text, false),
+                FileKind::Json | FileKind::VarsJson => match serde_json::from_str(text) {
+                    Ok(v) => ParsedFile::Json(Arc::new(v)),
+                    Err(e) => ParsedFile::Error(SyntaxError {
+                        line: e.line() as u32,
+                        column: e.column() as u32,
+                        message: format!("invalid JSON: {e}"),
+                    }),
+                },
+            };
+            match parsed {
+                ParsedFile::Error(err) => not_text(text).unwrap_or(ParsedFile::Error(err)),
+                parsed => parsed,
+            }
+        }
+        FileContents::NotUtf8 { line, column } => {
+            ParsedFile::NotText(format!("invalid UTF-8 at {line}:{column}"))
+        }
         FileContents::Unreadable(_) => ParsedFile::Unreadable,
     }
+}
+
+/// [`ParsedFile::NotText`] for valid UTF-8 that did not parse and holds a NUL byte
+/// (which no Terraform file does): looked for only once parsing failed, so text files
+/// cost nothing.
+fn not_text(text: &str) -> Option<ParsedFile> {
+    let at = text.find('\0')?;
+    let (line, column) = line_col(text, at);
+    Some(ParsedFile::NotText(format!(
+        "a NUL byte at {line}:{column}"
+    )))
 }
 
 /// Parses native syntax. With `skim`, top-level blocks that hold no fact are blanked out
@@ -236,6 +254,7 @@ pub(crate) enum FactSource {
     Native(FactBody),
     Json(Arc<serde_json::Value>),
     Error(SyntaxError),
+    NotText(String),
     Unreadable,
 }
 
@@ -248,12 +267,18 @@ pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
     if let (FileContents::Text(text), FileKind::Native | FileKind::VarsNative) =
         (file.contents(db), kind)
     {
-        return match prepare(text, kind == FileKind::Native) {
+        let parsed = match prepare(text, kind == FileKind::Native) {
             Ok(prepared) => match fast::parse(&prepared.text) {
-                Some(body) => FactSource::Native(body),
-                None => FactSource::from(parse_prepared(&prepared)),
+                Some(body) => return FactSource::Native(body),
+                None => parse_prepared(&prepared),
             },
-            Err(err) => FactSource::Error(err),
+            Err(err) => ParsedFile::Error(err),
+        };
+        return match parsed {
+            ParsedFile::Error(err) => {
+                FactSource::from(not_text(text).unwrap_or(ParsedFile::Error(err)))
+            }
+            parsed => FactSource::from(parsed),
         };
     }
     FactSource::from(parse_file(db, file))
@@ -265,6 +290,7 @@ impl From<ParsedFile> for FactSource {
             ParsedFile::Native(tree) => FactSource::Native(FactBody::from_tree(&tree)),
             ParsedFile::Json(value) => FactSource::Json(value),
             ParsedFile::Error(err) => FactSource::Error(err),
+            ParsedFile::NotText(why) => FactSource::NotText(why),
             ParsedFile::Unreadable => FactSource::Unreadable,
         }
     }

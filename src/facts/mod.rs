@@ -127,6 +127,28 @@ pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
                 ..FileFacts::default()
             }
         }
+        FactSource::NotText(why) => {
+            let path = file.path(db);
+            // A git-crypt'd tfvars file usually holds secrets, not state locations: the
+            // module is evaluated without it. A Terraform file that is not text is an
+            // error: Terraform cannot load the module either, and its blocks (remote
+            // states among them) are unknown.
+            let d = if kind.is_vars() {
+                Diagnostic::warning(
+                    "binary-file",
+                    format!("not a text file ({why}): encrypted (git-crypt?) or binary; the module is evaluated without its values"),
+                )
+            } else {
+                Diagnostic::error(
+                    "binary-file",
+                    format!("not a text file ({why}): encrypted (git-crypt?) or binary; Terraform cannot load it either, and its blocks are not read"),
+                )
+            };
+            FileFacts {
+                diagnostics: vec![d.with_file(path.as_str())],
+                ..FileFacts::default()
+            }
+        }
         FactSource::Unreadable => FileFacts::default(),
     }
 }

@@ -67,3 +67,46 @@ fn a_duplicate_object_key_takes_the_later_value() {
     assert_eq!(edges, ["stage/app -> stage/vpc"]);
     assert_eq!(diags, Vec::<String>::new());
 }
+
+/// What git-crypt writes: a header with NUL bytes, then ciphertext.
+fn encrypted() -> Vec<u8> {
+    let mut bytes = b"\0GITCRYPT\0".to_vec();
+    let mut x: u32 = 7;
+    for _ in 0..256 {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        bytes.push((x >> 16) as u8);
+    }
+    bytes
+}
+
+#[test]
+fn an_encrypted_tfvars_file_is_a_warning_and_the_module_is_evaluated_without_it() {
+    let p = crate::robustness::base();
+    p.write("stage/app/secrets.auto.tfvars", encrypted());
+    // Valid UTF-8 with NUL bytes is not text either.
+    p.write("stage/vpc/terraform.tfvars", "\0GITCRYPT\0 password = 1\n");
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "warning[binary-file]: stage/app/secrets.auto.tfvars: not a text file (invalid UTF-8 at 1:14): encrypted (git-crypt?) or binary; the module is evaluated without its values\n\
+         warning[binary-file]: stage/vpc/terraform.tfvars: not a text file (a NUL byte at 1:1): encrypted (git-crypt?) or binary; the module is evaluated without its values\n"
+    );
+    let (edges, _) = graph(&p);
+    assert_eq!(edges, ["stage/app -> stage/vpc"]);
+}
+
+#[test]
+fn a_terraform_file_that_is_not_text_is_an_error() {
+    let p = crate::robustness::base();
+    p.write("stage/app/secrets.tf", encrypted());
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "error[binary-file]: stage/app/secrets.tf: not a text file (invalid UTF-8 at 1:14): encrypted (git-crypt?) or binary; Terraform cannot load it either, and its blocks are not read\n"
+    );
+    // The module's other files are still read.
+    let (edges, _) = graph(&p);
+    assert_eq!(edges, ["stage/app -> stage/vpc"]);
+}
