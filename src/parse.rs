@@ -59,6 +59,9 @@ pub struct NativeTree {
     /// hcl-edit by a placeholder of the same length, so spans are unchanged. Lowering puts
     /// the key back. (byte offset, the key as written), in the order they were found.
     renamed_keys: Vec<(usize, String)>,
+    /// The file's syntax error, when the tree holds only the top-level blocks that parse
+    /// without it (see [`recover`]).
+    pub error: Option<SyntaxError>,
 }
 
 /// The parse tree of `file`, or its syntax error, kept for [`locate`].
@@ -88,10 +91,7 @@ pub fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
                     }),
                 },
             };
-            match parsed {
-                ParsedFile::Error(err) => not_text(text).unwrap_or(ParsedFile::Error(err)),
-                parsed => parsed,
-            }
+            or_not_text(parsed, text)
         }
         FileContents::NotUtf8 { line, column } => {
             ParsedFile::NotText(format!("invalid UTF-8 at {line}:{column}"))
@@ -100,15 +100,22 @@ pub fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
     }
 }
 
-/// [`ParsedFile::NotText`] for valid UTF-8 that did not parse and holds a NUL byte
-/// (which no Terraform file does): looked for only once parsing failed, so text files
-/// cost nothing.
-fn not_text(text: &str) -> Option<ParsedFile> {
-    let at = text.find('\0')?;
-    let (line, column) = line_col(text, at);
-    Some(ParsedFile::NotText(format!(
-        "a NUL byte at {line}:{column}"
-    )))
+/// `parsed`, or [`ParsedFile::NotText`] for valid UTF-8 that did not parse and holds a
+/// NUL byte (which no Terraform file does): looked for only once parsing failed, so text
+/// files cost nothing.
+fn or_not_text(parsed: ParsedFile, text: &str) -> ParsedFile {
+    let failed = match &parsed {
+        ParsedFile::Error(_) => true,
+        ParsedFile::Native(tree) => tree.error.is_some(),
+        _ => false,
+    };
+    match text.find('\0').filter(|_| failed) {
+        Some(at) => {
+            let (line, column) = line_col(text, at);
+            ParsedFile::NotText(format!("a NUL byte at {line}:{column}"))
+        }
+        None => parsed,
+    }
 }
 
 /// Parses native syntax. With `skim`, top-level blocks that hold no fact are blanked out
@@ -162,13 +169,59 @@ fn parse_prepared(prepared: &Prepared<'_>) -> ParsedFile {
                 // The three blanks stand for a mark Terraform gives no column.
                 column = column.saturating_sub(3).max(1);
             }
-            ParsedFile::Error(SyntaxError {
+            let error = SyntaxError {
                 line: loc.line() as u32,
                 column,
                 message: e.message().to_owned(),
-            })
+            };
+            match recover(&prepared.text, loc.offset()) {
+                Some(tree) => ParsedFile::Native(Arc::new(NativeTree {
+                    error: Some(error),
+                    ..tree
+                })),
+                None => ParsedFile::Error(error),
+            }
         }
     }
+}
+
+/// Parses a file with a syntax error after `offset` cost at most this many more parses.
+const MAX_RECOVERY_PARSES: usize = 16;
+
+/// The top-level blocks of `text` (which does not parse: the error is at `offset`) that
+/// parse without the damaged ones, or `None` when none do. A top-level block starts on a
+/// line that starts with an identifier; the part of the file around the error is blanked
+/// (spaces, line breaks kept, so spans and positions are unchanged) and the rest parsed
+/// again. An error in a part already blanked means the damage lies before it (an
+/// unclosed bracket), so the part before is blanked next.
+fn recover(text: &str, mut offset: usize) -> Option<NativeTree> {
+    let b = text.as_bytes();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain((1..b.len()).filter(|&i| b[i - 1] == b'\n' && skim::is_ident_start(b[i])))
+        .collect();
+    let mut blanked = vec![false; starts.len()];
+    let mut out = b.to_vec();
+    for _ in 0..MAX_RECOVERY_PARSES {
+        let at = starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        let part = (0..=at).rev().find(|&k| !blanked[k])?;
+        blanked[part] = true;
+        if blanked.iter().all(|&b| b) {
+            return None;
+        }
+        let end = starts.get(part + 1).copied().unwrap_or(b.len());
+        for c in &mut out[starts[part]..end] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+        // Parts start and end at line starts: what is left is still UTF-8.
+        let rest = std::str::from_utf8(&out).ok()?;
+        match parse_tree(rest) {
+            Ok(tree) => return Some(tree),
+            Err(e) => offset = e.location().offset(),
+        }
+    }
+    None
 }
 
 /// How many duplicate object keys a file may have before the first one left is a
@@ -184,7 +237,13 @@ fn parse_tree(text: &str) -> Result<NativeTree, hcl_edit::parser::Error> {
     let mut attempt = 0;
     loop {
         let err = match hcl_edit::parser::parse_body(&text) {
-            Ok(body) => return Ok(NativeTree { body, renamed_keys }),
+            Ok(body) => {
+                return Ok(NativeTree {
+                    body,
+                    renamed_keys,
+                    error: None,
+                })
+            }
             Err(err) => err,
         };
         let offset = err.location().offset();
@@ -252,6 +311,8 @@ fn rename_key(text: &mut String, offset: usize, attempt: usize) -> Option<String
 /// [`FactBody`].
 pub(crate) enum FactSource {
     Native(FactBody),
+    /// The blocks that parse, in a file with a syntax error.
+    Partial(FactBody, SyntaxError),
     Json(Arc<serde_json::Value>),
     Error(SyntaxError),
     NotText(String),
@@ -274,12 +335,7 @@ pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
             },
             Err(err) => ParsedFile::Error(err),
         };
-        return match parsed {
-            ParsedFile::Error(err) => {
-                FactSource::from(not_text(text).unwrap_or(ParsedFile::Error(err)))
-            }
-            parsed => FactSource::from(parsed),
-        };
+        return FactSource::from(or_not_text(parsed, text));
     }
     FactSource::from(parse_file(db, file))
 }
@@ -287,7 +343,10 @@ pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
 impl From<ParsedFile> for FactSource {
     fn from(parsed: ParsedFile) -> Self {
         match parsed {
-            ParsedFile::Native(tree) => FactSource::Native(FactBody::from_tree(&tree)),
+            ParsedFile::Native(tree) => match &tree.error {
+                None => FactSource::Native(FactBody::from_tree(&tree)),
+                Some(err) => FactSource::Partial(FactBody::from_tree(&tree), err.clone()),
+            },
             ParsedFile::Json(value) => FactSource::Json(value),
             ParsedFile::Error(err) => FactSource::Error(err),
             ParsedFile::NotText(why) => FactSource::NotText(why),
@@ -947,7 +1006,10 @@ mod tests {
             return Ok(body);
         }
         match parse_prepared(&prepared) {
-            ParsedFile::Native(tree) => Ok(FactBody::from_tree(&tree)),
+            ParsedFile::Native(tree) => match &tree.error {
+                None => Ok(FactBody::from_tree(&tree)),
+                Some(err) => Err(err.clone()),
+            },
             ParsedFile::Error(err) => Err(err),
             other => panic!("{other:?}"),
         }

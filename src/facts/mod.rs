@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic, ItemPath};
 use crate::files::{File, FileKind, Module};
-use crate::parse::{fact_source, FactBlock, FactBody, FactItem, FactSource};
+use crate::parse::{fact_source, FactBlock, FactBody, FactItem, FactSource, SyntaxError};
 use expr::{Expr, ExprKind, NodeId, ObjectKey};
 
 /// An attribute's expression and where it came from, shared: a module's merged facts
@@ -107,26 +107,33 @@ pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
         return facts;
     }
     let kind = file.kind(db);
+    let body_facts = |body| {
+        if kind.is_vars() {
+            tfvars_facts(file, body)
+        } else {
+            native_facts(file, body)
+        }
+    };
+    let syntax_error = |err: SyntaxError| {
+        let d = Diagnostic::error("syntax-error", err.message).with_file(file.path(db).as_str());
+        match err.line {
+            0 => d,
+            line => d.at(line, err.column),
+        }
+    };
     match fact_source(db, file) {
-        FactSource::Native(body) => {
-            if kind.is_vars() {
-                tfvars_facts(file, body)
-            } else {
-                native_facts(file, body)
-            }
+        FactSource::Native(body) => body_facts(body),
+        FactSource::Partial(body, err) => {
+            // Spec 2.2: the module keeps what parsed.
+            let mut facts = body_facts(body);
+            facts.diagnostics.push(syntax_error(err));
+            facts
         }
         FactSource::Json(value) => json::json_facts(file, kind, &value),
-        FactSource::Error(err) => {
-            let mut d = Diagnostic::error("syntax-error", err.message.clone())
-                .with_file(file.path(db).as_str());
-            if err.line > 0 {
-                d = d.at(err.line, err.column);
-            }
-            FileFacts {
-                diagnostics: vec![d],
-                ..FileFacts::default()
-            }
-        }
+        FactSource::Error(err) => FileFacts {
+            diagnostics: vec![syntax_error(err)],
+            ..FileFacts::default()
+        },
         FactSource::NotText(why) => {
             let path = file.path(db);
             // A git-crypt'd tfvars file usually holds secrets, not state locations: the

@@ -396,7 +396,10 @@ mod differential {
     /// two parses must agree on that too.
     type Spans = Option<Vec<Option<std::ops::Range<usize>>>>;
 
-    fn outcome(file: File, text: &str, skim: bool) -> Result<(FileFacts, Vec<Spans>), SyntaxError> {
+    /// Facts, spans and the syntax error of a file that parsed only in part.
+    type Outcome = (FileFacts, Vec<Spans>, Option<SyntaxError>);
+
+    fn outcome(file: File, text: &str, skim: bool) -> Result<Outcome, SyntaxError> {
         match parse_native(text, skim) {
             ParsedFile::Native(tree) => {
                 let facts = native_facts(file, FactBody::from_tree(&tree));
@@ -412,7 +415,7 @@ mod differential {
                 }
                 exprs.extend(facts.module_calls.iter().filter_map(|m| m.source.as_ref()));
                 let spans = exprs.iter().map(|e| item_spans(&tree, &e.item)).collect();
-                Ok((facts, spans))
+                Ok((facts, spans, tree.error.clone()))
             }
             ParsedFile::Error(e) => Err(e),
             other => panic!("unexpected {other:?}"),
@@ -433,9 +436,10 @@ mod differential {
         let full = outcome(file, text, false);
         let lazy = outcome(file, text, true);
         match (&full, &lazy) {
-            (Ok((f, fs)), Ok((l, ls))) => {
+            (Ok((f, fs, fe)), Ok((l, ls, le))) => {
                 assert_eq!(f, l, "{name}: facts differ\n{text}");
                 assert_eq!(fs, ls, "{name}: spans differ\n{text}");
+                assert_eq!(fe, le, "{name}: errors differ\n{text}");
             }
             (Err(f), Err(l)) => assert_eq!(f, l, "{name}: errors differ\n{text}"),
             _ => panic!("{name}: full {full:?}\nlazy {lazy:?}\n{text}"),

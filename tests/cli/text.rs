@@ -110,3 +110,21 @@ fn a_terraform_file_that_is_not_text_is_an_error() {
     let (edges, _) = graph(&p);
     assert_eq!(edges, ["stage/app -> stage/vpc"]);
 }
+
+#[test]
+fn a_syntax_error_keeps_the_other_blocks_of_the_file() {
+    let p = crate::robustness::base();
+    p.write(
+        "stage/app/main.tf",
+        "variable \"env\" {\n  default = \"stage\"\n}\n\nlocals {\n  broken = (1\n}\n\ndata \"terraform_remote_state\" \"vpc\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"${var.env}/vpc/terraform.tfstate\"\n  }\n}\n\nlocals {\n  half = {\n",
+    );
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "error[syntax-error]: stage/app/main.tf:7:1: expected `)`\n  |\n7 | }\n  | ^\n"
+    );
+    let (edges, diags) = graph(&p);
+    assert_eq!(edges, ["stage/app -> stage/vpc"]);
+    assert_eq!(diags, ["syntax-error stage/app/main.tf:7:1"]);
+}
