@@ -466,8 +466,7 @@ pub(crate) fn number_nodes(e: &mut Expr, next: &mut u32) {
 
 fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
     // A file with at most `limit` opening brackets cannot nest deeper (the count is one
-    // vectorised pass); then bytes (brackets are ASCII); characters and positions only
-    // for a file that fails.
+    // vectorised pass); only a file with more is scanned, strings and comments aware.
     let openers = text
         .as_bytes()
         .iter()
@@ -476,46 +475,13 @@ fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
     if openers <= limit {
         return None;
     }
-    let mut depth = 0usize;
-    let mut deepest = 0usize;
-    for &b in text.as_bytes() {
-        match b {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    if deepest <= limit {
-        return None;
-    }
-    let mut depth = 0usize;
-    let mut line = 1u32;
-    let mut col = 0u32;
-    for ch in text.chars() {
-        col += 1;
-        match ch {
-            '\n' => {
-                line += 1;
-                col = 0;
-            }
-            '(' | '[' | '{' => {
-                depth += 1;
-                if depth > limit {
-                    return Some(SyntaxError {
-                        line,
-                        column: col,
-                        message: format!("nesting deeper than {limit} levels"),
-                    });
-                }
-            }
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    None
+    let at = skim::too_deep(text, limit)?;
+    let (line, column) = line_col(text, at);
+    Some(SyntaxError {
+        line,
+        column,
+        message: format!("nesting deeper than {limit} levels"),
+    })
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -963,6 +929,24 @@ mod tests {
         // Many brackets side by side are not deep.
         let wide = "x = [".to_owned() + &"[1], ".repeat(500) + "]\n";
         assert_eq!(nesting_too_deep(&wide, 200), None);
+        // Brackets in strings and comments are text, not nesting.
+        let text = format!(
+            "x = \"{}\" # {}\n/* {} */\ny = 1 // {}\n",
+            "{".repeat(300),
+            "[".repeat(300),
+            "(".repeat(300),
+            "{".repeat(300)
+        );
+        assert_eq!(nesting_too_deep(&text, 200), None);
+        // Interpolations nest: their brackets count.
+        let text = format!("x = \"a${{{}1{}}}\"\n", "[".repeat(200), "]".repeat(200));
+        let err = nesting_too_deep(&text, 200).expect("201 levels are refused");
+        assert_eq!((err.line, err.column), (1, 208));
+        // What the scanner does not understand counts bracket by bracket.
+        let text = format!("x = \"unterminated {}\n", "{".repeat(201));
+        assert!(nesting_too_deep(&text, 200).is_some());
+        let text = format!("x = <<EOT\n{}\nEOT\n", "{".repeat(201));
+        assert!(nesting_too_deep(&text, 200).is_some());
     }
 
     #[test]

@@ -310,6 +310,121 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// Where `text` first nests brackets deeper than `limit`: the offset of that opening
+/// bracket. Brackets in strings and comments do not count (hcl-edit does not recurse
+/// into them); those of interpolations do. A heredoc's body, and everything from a point
+/// the scanner does not understand on (an unterminated string or comment, a closing
+/// bracket that does not match), count bracket by bracket, as hcl-edit may recurse into
+/// them.
+pub(super) fn too_deep(text: &str, limit: usize) -> Option<usize> {
+    let mut lx = Lexer {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    // As in `Lexer::balanced`; `depth` counts the brackets on it, not the `"` markers.
+    let mut stack: Vec<u8> = Vec::new();
+    let mut depth = 0;
+    let raw_from = loop {
+        let c = lx.peek()?;
+        let at = lx.i;
+        match c {
+            b'"' => {
+                lx.i += 1;
+                match template(&mut lx, &mut stack, &mut depth, limit) {
+                    Err(()) => break at,
+                    Ok(Some(deep)) => return Some(deep),
+                    Ok(None) => {}
+                }
+            }
+            b'#' => lx.skip_to_newline(),
+            b'/' if lx.peek2() == Some(b'/') => lx.skip_to_newline(),
+            b'/' if lx.peek2() == Some(b'*') => {
+                lx.i += 2;
+                if lx.block_comment().is_none() {
+                    break at;
+                }
+            }
+            b'<' if lx.peek2() == Some(b'<') => {
+                if lx.heredoc().is_none() {
+                    break at;
+                }
+                if let Some(deep) = raw_too_deep(&lx.b[at..lx.i], depth, limit) {
+                    return Some(at + deep);
+                }
+            }
+            b'{' | b'[' | b'(' => {
+                stack.push(match c {
+                    b'{' => b'}',
+                    b'[' => b']',
+                    _ => b')',
+                });
+                depth += 1;
+                lx.i += 1;
+                if depth > limit {
+                    return Some(at);
+                }
+            }
+            b'}' | b']' | b')' => {
+                if stack.pop() != Some(c) {
+                    break at;
+                }
+                depth -= 1;
+                lx.i += 1;
+                // Closing an interpolation returns into its template string.
+                if c == b'}' && stack.last() == Some(&b'"') {
+                    stack.pop();
+                    let resume = lx.i;
+                    match template(&mut lx, &mut stack, &mut depth, limit) {
+                        Err(()) => break resume,
+                        Ok(Some(deep)) => return Some(deep),
+                        Ok(None) => {}
+                    }
+                }
+            }
+            _ => lx.i += 1,
+        }
+    };
+    raw_too_deep(&lx.b[raw_from..], depth, limit).map(|deep| raw_from + deep)
+}
+
+/// The rest of a quoted template (see [`Lexer::string`]), counting the interpolation it
+/// may open: `Err` when it is unterminated, the interpolation's offset when it goes past
+/// `limit`.
+fn template(
+    lx: &mut Lexer<'_>,
+    stack: &mut Vec<u8>,
+    depth: &mut usize,
+    limit: usize,
+) -> Result<Option<usize>, ()> {
+    let before = stack.len();
+    lx.string(stack).ok_or(())?;
+    if stack.len() > before {
+        *depth += 1;
+        if *depth > limit {
+            return Ok(Some(lx.i - 1));
+        }
+    }
+    Ok(None)
+}
+
+/// Every bracket of `b` counted, from `depth`: the offset of the first opening bracket
+/// past `limit`.
+fn raw_too_deep(b: &[u8], mut depth: usize, limit: usize) -> Option<usize> {
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(i);
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// After a `/*`: the length up to and including its `*/`.
 pub(super) fn comment_end(rest: &[u8]) -> Option<usize> {
     let mut from = 0;
