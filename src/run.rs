@@ -469,9 +469,15 @@ impl Workspace {
                     levels(deepest),
                     dirs[..shown].join(", ")
                 ));
-                if deepest < pattern.depth() {
+                let ids: Vec<&str> = infos
+                    .iter()
+                    .map(|i| i.id.as_str())
+                    .filter(|id| !id.is_empty())
+                    .collect();
+                if let Some(p) = crate::discover::propose_pattern(&ids) {
                     message.push_str(&format!(
-                        "; set `structure.pattern` to {deepest} segments"
+                        "; the pattern `{}` fits this tree (`terraci init --force` writes it)",
+                        p.pattern
                     ));
                 }
             }
