@@ -8,6 +8,9 @@
 //! straight into a [`FactBody`], and what it declines to hcl-edit.
 //! Lowering assigns [`NodeId`]s in pre-order and records each node's byte span, so
 //! [`locate`] can turn a diagnostic's node id back into a line and column.
+//! What Terraform accepts and hcl-edit refuses (a byte order mark, a repeated object
+//! key) is rewritten into text of the same length first, so spans stay valid; a file with
+//! a syntax error keeps the top-level blocks that parse without it ([`recover`]).
 
 use std::borrow::Cow;
 use std::ops::Range;
