@@ -39,8 +39,9 @@ use crate::files::{File, FileContents, FileKind};
 use crate::system::System;
 
 const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
-/// Bump when the encoding of [`FileFacts`] changes.
-const FORMAT: u32 = 2;
+/// Bump when the encoding of [`FileFacts`] changes, or the facts a text gives (a parser
+/// that accepts more).
+const FORMAT: u32 = 3;
 const FILE_NAME: &str = "facts.bin";
 
 /// Where the cache lives and whether to use it.

@@ -156,6 +156,7 @@ impl Diagnostic {
 pub const CODES: &[(&str, &str)] = &[
     ("syntax-error", "a Terraform file could not be parsed; the module keeps what parsed"),
     ("unreadable-path", "a directory or file could not be read; the walk continues"),
+    ("binary-file", "a file is not text (invalid UTF-8 or NUL bytes: encrypted or binary): a tfvars file is a warning and its values are not used; a Terraform file is an error"),
     ("unresolved-remote-state", "a remote state location depends on a value that is not known statically; no edge"),
     ("unmatched-remote-state", "no module has the referenced state; no edge"),
     ("ambiguous-remote-state", "two or more modules match the referenced state; no edge"),

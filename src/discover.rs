@@ -5,6 +5,7 @@
 //! for what could not be read. Runs outside salsa; the driver turns the result into inputs.
 //! Invalidated by any directory or file creation/removal (the watcher re-runs it).
 
+use std::collections::BTreeMap;
 use std::io;
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -381,6 +382,79 @@ fn display_rel(rel: &str) -> &str {
     }
 }
 
+/// The pattern `init` proposes for a tree whose directories holding Terraform files are
+/// `dirs` (project-relative, `/`-separated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    pub pattern: String,
+    /// Its number of segments.
+    pub depth: usize,
+    /// A directory it makes a module.
+    pub example: String,
+}
+
+/// Proposes as many segments as most leaf directories (those with no Terraform directory
+/// below them) are deep: root modules are the leaves, a submodule or a library is the
+/// exception. Leaves under a shared-modules directory (`modules`, or a name starting
+/// with `_`, such as `_modules`) do not count unless nothing else is left. A tie goes to
+/// the deeper layout. Segment names come from the default pattern (`{module}`,
+/// `{environment}/{module}`, `{environment}/{region}/{module}`, then all four), with
+/// `{level1}`, ... in front for a tree deeper than four. `None` for a tree without Terraform files.
+pub fn propose_pattern(dirs: &[&str]) -> Option<Proposal> {
+    let set: std::collections::BTreeSet<&str> = dirs.iter().copied().collect();
+    let leaves: Vec<&str> = set
+        .iter()
+        .copied()
+        .filter(|d| {
+            let below = format!("{d}/");
+            !set.range(below.as_str()..)
+                .next()
+                .is_some_and(|next| next.starts_with(&below))
+        })
+        .collect();
+    let shared = |d: &&str| {
+        d.split('/')
+            .any(|part| part == "modules" || part.starts_with('_'))
+    };
+    let roots: Vec<&str> = match leaves
+        .iter()
+        .copied()
+        .filter(|d| !shared(d))
+        .collect::<Vec<_>>()
+    {
+        roots if roots.is_empty() => leaves,
+        roots => roots,
+    };
+    let depth_of = |d: &str| d.split('/').count();
+    let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+    for d in &roots {
+        *counts.entry(depth_of(d)).or_default() += 1;
+    }
+    // The most common depth, the deeper on a tie.
+    let (&depth, _) = counts.iter().max_by_key(|&(depth, count)| (count, depth))?;
+    let example = roots.iter().find(|d| depth_of(d) == depth)?.to_string();
+    let default: &[&str] = match depth {
+        1 => &["module"],
+        2 => &["environment", "module"],
+        3 => &["environment", "region", "module"],
+        _ => &["service", "environment", "region", "module"],
+    };
+    let names: Vec<String> = (1..=depth.saturating_sub(default.len()))
+        .map(|i| format!("level{i}"))
+        .chain(default.iter().map(|n| (*n).to_owned()))
+        .collect();
+    let pattern = names
+        .iter()
+        .map(|n| format!("{{{n}}}"))
+        .collect::<Vec<_>>()
+        .join("/");
+    Some(Proposal {
+        pattern,
+        depth,
+        example,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,5 +540,43 @@ mod tests {
         let d = discover_modules(&fs, "/p".into(), &pattern, &[]);
         let names: Vec<&str> = d.modules[0].files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(names, ["a/main.tofu", "a/other.tf"]);
+    }
+
+    #[test]
+    fn the_proposed_pattern_fits_where_the_root_modules_are() {
+        let propose = |dirs: &[&str]| propose_pattern(dirs).map(|p| (p.pattern, p.example));
+        // Root modules three levels deep; shared modules and a submodule do not count.
+        assert_eq!(
+            propose(&[
+                "terraform/modules/vpc",
+                "terraform/projects/app",
+                "terraform/projects/app/addons",
+                "terraform/projects/infra-vpc",
+                "terraform/projects/infra-dns",
+                "_modules/kafka",
+            ]),
+            Some((
+                "{environment}/{region}/{module}".into(),
+                "terraform/projects/infra-dns".into()
+            ))
+        );
+        // The default layout gives the default pattern.
+        assert_eq!(
+            propose(&["platform/prod/eu-west-1/eks", "platform/prod/eu-west-1/vpc"]),
+            Some((
+                "{service}/{environment}/{region}/{module}".into(),
+                "platform/prod/eu-west-1/eks".into()
+            ))
+        );
+        assert_eq!(
+            propose(&["vpc", "a/b/c/d/e/f"]).map(|p| p.0),
+            Some("{level1}/{level2}/{service}/{environment}/{region}/{module}".into())
+        );
+        // Only shared modules: they are what there is.
+        assert_eq!(
+            propose(&["modules/vpc"]).map(|p| p.0),
+            Some("{environment}/{module}".into())
+        );
+        assert_eq!(propose(&[]), None);
     }
 }

@@ -69,7 +69,8 @@ pub fn init(
         return Err(InitError::Exists(shown));
     }
 
-    let defaults = default_choices(system, dir, args);
+    let (defaults, why) = default_choices(system, dir, args);
+    let proposed = defaults.pattern.clone();
     let any_flag = args.provider.is_some() || args.binary.is_some() || args.pattern.is_some();
     let choices = if !args.ci && !any_flag && std::io::stdin().is_terminal() {
         ask(&mut std::io::stdin().lock(), stdout, defaults)?
@@ -88,6 +89,9 @@ pub fn init(
             source,
         })?;
     if !global.quiet {
+        if let Some(why) = why.filter(|_| choices.pattern == proposed) {
+            writeln!(stderr, "{why}")?;
+        }
         let output = match choices.provider {
             InitProvider::Gitlab => ".gitlab-ci.yml",
             InitProvider::Github => ".github/workflows/terraform.yml",
@@ -101,8 +105,13 @@ pub fn init(
 }
 
 /// The flags, else: gitlab unless the project only has GitHub workflows, terraform, and
-/// the default pattern.
-fn default_choices(system: &dyn System, dir: &Utf8Path, args: &InitArgs) -> Choices {
+/// the pattern that fits where the tree's Terraform files are (the default pattern in a
+/// tree without any), with a line for stderr that says why.
+fn default_choices(
+    system: &dyn System,
+    dir: &Utf8Path,
+    args: &InitArgs,
+) -> (Choices, Option<String>) {
     let provider = args.provider.unwrap_or_else(|| {
         let github = system.is_dir(&dir.join(".github/workflows"));
         let gitlab = system.is_file(&dir.join(".gitlab-ci.yml"));
@@ -116,13 +125,43 @@ fn default_choices(system: &dyn System, dir: &Utf8Path, args: &InitArgs) -> Choi
         Some(InitBinary::Tofu) => Binary::Tofu,
         Some(InitBinary::Terraform) | None => Binary::Terraform,
     };
-    Choices {
-        provider,
-        binary,
-        pattern: args
-            .pattern
-            .clone()
-            .unwrap_or_else(|| Structure::default().pattern),
+    let (pattern, why) = match &args.pattern {
+        Some(pattern) => (pattern.clone(), None),
+        None => propose(system, dir),
+    };
+    (
+        Choices {
+            provider,
+            binary,
+            pattern,
+        },
+        why,
+    )
+}
+
+/// The pattern for the Terraform directories below `dir`, and why.
+fn propose(system: &dyn System, dir: &Utf8Path) -> (String, Option<String>) {
+    let layout = crate::discover::walk(system, dir);
+    let dirs: Vec<&str> = layout
+        .module_dirs
+        .iter()
+        .map(|(rel, _)| rel.as_str())
+        .filter(|rel| !rel.is_empty())
+        .collect();
+    match crate::discover::propose_pattern(&dirs) {
+        Some(p) => {
+            let levels = if p.depth == 1 { "level" } else { "levels" };
+            let why = format!(
+                "pattern {}: the root modules here are {} {levels} deep (e.g. `{}`)",
+                p.pattern, p.depth, p.example
+            );
+            (p.pattern, Some(why))
+        }
+        None => {
+            let pattern = Structure::default().pattern;
+            let why = format!("pattern {pattern} (the default): no Terraform files found yet");
+            (pattern, Some(why))
+        }
     }
 }
 

@@ -8,6 +8,9 @@
 //! straight into a [`FactBody`], and what it declines to hcl-edit.
 //! Lowering assigns [`NodeId`]s in pre-order and records each node's byte span, so
 //! [`locate`] can turn a diagnostic's node id back into a line and column.
+//! What Terraform accepts and hcl-edit refuses (a byte order mark, a repeated object
+//! key) is rewritten into text of the same length first, so spans stay valid; a file with
+//! a syntax error keeps the top-level blocks that parse without it ([`recover`]).
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -39,12 +42,29 @@ pub struct SyntaxError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParsedFile {
     /// Native syntax.
-    Native(Arc<Body>),
+    Native(Arc<NativeTree>),
     /// JSON syntax (`*.tf.json`, `*.tfvars.json`).
     Json(Arc<serde_json::Value>),
     Error(SyntaxError),
+    /// Not text (invalid UTF-8, or a NUL byte where parsing failed): an encrypted or
+    /// binary file. Why, with the position of the first bad byte.
+    NotText(String),
     /// Unreadable: the discovery diagnostic already reported it.
     Unreadable,
+}
+
+/// A native file's syntax tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeTree {
+    pub body: Body,
+    /// Object keys that repeat an earlier key of their object, which Terraform accepts
+    /// (the later value wins) and hcl-edit refuses: each was replaced in the text given to
+    /// hcl-edit by a placeholder of the same length, so spans are unchanged. Lowering puts
+    /// the key back. (byte offset, the key as written), in the order they were found.
+    renamed_keys: Vec<(usize, String)>,
+    /// The file's syntax error, when the tree holds only the top-level blocks that parse
+    /// without it (see [`recover`]).
+    pub error: Option<SyntaxError>,
 }
 
 /// The parse tree of `file`, or its syntax error, kept for [`locate`].
@@ -61,24 +81,43 @@ pub fn parsed_file(db: &dyn Db, file: File) -> ParsedFile {
 /// Parses `file` outside any memo (see [`parsed_file`]).
 pub fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
     match file.contents(db) {
-        FileContents::Text(text) => match file.kind(db) {
-            FileKind::Native => parse_native(text, true),
-            FileKind::VarsNative => parse_native(text, false),
-            FileKind::Json | FileKind::VarsJson => match serde_json::from_str(text) {
-                Ok(v) => ParsedFile::Json(Arc::new(v)),
-                Err(e) => ParsedFile::Error(SyntaxError {
-                    line: e.line() as u32,
-                    column: e.column() as u32,
-                    message: format!("invalid JSON: {e}"),
-                }),
-            },
-        },
-        FileContents::NotUtf8 { line, column } => ParsedFile::Error(SyntaxError {
-            line: *line,
-            column: *column,
-            message: "the file is not valid UTF-8".into(),
-        }),
+        FileContents::Text(text) => {
+            let parsed = match file.kind(db) {
+                FileKind::Native => parse_native(text, true),
+                FileKind::VarsNative => parse_native(text, false),
+                FileKind::Json | FileKind::VarsJson => match serde_json::from_str(text) {
+                    Ok(v) => ParsedFile::Json(Arc::new(v)),
+                    Err(e) => ParsedFile::Error(SyntaxError {
+                        line: e.line() as u32,
+                        column: e.column() as u32,
+                        message: format!("invalid JSON: {e}"),
+                    }),
+                },
+            };
+            or_not_text(parsed, text)
+        }
+        FileContents::NotUtf8 { line, column } => {
+            ParsedFile::NotText(format!("invalid UTF-8 at {line}:{column}"))
+        }
         FileContents::Unreadable(_) => ParsedFile::Unreadable,
+    }
+}
+
+/// `parsed`, or [`ParsedFile::NotText`] for valid UTF-8 that did not parse and holds a
+/// NUL byte (which no Terraform file does): looked for only once parsing failed, so text
+/// files cost nothing.
+fn or_not_text(parsed: ParsedFile, text: &str) -> ParsedFile {
+    let failed = match &parsed {
+        ParsedFile::Error(_) => true,
+        ParsedFile::Native(tree) => tree.error.is_some(),
+        _ => false,
+    };
+    match text.find('\0').filter(|_| failed) {
+        Some(at) => {
+            let (line, column) = line_col(text, at);
+            ParsedFile::NotText(format!("a NUL byte at {line}:{column}"))
+        }
+        None => parsed,
     }
 }
 
@@ -92,37 +131,194 @@ pub(crate) fn parse_native(text: &str, skim: bool) -> ParsedFile {
     }
 }
 
-/// The text hcl-edit is given for `text`: skimmed (with `skim`), after the nesting check.
-fn prepare(text: &str, skim: bool) -> Result<Cow<'_, str>, SyntaxError> {
+/// A UTF-8 byte order mark. Terraform skips one at the start of a native file (and
+/// counts no column for it); JSON files with one are an error in Terraform too.
+const BOM: &str = "\u{feff}";
+
+/// The text the parsers are given for a native file.
+struct Prepared<'a> {
+    text: Cow<'a, str>,
+    /// The file starts with a byte order mark, blanked in `text` into three spaces (the
+    /// same bytes, so spans are unchanged).
+    bom: bool,
+}
+
+/// The text hcl-edit is given for `text`: the byte order mark blanked, skimmed (with
+/// `skim`), after the nesting check.
+fn prepare(text: &str, skim: bool) -> Result<Prepared<'_>, SyntaxError> {
     // hcl-edit's parser recurses per nesting level; deeply nested input must not overflow
     // the stack, so pathological nesting is refused before parsing.
     if let Some(err) = nesting_too_deep(text, 200) {
         return Err(err);
     }
-    let skimmed = if skim { skim::skim(text) } else { None };
-    Ok(skimmed.map_or(Cow::Borrowed(text), Cow::Owned))
+    let (text, bom) = match text.strip_prefix(BOM) {
+        Some(rest) => (Cow::Owned(format!("   {rest}")), true),
+        None => (Cow::Borrowed(text), false),
+    };
+    let skimmed = if skim { skim::skim(&text) } else { None };
+    Ok(Prepared {
+        text: skimmed.map_or(text, Cow::Owned),
+        bom,
+    })
 }
 
-fn parse_prepared(text: &str) -> ParsedFile {
-    match hcl_edit::parser::parse_body(text) {
-        Ok(body) => ParsedFile::Native(Arc::new(body)),
+fn parse_prepared(prepared: &Prepared<'_>) -> ParsedFile {
+    match parse_tree(&prepared.text) {
+        Ok(tree) => ParsedFile::Native(Arc::new(tree)),
         Err(e) => {
             let loc = e.location();
-            ParsedFile::Error(SyntaxError {
+            let mut column = loc.column() as u32;
+            if prepared.bom && loc.line() == 1 {
+                // The three blanks stand for a mark Terraform gives no column.
+                column = column.saturating_sub(3).max(1);
+            }
+            let error = SyntaxError {
                 line: loc.line() as u32,
-                column: loc.column() as u32,
+                column,
                 message: e.message().to_owned(),
-            })
+            };
+            match recover(&prepared.text, loc.offset()) {
+                Some(tree) => ParsedFile::Native(Arc::new(NativeTree {
+                    error: Some(error),
+                    ..tree
+                })),
+                None => ParsedFile::Error(error),
+            }
         }
     }
+}
+
+/// Parses a file with a syntax error after `offset` cost at most this many more parses.
+const MAX_RECOVERY_PARSES: usize = 16;
+
+/// The top-level blocks of `text` (which does not parse: the error is at `offset`) that
+/// parse without the damaged ones, or `None` when none do. A top-level block starts on a
+/// line that starts with an identifier; the part of the file around the error is blanked
+/// (spaces, line breaks kept, so spans and positions are unchanged) and the rest parsed
+/// again. An error in a part already blanked means the damage lies before it (an
+/// unclosed bracket), so the part before is blanked next.
+fn recover(text: &str, mut offset: usize) -> Option<NativeTree> {
+    let b = text.as_bytes();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain((1..b.len()).filter(|&i| b[i - 1] == b'\n' && skim::is_ident_start(b[i])))
+        .collect();
+    let mut blanked = vec![false; starts.len()];
+    let mut out = b.to_vec();
+    for _ in 0..MAX_RECOVERY_PARSES {
+        let at = starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        let part = (0..=at).rev().find(|&k| !blanked[k])?;
+        blanked[part] = true;
+        if blanked.iter().all(|&b| b) {
+            return None;
+        }
+        let end = starts.get(part + 1).copied().unwrap_or(b.len());
+        for c in &mut out[starts[part]..end] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+        // Parts start and end at line starts: what is left is still UTF-8.
+        let rest = std::str::from_utf8(&out).ok()?;
+        match parse_tree(rest) {
+            Ok(tree) => return Some(tree),
+            Err(e) => offset = e.location().offset(),
+        }
+    }
+    None
+}
+
+/// How many duplicate object keys a file may have before the first one left is a
+/// syntax error: each costs a parse of the whole file.
+const MAX_RENAMED_KEYS: usize = 64;
+
+/// hcl-edit's tree of `text`, with duplicate object keys accepted as Terraform accepts
+/// them (see [`NativeTree::renamed_keys`]).
+fn parse_tree(text: &str) -> Result<NativeTree, hcl_edit::parser::Error> {
+    let mut text = Cow::Borrowed(text);
+    let mut renamed_keys: Vec<(usize, String)> = Vec::new();
+    // Placeholders tried at the offset of the last renamed key.
+    let mut attempt = 0;
+    loop {
+        let err = match hcl_edit::parser::parse_body(&text) {
+            Ok(body) => {
+                return Ok(NativeTree {
+                    body,
+                    renamed_keys,
+                    error: None,
+                })
+            }
+            Err(err) => err,
+        };
+        let offset = err.location().offset();
+        if !err.message().contains("redefined object key") || renamed_keys.len() >= MAX_RENAMED_KEYS
+        {
+            return Err(err);
+        }
+        // A placeholder that happens to equal another key of the object is refused at the
+        // same offset: the next one is tried.
+        match renamed_keys.last() {
+            Some((at, _)) if *at == offset => attempt += 1,
+            _ => attempt = 0,
+        }
+        let Some(original) = rename_key(text.to_mut(), offset, attempt) else {
+            return Err(err);
+        };
+        if attempt == 0 {
+            renamed_keys.push((offset, original));
+        }
+    }
+}
+
+/// Replaces the object key at `offset` (an identifier, or a quoted string without
+/// interpolation) by the `attempt`-th placeholder of the same length, one letter repeated
+/// (never a keyword). Returns the key as written, or `None` for a key of another form or
+/// when the placeholders are used up.
+fn rename_key(text: &mut String, offset: usize, attempt: usize) -> Option<String> {
+    const LETTERS: &[u8] = b"qxzjkvwyubcdfghlmnprstaeio";
+    let letter = char::from(*LETTERS.get(attempt)?);
+    let rest = text.get(offset..)?.as_bytes();
+    let (len, inner) = match *rest.first()? {
+        b'"' => {
+            let mut i = 1;
+            loop {
+                match *rest.get(i)? {
+                    b'"' => break,
+                    b'\\' => i += 2,
+                    b'\n' => return None,
+                    b'{' if matches!(rest[i - 1], b'$' | b'%') => return None,
+                    _ => i += 1,
+                }
+            }
+            (i + 1, 1..i)
+        }
+        c if skim::is_ident_start(c) => {
+            let len = rest
+                .iter()
+                .position(|&c| !skim::is_ident_continue(c))
+                .unwrap_or(rest.len());
+            (len, 0..len)
+        }
+        _ => return None,
+    };
+    if inner.is_empty() {
+        return None;
+    }
+    let original = text[offset..offset + len].to_owned();
+    let at = offset + inner.start..offset + inner.end;
+    let placeholder: String = std::iter::repeat_n(letter, at.len()).collect();
+    text.replace_range(at, &placeholder);
+    Some(original)
 }
 
 /// What fact extraction reads from a file: [`ParsedFile`] with a native body as a
 /// [`FactBody`].
 pub(crate) enum FactSource {
     Native(FactBody),
+    /// The blocks that parse, in a file with a syntax error.
+    Partial(FactBody, SyntaxError),
     Json(Arc<serde_json::Value>),
     Error(SyntaxError),
+    NotText(String),
     Unreadable,
 }
 
@@ -135,13 +331,14 @@ pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
     if let (FileContents::Text(text), FileKind::Native | FileKind::VarsNative) =
         (file.contents(db), kind)
     {
-        return match prepare(text, kind == FileKind::Native) {
-            Ok(prepared) => match fast::parse(&prepared) {
-                Some(body) => FactSource::Native(body),
-                None => FactSource::from(parse_prepared(&prepared)),
+        let parsed = match prepare(text, kind == FileKind::Native) {
+            Ok(prepared) => match fast::parse(&prepared.text) {
+                Some(body) => return FactSource::Native(body),
+                None => parse_prepared(&prepared),
             },
-            Err(err) => FactSource::Error(err),
+            Err(err) => ParsedFile::Error(err),
         };
+        return FactSource::from(or_not_text(parsed, text));
     }
     FactSource::from(parse_file(db, file))
 }
@@ -149,9 +346,13 @@ pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
 impl From<ParsedFile> for FactSource {
     fn from(parsed: ParsedFile) -> Self {
         match parsed {
-            ParsedFile::Native(body) => FactSource::Native(FactBody::from_hcl(&body)),
+            ParsedFile::Native(tree) => match &tree.error {
+                None => FactSource::Native(FactBody::from_tree(&tree)),
+                Some(err) => FactSource::Partial(FactBody::from_tree(&tree), err.clone()),
+            },
             ParsedFile::Json(value) => FactSource::Json(value),
             ParsedFile::Error(err) => FactSource::Error(err),
+            ParsedFile::NotText(why) => FactSource::NotText(why),
             ParsedFile::Unreadable => FactSource::Unreadable,
         }
     }
@@ -179,18 +380,29 @@ pub(crate) struct FactBlock {
 
 impl FactBody {
     /// Lowers an hcl-edit body.
+    #[cfg(test)]
     pub(crate) fn from_hcl(body: &Body) -> FactBody {
+        FactBody::lower(body, &[])
+    }
+
+    /// Lowers a file's tree.
+    pub(crate) fn from_tree(tree: &NativeTree) -> FactBody {
+        FactBody::lower(&tree.body, &tree.renamed_keys)
+    }
+
+    fn lower(body: &Body, renamed_keys: &[(usize, String)]) -> FactBody {
         FactBody {
             items: body
                 .iter()
                 .map(|s| match s {
-                    Structure::Attribute(a) => {
-                        FactItem::Attribute(a.key.as_str().to_owned(), lower(&a.value))
-                    }
+                    Structure::Attribute(a) => FactItem::Attribute(
+                        a.key.as_str().to_owned(),
+                        Lowerer::new(renamed_keys).expr(&a.value),
+                    ),
                     Structure::Block(b) => FactItem::Block(FactBlock {
                         ident: b.ident.as_str().to_owned(),
                         labels: b.labels.iter().map(|l| label_str(l).to_owned()).collect(),
-                        body: FactBody::from_hcl(&b.body),
+                        body: FactBody::lower(&b.body, renamed_keys),
                     }),
                 })
                 .collect(),
@@ -257,8 +469,7 @@ pub(crate) fn number_nodes(e: &mut Expr, next: &mut u32) {
 
 fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
     // A file with at most `limit` opening brackets cannot nest deeper (the count is one
-    // vectorised pass); then bytes (brackets are ASCII); characters and positions only
-    // for a file that fails.
+    // vectorised pass); only a file with more is scanned, strings and comments aware.
     let openers = text
         .as_bytes()
         .iter()
@@ -267,46 +478,13 @@ fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
     if openers <= limit {
         return None;
     }
-    let mut depth = 0usize;
-    let mut deepest = 0usize;
-    for &b in text.as_bytes() {
-        match b {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    if deepest <= limit {
-        return None;
-    }
-    let mut depth = 0usize;
-    let mut line = 1u32;
-    let mut col = 0u32;
-    for ch in text.chars() {
-        col += 1;
-        match ch {
-            '\n' => {
-                line += 1;
-                col = 0;
-            }
-            '(' | '[' | '{' => {
-                depth += 1;
-                if depth > limit {
-                    return Some(SyntaxError {
-                        line,
-                        column: col,
-                        message: format!("nesting deeper than {limit} levels"),
-                    });
-                }
-            }
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    None
+    let at = skim::too_deep(text, limit)?;
+    let (line, column) = line_col(text, at);
+    Some(SyntaxError {
+        line,
+        column,
+        message: format!("nesting deeper than {limit} levels"),
+    })
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -315,7 +493,13 @@ pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
     let before = &text[..floor_char_boundary(text, offset)];
     let line = before.matches('\n').count() as u32 + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() as u32 + 1;
+    let line_text = &before[line_start..];
+    // A byte order mark takes no column (as in Terraform).
+    let line_text = match line_start {
+        0 => line_text.strip_prefix(BOM).unwrap_or(line_text),
+        _ => line_text,
+    };
+    let column = line_text.chars().count() as u32 + 1;
     (line, column)
 }
 
@@ -330,8 +514,8 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
 pub fn locate(db: &dyn Db, anchor: &Anchor) -> Option<(u32, u32)> {
     let text = anchor.file.contents(db).text()?;
     match parsed_file(db, anchor.file) {
-        ParsedFile::Native(body) => {
-            let spans = item_spans(body, &anchor.item)?;
+        ParsedFile::Native(tree) => {
+            let spans = item_spans(tree, &anchor.item)?;
             let span = spans.get(anchor.node.0 as usize).cloned().flatten()?;
             Some(line_col(text, span.start))
         }
@@ -370,8 +554,9 @@ pub fn label_str(label: &BlockLabel) -> &str {
     }
 }
 
-fn item_spans(body: &Body, item: &ItemPath) -> Option<Vec<Option<Range<usize>>>> {
-    let block = body
+fn item_spans(tree: &NativeTree, item: &ItemPath) -> Option<Vec<Option<Range<usize>>>> {
+    let block = tree
+        .body
         .iter()
         .filter_map(|s| match s {
             Structure::Block(b) => Some(b),
@@ -383,7 +568,7 @@ fn item_spans(body: &Body, item: &ItemPath) -> Option<Vec<Option<Range<usize>>>>
     for name in nested {
         body = &body.blocks().find(|b| b.ident.as_str() == name)?.body;
     }
-    let mut lowerer = Lowerer::default();
+    let mut lowerer = Lowerer::new(&tree.renamed_keys);
     if let Some(attr) = body.get_attribute(last) {
         lowerer.expr(&attr.value);
     } else {
@@ -399,11 +584,29 @@ pub fn lower(expr: &Expression) -> Expr {
 }
 
 #[derive(Default)]
-struct Lowerer {
+struct Lowerer<'k> {
     spans: Vec<Option<Range<usize>>>,
+    /// See [`NativeTree::renamed_keys`].
+    renamed_keys: &'k [(usize, String)],
 }
 
-impl Lowerer {
+impl<'k> Lowerer<'k> {
+    fn new(renamed_keys: &'k [(usize, String)]) -> Self {
+        Lowerer {
+            spans: Vec::new(),
+            renamed_keys,
+        }
+    }
+
+    /// The key as written, if the key spanning `span` was renamed for hcl-edit.
+    fn renamed(&self, span: Option<Range<usize>>) -> Option<&'k str> {
+        let start = span?.start;
+        let keys: &'k [(usize, String)] = self.renamed_keys;
+        keys.iter()
+            .find(|(at, _)| *at == start)
+            .map(|(_, key)| key.as_str())
+    }
+
     fn next(&mut self, span: Option<Range<usize>>) -> NodeId {
         let id = NodeId(self.spans.len() as u32);
         self.spans.push(span);
@@ -451,8 +654,19 @@ impl Lowerer {
                 let mut entries = Vec::new();
                 for (k, v) in obj.iter() {
                     let key = match k {
-                        HclObjectKey::Ident(i) => ObjectKey::Ident(i.as_str().to_owned()),
-                        HclObjectKey::Expression(e) => ObjectKey::Expr(self.expr(e)),
+                        HclObjectKey::Ident(i) => ObjectKey::Ident(
+                            self.renamed(i.span()).unwrap_or(i.as_str()).to_owned(),
+                        ),
+                        HclObjectKey::Expression(e) => {
+                            let mut key = self.expr(e);
+                            // A renamed quoted key: the string as written, unescaped.
+                            if let Some(Ok(original)) =
+                                self.renamed(e.span()).map(hcl_edit::parser::parse_expr)
+                            {
+                                key.kind = lower(&original).kind;
+                            }
+                            ObjectKey::Expr(key)
+                        }
                     };
                     entries.push((key, self.expr(v.expr())));
                 }
@@ -718,6 +932,24 @@ mod tests {
         // Many brackets side by side are not deep.
         let wide = "x = [".to_owned() + &"[1], ".repeat(500) + "]\n";
         assert_eq!(nesting_too_deep(&wide, 200), None);
+        // Brackets in strings and comments are text, not nesting.
+        let text = format!(
+            "x = \"{}\" # {}\n/* {} */\ny = 1 // {}\n",
+            "{".repeat(300),
+            "[".repeat(300),
+            "(".repeat(300),
+            "{".repeat(300)
+        );
+        assert_eq!(nesting_too_deep(&text, 200), None);
+        // Interpolations nest: their brackets count.
+        let text = format!("x = \"a${{{}1{}}}\"\n", "[".repeat(200), "]".repeat(200));
+        let err = nesting_too_deep(&text, 200).expect("201 levels are refused");
+        assert_eq!((err.line, err.column), (1, 208));
+        // What the scanner does not understand counts bracket by bracket.
+        let text = format!("x = \"unterminated {}\n", "{".repeat(201));
+        assert!(nesting_too_deep(&text, 200).is_some());
+        let text = format!("x = <<EOT\n{}\nEOT\n", "{".repeat(201));
+        assert!(nesting_too_deep(&text, 200).is_some());
     }
 
     #[test]
@@ -752,6 +984,92 @@ mod tests {
         };
         assert_eq!(parts.first(), Some(&TemplatePart::Literal("a".into())));
         assert_eq!(parts.last(), Some(&TemplatePart::Literal("c".into())));
+    }
+
+    /// The facts' view of native text, as [`fact_source`] builds it.
+    fn fact_body(text: &str, skim: bool) -> Result<FactBody, SyntaxError> {
+        let prepared = prepare(text, skim)?;
+        if let Some(body) = fast::parse(&prepared.text) {
+            return Ok(body);
+        }
+        match parse_prepared(&prepared) {
+            ParsedFile::Native(tree) => match &tree.error {
+                None => Ok(FactBody::from_tree(&tree)),
+                Some(err) => Err(err.clone()),
+            },
+            ParsedFile::Error(err) => Err(err),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_with_no_column() {
+        let text = "locals {\n  a = \"x\"\n}\nresource \"r\" \"x\" {}\n";
+        for skim in [true, false] {
+            let with_bom = fact_body(&format!("\u{feff}{text}"), skim);
+            assert_eq!(with_bom, fact_body(text, skim));
+            assert!(with_bom.is_ok());
+        }
+        // Terraform 1.11 reports this error at 1:14 with and without the mark.
+        for text in ["\u{feff}locals { a = = 1 }\n", "locals { a = = 1 }\n"] {
+            let err = fact_body(text, true).expect_err("a syntax error");
+            assert_eq!((err.line, err.column), (1, 14), "{text:?}");
+        }
+        assert_eq!(line_col("\u{feff}ab", 4), (1, 2));
+        assert_eq!(line_col("\u{feff}ab\ncd", 7), (2, 2));
+    }
+
+    /// The keys of the object assigned to the first attribute of the first block.
+    fn object_keys(text: &str) -> Vec<String> {
+        let body = fact_body(text, false).expect("parses");
+        let FactItem::Attribute(_, e) = &body.blocks().next().expect("a block").body.items[0]
+        else {
+            panic!("{body:?}")
+        };
+        let ExprKind::Object(entries) = &e.kind else {
+            panic!("{e:?}")
+        };
+        entries
+            .iter()
+            .map(|(k, _)| match k {
+                ObjectKey::Ident(i) => i.clone(),
+                ObjectKey::Expr(e) => format!("{:?}", e.kind),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn duplicate_object_keys_are_kept_in_order() {
+        // Terraform 1.11 accepts these (`terraform validate`, `terraform console`), the
+        // later value winning: `{ a = 1, a = 2 }` is `{ "a" = 2 }`.
+        assert_eq!(
+            object_keys("locals {\n  o = { a = 1, a = 2 }\n}\n"),
+            ["a", "a"]
+        );
+        assert_eq!(
+            object_keys(
+                "locals {\n  o = {\n    a = \"first\"\n    b = 2\n    a = \"second\"\n  }\n}\n"
+            ),
+            ["a", "b", "a"]
+        );
+        // The first placeholder for `a` is `q`, taken: the next one is used.
+        assert_eq!(
+            object_keys("locals {\n  o = { q = 0, a = 1, a = 2, a = 3 }\n}\n"),
+            ["q", "a", "a", "a"]
+        );
+        let quoted = r#"String("b\n")"#;
+        assert_eq!(
+            object_keys("locals {\n  o = { \"b\\n\" = 1, x = { y = 1 }, \"b\\n\" = 2 }\n}\n"),
+            [quoted, "x", quoted]
+        );
+        // Positions after a renamed key are unchanged.
+        let err = fact_body("locals {\n  o = { a = 1, a = 2 }\n  p = = 1\n}\n", true)
+            .expect_err("a syntax error");
+        assert_eq!((err.line, err.column), (3, 7));
+        // A key that is neither an identifier nor a plain string is still refused.
+        let err = fact_body("locals {\n  o = { \"${x}\" = 1, \"${x}\" = 2 }\n}\n", true)
+            .expect_err("not renamed");
+        assert!(err.message.contains("redefined object key"), "{err:?}");
     }
 
     #[test]

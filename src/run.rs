@@ -19,7 +19,7 @@ use crate::config::{find_config_file, load_config, LoadedConfig};
 use crate::db::Database;
 use crate::diagnostic::{Diagnostic, Severity, CODES};
 use crate::discover::{discover_in, walk, DiscoveredModule};
-use crate::files::{ChangeInput, EvalSettings, File, Module, Project, Role, Selection};
+use crate::files::{ChangeInput, EvalSettings, File, Module, ModuleInfo, Project, Role, Selection};
 use crate::filter::Filters;
 use crate::graph::dependency_graph;
 use crate::ir::{job_plan, PlanOptions};
@@ -428,9 +428,74 @@ impl Workspace {
         self.finish_diagnostics(all)
     }
 
+    /// Refuses a project in which the pattern finds no module (TerraCi: "no modules
+    /// found"): a pattern deeper than the tree would otherwise give an empty pipeline
+    /// that passes CI while planning nothing. The message names the pattern and the
+    /// deepest directories that hold Terraform files.
+    pub fn require_modules(&self) -> anyhow::Result<()> {
+        let infos: Vec<&ModuleInfo> = self
+            .project
+            .modules(&self.db)
+            .iter()
+            .map(|m| m.info(&self.db))
+            .collect();
+        if infos.iter().any(|i| i.is_root()) {
+            return Ok(());
+        }
+        let pattern = &self.config.pattern;
+        let levels = |n: usize| {
+            if n == 1 {
+                "1 level".to_owned()
+            } else {
+                format!("{n} levels")
+            }
+        };
+        let mut message = format!(
+            "no modules found: pattern `{pattern}` needs module directories {} deep",
+            levels(pattern.depth())
+        );
+        let depth = |i: &&ModuleInfo| i.id.split('/').count();
+        match infos.iter().map(depth).max() {
+            None => message.push_str(
+                ", and no directory holds Terraform files (`*.tf`, `*.tf.json`, `*.tofu`, `*.tofu.json`)",
+            ),
+            Some(deepest) => {
+                let dirs: Vec<String> = infos
+                    .iter()
+                    .filter(|i| depth(i) == deepest)
+                    .map(|i| format!("`{}`", i.id))
+                    .collect();
+                let shown = dirs.len().min(5);
+                let more = match dirs.len() - shown {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                message.push_str(&format!(
+                    "; the deepest directories with Terraform files are {} deep: {}{more}",
+                    levels(deepest),
+                    dirs[..shown].join(", ")
+                ));
+                let ids: Vec<&str> = infos
+                    .iter()
+                    .map(|i| i.id.as_str())
+                    .filter(|id| !id.is_empty())
+                    .collect();
+                if let Some(p) = crate::discover::propose_pattern(&ids) {
+                    message.push_str(&format!(
+                        "; the pattern `{}` fits this tree (`terraci init --force` writes it)",
+                        p.pattern
+                    ));
+                }
+            }
+        }
+        Err(fail(exit::ERROR, message))
+    }
+
     fn source_line(&self, d: &Diagnostic) -> Option<String> {
         let file = self.files.get(d.file.as_deref()?)?;
         let text = file.contents(&self.db).text()?;
+        // A byte order mark has no column: the caret is placed as if it were not there.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let line = d.line? as usize;
         text.lines().nth(line.checked_sub(1)?).map(str::to_owned)
     }
@@ -627,6 +692,7 @@ fn generate_pipeline(
 ) -> anyhow::Result<(String, Option<Vec<(String, Option<crate::system::Stamp>)>>)> {
     let pipeline_args = &args.pipeline;
     let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval, layout)?;
+    ws.require_modules()?;
     if args.changes.changed_only {
         // Change detection lists untracked files: it must not meet the cache writer's
         // temp files in `.terraci/cache/`.
@@ -1035,6 +1101,7 @@ fn change_input(
 fn local_exec(global: &GlobalArgs, args: &LocalExecArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     use crate::exec::{ExecOptions, Mode, ProgressStyle};
     let ws = load_workspace(io.system, global, &args.eval)?;
+    ws.require_modules()?;
     let mut select = args.select.clone();
     select.include.extend(
         args.module
@@ -1084,6 +1151,7 @@ fn local_exec(global: &GlobalArgs, args: &LocalExecArgs, io: &mut Io<'_>) -> any
 
 fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     let ws = load_workspace(io.system, global, &args.eval)?;
+    ws.require_modules()?;
     let filters = ws.filters(&args.select)?;
     let mut diagnostics = ws.all_diagnostics();
     let db = &ws.db;
@@ -1154,6 +1222,7 @@ fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow
 
 fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     let ws = load_workspace(io.system, global, &args.eval)?;
+    ws.require_modules()?;
     let diagnostics = ws.all_diagnostics();
     if args.format != GraphFormat::Json {
         ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic, ItemPath};
 use crate::files::{File, FileKind, Module};
-use crate::parse::{fact_source, FactBlock, FactBody, FactItem, FactSource};
+use crate::parse::{fact_source, FactBlock, FactBody, FactItem, FactSource, SyntaxError};
 use expr::{Expr, ExprKind, NodeId, ObjectKey};
 
 /// An attribute's expression and where it came from, shared: a module's merged facts
@@ -137,23 +137,52 @@ pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
         return facts;
     }
     let kind = file.kind(db);
+    let body_facts = |body| {
+        if kind.is_vars() {
+            tfvars_facts(file, body)
+        } else {
+            native_facts(file, body)
+        }
+    };
+    let syntax_error = |err: SyntaxError| {
+        let d = Diagnostic::error("syntax-error", err.message).with_file(file.path(db).as_str());
+        match err.line {
+            0 => d,
+            line => d.at(line, err.column),
+        }
+    };
     match fact_source(db, file) {
-        FactSource::Native(body) => {
-            if kind.is_vars() {
-                tfvars_facts(file, body)
-            } else {
-                native_facts(file, body)
-            }
+        FactSource::Native(body) => body_facts(body),
+        FactSource::Partial(body, err) => {
+            // Spec 2.2: the module keeps what parsed.
+            let mut facts = body_facts(body);
+            facts.diagnostics.push(syntax_error(err));
+            facts
         }
         FactSource::Json(value) => json::json_facts(file, kind, &value),
-        FactSource::Error(err) => {
-            let mut d = Diagnostic::error("syntax-error", err.message.clone())
-                .with_file(file.path(db).as_str());
-            if err.line > 0 {
-                d = d.at(err.line, err.column);
-            }
+        FactSource::Error(err) => FileFacts {
+            diagnostics: vec![syntax_error(err)],
+            ..FileFacts::default()
+        },
+        FactSource::NotText(why) => {
+            let path = file.path(db);
+            // A git-crypt'd tfvars file usually holds secrets, not state locations: the
+            // module is evaluated without it. A Terraform file that is not text is an
+            // error: Terraform cannot load the module either, and its blocks (remote
+            // states among them) are unknown.
+            let d = if kind.is_vars() {
+                Diagnostic::warning(
+                    "binary-file",
+                    format!("not a text file ({why}): encrypted (git-crypt?) or binary; the module is evaluated without its values"),
+                )
+            } else {
+                Diagnostic::error(
+                    "binary-file",
+                    format!("not a text file ({why}): encrypted (git-crypt?) or binary; Terraform cannot load it either, and its blocks are not read"),
+                )
+            };
             FileFacts {
-                diagnostics: vec![d],
+                diagnostics: vec![d.with_file(path.as_str())],
                 ..FileFacts::default()
             }
         }

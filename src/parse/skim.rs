@@ -310,6 +310,121 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// Where `text` first nests brackets deeper than `limit`: the offset of that opening
+/// bracket. Brackets in strings and comments do not count (hcl-edit does not recurse
+/// into them); those of interpolations do. A heredoc's body, and everything from a point
+/// the scanner does not understand on (an unterminated string or comment, a closing
+/// bracket that does not match), count bracket by bracket, as hcl-edit may recurse into
+/// them.
+pub(super) fn too_deep(text: &str, limit: usize) -> Option<usize> {
+    let mut lx = Lexer {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    // As in `Lexer::balanced`; `depth` counts the brackets on it, not the `"` markers.
+    let mut stack: Vec<u8> = Vec::new();
+    let mut depth = 0;
+    let raw_from = loop {
+        let c = lx.peek()?;
+        let at = lx.i;
+        match c {
+            b'"' => {
+                lx.i += 1;
+                match template(&mut lx, &mut stack, &mut depth, limit) {
+                    Err(()) => break at,
+                    Ok(Some(deep)) => return Some(deep),
+                    Ok(None) => {}
+                }
+            }
+            b'#' => lx.skip_to_newline(),
+            b'/' if lx.peek2() == Some(b'/') => lx.skip_to_newline(),
+            b'/' if lx.peek2() == Some(b'*') => {
+                lx.i += 2;
+                if lx.block_comment().is_none() {
+                    break at;
+                }
+            }
+            b'<' if lx.peek2() == Some(b'<') => {
+                if lx.heredoc().is_none() {
+                    break at;
+                }
+                if let Some(deep) = raw_too_deep(&lx.b[at..lx.i], depth, limit) {
+                    return Some(at + deep);
+                }
+            }
+            b'{' | b'[' | b'(' => {
+                stack.push(match c {
+                    b'{' => b'}',
+                    b'[' => b']',
+                    _ => b')',
+                });
+                depth += 1;
+                lx.i += 1;
+                if depth > limit {
+                    return Some(at);
+                }
+            }
+            b'}' | b']' | b')' => {
+                if stack.pop() != Some(c) {
+                    break at;
+                }
+                depth -= 1;
+                lx.i += 1;
+                // Closing an interpolation returns into its template string.
+                if c == b'}' && stack.last() == Some(&b'"') {
+                    stack.pop();
+                    let resume = lx.i;
+                    match template(&mut lx, &mut stack, &mut depth, limit) {
+                        Err(()) => break resume,
+                        Ok(Some(deep)) => return Some(deep),
+                        Ok(None) => {}
+                    }
+                }
+            }
+            _ => lx.i += 1,
+        }
+    };
+    raw_too_deep(&lx.b[raw_from..], depth, limit).map(|deep| raw_from + deep)
+}
+
+/// The rest of a quoted template (see [`Lexer::string`]), counting the interpolation it
+/// may open: `Err` when it is unterminated, the interpolation's offset when it goes past
+/// `limit`.
+fn template(
+    lx: &mut Lexer<'_>,
+    stack: &mut Vec<u8>,
+    depth: &mut usize,
+    limit: usize,
+) -> Result<Option<usize>, ()> {
+    let before = stack.len();
+    lx.string(stack).ok_or(())?;
+    if stack.len() > before {
+        *depth += 1;
+        if *depth > limit {
+            return Ok(Some(lx.i - 1));
+        }
+    }
+    Ok(None)
+}
+
+/// Every bracket of `b` counted, from `depth`: the offset of the first opening bracket
+/// past `limit`.
+fn raw_too_deep(b: &[u8], mut depth: usize, limit: usize) -> Option<usize> {
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(i);
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// After a `/*`: the length up to and including its `*/`.
 pub(super) fn comment_end(rest: &[u8]) -> Option<usize> {
     let mut from = 0;
@@ -396,10 +511,13 @@ mod differential {
     /// two parses must agree on that too.
     type Spans = Option<Vec<Option<std::ops::Range<usize>>>>;
 
-    fn outcome(file: File, text: &str, skim: bool) -> Result<(FileFacts, Vec<Spans>), SyntaxError> {
+    /// Facts, spans and the syntax error of a file that parsed only in part.
+    type Outcome = (FileFacts, Vec<Spans>, Option<SyntaxError>);
+
+    fn outcome(file: File, text: &str, skim: bool) -> Result<Outcome, SyntaxError> {
         match parse_native(text, skim) {
-            ParsedFile::Native(body) => {
-                let facts = native_facts(file, FactBody::from_hcl(&body));
+            ParsedFile::Native(tree) => {
+                let facts = native_facts(file, FactBody::from_tree(&tree));
                 let mut exprs: Vec<&AttrExpr> = facts.locals.iter().map(|(_, e)| e).collect();
                 exprs.extend(facts.variables.iter().filter_map(|v| v.default.as_ref()));
                 exprs.extend(facts.backend.as_ref().map(|b| &b.config));
@@ -411,8 +529,8 @@ mod differential {
                     );
                 }
                 exprs.extend(facts.module_calls.iter().filter_map(|m| m.source.as_ref()));
-                let spans = exprs.iter().map(|e| item_spans(&body, &e.item)).collect();
-                Ok((facts, spans))
+                let spans = exprs.iter().map(|e| item_spans(&tree, &e.item)).collect();
+                Ok((facts, spans, tree.error.clone()))
             }
             ParsedFile::Error(e) => Err(e),
             other => panic!("unexpected {other:?}"),
@@ -433,9 +551,10 @@ mod differential {
         let full = outcome(file, text, false);
         let lazy = outcome(file, text, true);
         match (&full, &lazy) {
-            (Ok((f, fs)), Ok((l, ls))) => {
+            (Ok((f, fs, fe)), Ok((l, ls, le))) => {
                 assert_eq!(f, l, "{name}: facts differ\n{text}");
                 assert_eq!(fs, ls, "{name}: spans differ\n{text}");
+                assert_eq!(fe, le, "{name}: errors differ\n{text}");
             }
             (Err(f), Err(l)) => assert_eq!(f, l, "{name}: errors differ\n{text}"),
             _ => panic!("{name}: full {full:?}\nlazy {lazy:?}\n{text}"),

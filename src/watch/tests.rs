@@ -203,8 +203,9 @@ fn a_half_typed_block_prints_the_diagnostic_and_keeps_the_last_good_file() {
     );
     assert_eq!(
         lines.last(),
-        // The file lost its edge to the vpc: exactly what must not reach the pipeline.
-        Some("stage/eks/main.tf changed -> 1 edge changed -> .gitlab-ci.yml kept (1 new error) in N ms")
+        // The file's blocks before the half-typed one still count (its edge to the vpc
+        // stays), but a pipeline is not written over a new error.
+        Some("stage/eks/main.tf changed -> 0 edges changed -> .gitlab-ci.yml kept (1 new error) in N ms")
     );
     assert_eq!(output(&fs), good);
 

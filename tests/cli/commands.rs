@@ -240,3 +240,30 @@ fn pre_commit_hooks_run_terraci() {
         assert_eq!(p.run(&with_help).code, 0, "{entry}");
     }
 }
+
+#[test]
+fn init_proposes_the_pattern_that_fits_the_tree() {
+    let p = Project::empty();
+    for dir in [
+        "terraform/projects/infra-vpc",
+        "terraform/projects/app",
+        "terraform/modules/network",
+    ] {
+        p.write(&format!("{dir}/main.tf"), "locals {}\n");
+    }
+    let out = p.run(&["init", "--ci"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "pattern {environment}/{region}/{module}: the root modules here are 3 levels deep (e.g. `terraform/projects/app`)\nwrote .terraci.yaml\nnext: `terraci validate`, then `terraci generate -o .gitlab-ci.yml`\n"
+    );
+    assert!(p
+        .read(".terraci.yaml")
+        .contains("pattern: \"{environment}/{region}/{module}\""));
+    let listed = p.run(&["graph", "--format", "list"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(
+        listed.stdout,
+        "terraform/modules/network\nterraform/projects/app\nterraform/projects/infra-vpc\n"
+    );
+}

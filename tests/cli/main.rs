@@ -12,5 +12,6 @@ mod graph;
 mod robustness;
 mod rules;
 mod seeds;
+mod text;
 mod validate;
 mod watch;

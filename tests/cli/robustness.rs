@@ -26,7 +26,8 @@ fn assert_still_works(p: &Project, bad: &str) {
     );
 }
 
-fn base() -> Project {
+/// `stage/vpc` owning state `stage/vpc`, and `stage/app` reading it.
+pub(crate) fn base() -> Project {
     let p = Project::empty();
     p.write(
         ".terraci.yaml",

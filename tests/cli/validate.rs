@@ -90,3 +90,33 @@ fn a_listed_library_nobody_uses_is_a_warning() {
     snap!("validate_unused_library", out.snapshot());
     assert_eq!(p.run(&["validate", "--strict"]).code, 3);
 }
+
+#[test]
+fn a_pattern_deeper_than_the_tree_finds_no_modules_and_fails() {
+    // The default pattern has 4 segments; the modules sit 2 levels deep.
+    let p = Project::empty();
+    p.write("stage/vpc/main.tf", "locals {}\n");
+    p.write("stage/app/main.tf", "locals {}\n");
+    p.write("_modules/net/main.tf", "locals {}\n");
+    let expected = "error: no modules found: pattern `{service}/{environment}/{region}/{module}` needs module directories 4 levels deep; the deepest directories with Terraform files are 2 levels deep: `_modules/net`, `stage/app`, `stage/vpc`; the pattern `{environment}/{module}` fits this tree (`terraci init --force` writes it)\n";
+    for command in [
+        &["validate"][..],
+        &["generate"],
+        &["graph"],
+        &["local-exec", "plan", "--dry-run"],
+    ] {
+        let out = p.run(command);
+        assert_eq!(
+            (out.code, out.stderr.as_str()),
+            (1, expected),
+            "{command:?}"
+        );
+        assert_eq!(out.stdout, "", "{command:?}");
+    }
+    let empty = Project::empty();
+    let out = empty.run(&["validate"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "error: no modules found: pattern `{service}/{environment}/{region}/{module}` needs module directories 4 levels deep, and no directory holds Terraform files (`*.tf`, `*.tf.json`, `*.tofu`, `*.tofu.json`)\n")
+    );
+}
