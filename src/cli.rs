@@ -226,10 +226,20 @@ pub struct ValidateArgs {
     /// Exit 3 on any warning
     #[arg(long)]
     pub strict: bool,
+    /// Output format: the summary as text (diagnostics on stderr), or one JSON document
+    #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
+    pub format: ValidateFormat,
     #[command(flatten)]
     pub select: SelectArgs,
     #[command(flatten)]
     pub eval: EvalArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum ValidateFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]

@@ -292,6 +292,20 @@ pub fn render_config(choices: &Choices) -> String {
          \x20 # Directories of shared modules: dependencies, never targets.\n\
          \x20 paths: []\n\
          \n\
+         # What the code alone cannot say (see the README):\n\
+         # variables:        # values set in CI or kept in other tfvars, per module glob\n\
+         #   - modules: [\"*/prod/**\"]\n\
+         #     values: {{stack: blue}}\n\
+         #     files: [\"../../vars/{{environment}}.tfvars\"]\n\
+         # backend_config:   # what `terraform init -backend-config` gives the modules\n\
+         #   - modules: [\"**\"]\n\
+         #     values: {{key: \"{{module_path}}/terraform.tfstate\"}}\n\
+         # dependencies:     # edges to add, found edges to ignore\n\
+         #   add: [{{from: \"*/*/*/app\", to: \"*/*/*/dns\", reason: \"...\"}}]\n\
+         #   ignore: []\n\
+         # external_state:   # state other repositories own: listed, not warned about\n\
+         #   - \"s3://other-team-state/*\"\n\
+         \n\
          execution:\n\
          \x20 binary: {binary}\n\
          \x20 init_enabled: true\n\

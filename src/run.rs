@@ -425,7 +425,7 @@ impl Workspace {
                 .cloned(),
         );
         all.extend(crate::resolve::config_rule_diagnostics(db, self.project));
-        self.finish_diagnostics(all)
+        crate::resolve::group_root_causes(self.finish_diagnostics(all))
     }
 
     /// Refuses a project in which the pattern finds no module (TerraCi: "no modules
@@ -1168,14 +1168,6 @@ fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow
         .iter()
         .filter(|i| i.is_root() && filters.allows(&i.id, &i.components))
         .count();
-    let out = &mut *io.stdout;
-    writeln!(out, "pattern: {}", ws.config.pattern)?;
-    writeln!(
-        out,
-        "modules: {roots} ({submodules} submodules), libraries: {libraries}, targets after filters: {targets}"
-    )?;
-    writeln!(out, "edges: {}", graph.edge_count())?;
-    ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
     let errors = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
@@ -1184,7 +1176,43 @@ fn validate(global: &GlobalArgs, args: &ValidateArgs, io: &mut Io<'_>) -> anyhow
         .iter()
         .filter(|d| d.severity == Severity::Warning)
         .count();
+    let mut by_code: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in &diagnostics {
+        *by_code.entry(d.code).or_default() += 1;
+    }
+    let failed = !graph.cycles.is_empty() || errors > 0 || (args.strict && warnings > 0);
+    if args.format == crate::cli::ValidateFormat::Json {
+        let doc = serde_json::json!({
+            "pattern": ws.config.pattern.to_string(),
+            "modules": roots,
+            "submodules": submodules,
+            "libraries": libraries,
+            "targets": targets,
+            "edges": graph.edge_count(),
+            "levels": graph.cycles.is_empty().then(|| graph.level_count()),
+            "cycles": graph.cycles,
+            "errors": errors,
+            "warnings": warnings,
+            "by_code": by_code,
+            "diagnostics": diagnostics.iter().map(crate::render::graph::diagnostic_json).collect::<Vec<_>>(),
+            "valid": !failed,
+        });
+        let text = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
+        writeln!(io.stdout, "{text}")?;
+        return Ok(if failed { exit::VALIDATION } else { exit::OK });
+    }
+    let out = &mut *io.stdout;
+    writeln!(out, "pattern: {}", ws.config.pattern)?;
+    writeln!(
+        out,
+        "modules: {roots} ({submodules} submodules), libraries: {libraries}, targets after filters: {targets}"
+    )?;
+    writeln!(out, "edges: {}", graph.edge_count())?;
+    ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
     writeln!(out, "diagnostics: {errors} errors, {warnings} warnings")?;
+    for (code, n) in &by_code {
+        writeln!(out, "  {code}: {n}")?;
+    }
     if !graph.cycles.is_empty() {
         writeln!(out, "cycles: {}", graph.cycles.len())?;
         writeln!(io.stderr, "error: {}", cycle_text(&graph.cycles))?;

@@ -264,6 +264,9 @@ pub struct IdentityIndex {
     /// The identities of modules whose backend gives any identity field: what the
     /// path-based rules check a candidate against (see [`StateIdentity::conflicts`]).
     pub identities: BTreeMap<String, StateIdentity>,
+    /// A module's last directory, `_` read as `-` -> the ids ending in it: where a
+    /// `terraform_remote_state` block's name hints at the module it means.
+    pub by_name: BTreeMap<String, Vec<String>>,
     /// Every segment of every id: a state path segment that no id holds names no
     /// directory (the tail rule may skip it).
     pub segments: BTreeSet<String>,
@@ -272,6 +275,8 @@ pub struct IdentityIndex {
 impl IdentityIndex {
     pub fn add(&mut self, id: &str, identity: &StateIdentity) {
         self.ids.insert(id.to_owned());
+        let name = hint_name(id.rsplit('/').next().unwrap_or(id));
+        self.by_name.entry(name).or_default().push(id.to_owned());
         for seg in id.split('/') {
             if !self.segments.contains(seg) {
                 self.segments.insert(seg.to_owned());
@@ -361,4 +366,10 @@ pub fn sync_owners(db: &mut crate::db::Database, project: Project) -> bool {
         .with_durability(salsa::Durability::MEDIUM)
         .to(index);
     true
+}
+
+/// How a block name and a directory name are compared for a hint:
+/// `infra_google_monitoring` and `infra-google-monitoring` are the same.
+pub fn hint_name(name: &str) -> String {
+    name.to_ascii_lowercase().replace('_', "-")
 }

@@ -78,8 +78,14 @@ pub fn resolved_dependencies(
     module: Module,
 ) -> ResolvedDependencies {
     let refs = module_references(db, project, module);
+    let index = project.owners(db);
+    let info = module.info(db);
     let mut out = ResolvedDependencies {
-        diagnostics: refs.diagnostics.clone(),
+        diagnostics: refs
+            .diagnostics
+            .iter()
+            .map(|d| with_hint(d.clone(), &info.id, index))
+            .collect(),
         ..Default::default()
     };
     let config = project.config(db);
@@ -87,8 +93,6 @@ pub fn resolved_dependencies(
     if refs.references.is_empty() && deps.add.is_empty() {
         return out;
     }
-    let info = module.info(db);
-    let index = project.owners(db);
     let depth = project.pattern(db).depth();
     for r in &refs.references {
         let via = references::via_suffix(&r.via);
@@ -171,7 +175,7 @@ pub fn resolved_dependencies(
                         format!("no module with the state identity `{looked_for}`{near_miss}"),
                     ),
                 };
-                out.diagnostics.push(d);
+                out.diagnostics.push(with_hint(d, &info.id, index));
             }
         }
     }
@@ -238,6 +242,93 @@ pub fn resolved_dependencies(
         .keys()
         .filter_map(|to| ids.binary_search(to).ok().map(|i| i as u32))
         .collect();
+    out
+}
+
+/// A reference that found no module, whose block name is the last directory of exactly
+/// one other module (`infra_google_monitoring`, `.../infra-google-monitoring`): the
+/// message says so, as the likely target.
+fn with_hint(mut d: Diagnostic, from: &str, index: &IdentityIndex) -> Diagnostic {
+    if !matches!(d.code, "unresolved-remote-state" | "unmatched-remote-state") {
+        return d;
+    }
+    let Some(name) = d
+        .message
+        .split("`data.terraform_remote_state.")
+        .nth(1)
+        .and_then(|rest| rest.split(['`', '[']).next())
+        .map(str::to_owned)
+        .or_else(|| d.anchor.as_ref().and_then(|a| a.item.block.get(2).cloned()))
+    else {
+        return d;
+    };
+    if let Some([one]) = index
+        .by_name
+        .get(&identity::hint_name(&name))
+        .map(Vec::as_slice)
+    {
+        if one != from && !d.message.contains(one.as_str()) {
+            d.message.push_str(&format!(
+                " (hint: the block is named like the module `{one}`)"
+            ));
+        }
+    }
+    d
+}
+
+/// One diagnostic per root cause: `unresolved-remote-state` warnings that all come from
+/// the same variable without a value, in two or more modules, become one warning that
+/// lists the modules (count and first few) and says how to set it. It keeps the first
+/// one's position. Expects `diags` sorted (as [`crate::run::Workspace::finish_diagnostics`]
+/// leaves them); the result keeps that order.
+pub fn group_root_causes(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let cause = |d: &Diagnostic| {
+        (d.code == "unresolved-remote-state")
+            .then(|| scope::variable_without_value(&d.message))
+            .flatten()
+            .map(str::to_owned)
+    };
+    let mut modules: BTreeMap<String, (std::collections::BTreeSet<String>, usize)> =
+        BTreeMap::new();
+    for d in &diags {
+        if let Some(var) = cause(d) {
+            let entry = modules.entry(var).or_default();
+            entry.0.insert(d.module.clone().unwrap_or_default());
+            entry.1 += 1;
+        }
+    }
+    modules.retain(|_, (mods, _)| mods.len() >= 2);
+    if modules.is_empty() {
+        return diags;
+    }
+    let mut out = Vec::with_capacity(diags.len());
+    let mut done = std::collections::BTreeSet::new();
+    for d in diags {
+        let Some(var) = cause(&d).filter(|v| modules.contains_key(v)) else {
+            out.push(d);
+            continue;
+        };
+        if !done.insert(var.clone()) {
+            continue;
+        }
+        let (mods, count) = &modules[&var];
+        const SHOWN: usize = 3;
+        let mut names: Vec<&str> = mods.iter().take(SHOWN).map(String::as_str).collect();
+        let more = mods.len().saturating_sub(SHOWN);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        names.sort();
+        let mut d = d;
+        d.message = format!(
+            "`var.{var}` has no default, no tfvars value and no --var in {} modules ({}{more}): {count} remote state locations cannot be resolved and make no edge; set it in `variables:` of .terraci.yaml for those modules, or pass --var {var}=VALUE",
+            mods.len(),
+            names.join(", "),
+        );
+        out.push(d);
+    }
     out
 }
 

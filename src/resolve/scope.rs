@@ -122,9 +122,7 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
         }
         let value = match value {
             Some(v) => convert_variable(v, var),
-            None => Value::unknown(format!(
-                "`var.{name}` has no default, no tfvars value and no --var"
-            )),
+            None => Value::unknown(no_value(name)),
         };
         vars.insert(name.clone(), value);
     }
@@ -553,4 +551,19 @@ fn reaches(deps: &BTreeMap<String, BTreeSet<String>>, from: &str, target: &str) 
         }
     }
     false
+}
+
+const NO_VALUE: &str = "` has no default, no tfvars value and no --var";
+
+/// Why a root module's variable is unknown when nothing sets it.
+fn no_value(name: &str) -> String {
+    format!("`var.{name}{NO_VALUE}")
+}
+
+/// The variable a message says has no value (see [`no_value`]): the root cause that
+/// [`super::group_root_causes`] reports once.
+pub(super) fn variable_without_value(message: &str) -> Option<&str> {
+    let end = message.find(NO_VALUE)?;
+    let start = message[..end].rfind("`var.")? + "`var.".len();
+    Some(&message[start..end])
 }

@@ -735,3 +735,47 @@ fn the_config_says_what_the_code_cannot() {
     assert!(edges(&flags).contains(&("aws/app".to_owned(), "aws/base".to_owned())));
     snap!("rules_declared", summary(&g));
 }
+
+#[test]
+fn one_diagnostic_per_root_cause_with_hints_and_a_summary() {
+    let p = Project::fixture("rules/causes");
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The same variable behind two modules' references: one warning naming both and
+    // the fix.
+    assert_eq!(
+        out.stderr.matches("`var.stack`").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("in 2 modules (stage/a, stage/b)"),
+        "{}",
+        out.stderr
+    );
+    assert!(out
+        .stderr
+        .contains("set it in `variables:` of .terraci.yaml"));
+    // A block named like a module.
+    assert!(out
+        .stderr
+        .contains("(hint: the block is named like the module `stage/infra-google-monitoring`)"));
+    // The summary by code.
+    assert!(
+        out.stdout.contains("  unresolved-remote-state: 2\n"),
+        "{}",
+        out.stdout
+    );
+    let json = p.run(&["validate", "--format", "json"]);
+    assert_eq!(json.code, 0);
+    assert!(json.stderr.is_empty(), "{}", json.stderr);
+    let doc: Value = serde_json::from_str(&json.stdout).expect("validate --format json");
+    assert_eq!(doc["by_code"]["unresolved-remote-state"], 2);
+    assert_eq!(doc["valid"], true);
+    assert_eq!(doc["diagnostics"].as_array().map(Vec::len), Some(2));
+    let strict = p.run(&["validate", "--strict", "--format", "json"]);
+    assert_eq!(strict.code, 3);
+    let doc: Value = serde_json::from_str(&strict.stdout).expect("validate --format json");
+    assert_eq!(doc["valid"], false);
+}
