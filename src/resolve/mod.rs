@@ -168,7 +168,14 @@ pub fn resolved_dependencies(
                     Some(d) => d.clone(),
                     None if r.target.path.is_some() => warning(
                         "unmatched-remote-state",
-                        format!("no module for state path \"{looked_for}\"{near_miss}"),
+                        format!(
+                            "no module for state path \"{looked_for}\"{near_miss}{}",
+                            one_segment_off(&looked_for, index)
+                                .map(|(id, seg)| format!(
+                                    " (hint: the module `{id}` differs in one segment, `{seg}`)"
+                                ))
+                                .unwrap_or_default()
+                        ),
                     ),
                     None => warning(
                         "unmatched-remote-state",
@@ -274,6 +281,69 @@ fn with_hint(mut d: Diagnostic, from: &str, index: &IdentityIndex) -> Diagnostic
         }
     }
     d
+}
+
+/// The one module id with as many segments as `path` that differs from it in exactly one
+/// segment, by one or two characters (a typo, `stage/vpcx` for `stage/vpc`), and that
+/// segment of the path.
+fn one_segment_off(path: &str, index: &IdentityIndex) -> Option<(String, String)> {
+    let segs: Vec<&str> = path.split('/').collect();
+    if segs.len() < 2 {
+        return None;
+    }
+    let near = |id: &str| -> Option<String> {
+        let theirs: Vec<&str> = id.split('/').collect();
+        if theirs.len() != segs.len() {
+            return None;
+        }
+        let mut off = segs.iter().zip(&theirs).filter(|(a, b)| a != b);
+        let (mine, their) = off.next()?;
+        // Short names are close by chance (`rds`, `eks`): one edit for those.
+        let allowed = if mine.len().min(their.len()) <= 4 {
+            1
+        } else {
+            2
+        };
+        (off.next().is_none() && edit_distance(mine, their) <= allowed).then(|| (*mine).to_owned())
+    };
+    let mut found = Vec::new();
+    // The ids that share the first segment, and those that differ only in it.
+    let first = format!("{}/", segs[0]);
+    let rest = format!("/{}", segs[1..].join("/"));
+    let candidates = index
+        .ids
+        .range(first.clone()..)
+        .take_while(|id| id.starts_with(&first))
+        .chain(index.ids.iter().filter(|id| id.ends_with(&rest)).take(2));
+    for id in candidates {
+        if let Some(seg) = near(id) {
+            if !found.iter().any(|(f, _): &(String, String)| f == id) {
+                found.push((id.clone(), seg));
+            }
+        }
+        if found.len() > 1 {
+            return None;
+        }
+    }
+    found.pop()
+}
+
+/// Levenshtein distance (by chars); names are short.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (row[j] + 1)
+                .min(row[j + 1] + 1)
+                .min(prev + usize::from(ca != cb));
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// One diagnostic per root cause: `unresolved-remote-state` warnings that all come from

@@ -715,6 +715,10 @@ fn the_config_says_what_the_code_cannot() {
         diagnostics_about(&g, "`from: aws/nothing` names no module")[0].0,
         "unused-dependency-rule"
     );
+    assert_eq!(
+        diagnostics_about(&g, "(aws/dns -> aws/base): no edge it names was found")[0].0,
+        "unused-dependency-rule"
+    );
     // The ignored edge is said with -v.
     assert!(diagnostics_about(&g, "is ignored").is_empty());
     let verbose = graph(&p, &["-v"]);
