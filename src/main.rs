@@ -22,11 +22,13 @@ fn main() -> ExitCode {
         // SAFETY: sets a plain integer option; mimalloc reads it on its next purge.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     }
-    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    let stdout = std::io::stdout();
     let mut io = terraci::run::Io {
         system: &terraci::system::OsSystem,
         stdout: &mut stdout.lock(),
-        stderr: &mut stderr.lock(),
+        // Not locked for the whole run: local-exec's progress display draws from its own
+        // thread, which would wait for the lock forever (a terminal froze at 0/N).
+        stderr: &mut std::io::stderr(),
         argv: terraci::run::display_argv(&argv),
     };
     ExitCode::from(terraci::run::run(cli, &mut io))

@@ -12,6 +12,7 @@ mod graph;
 mod robustness;
 mod rules;
 mod seeds;
+mod terminal;
 mod text;
 mod validate;
 mod watch;
