@@ -23,6 +23,7 @@ use super::{
 use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
 };
+use crate::escape::push_sh_cd_word;
 use crate::ir::{Job, JobKind, JobPlan};
 
 /// GitLab's default limit of `needs` entries per job.
@@ -778,7 +779,7 @@ impl<'a> JobWriter<'a> {
         out.push_str("  script:\n    -");
         write_str_with(&mut out, 4, |out| {
             out.push_str("cd ");
-            out.push_str(&job.module);
+            push_sh_cd_word(out, &job.module);
         });
         out.push_str(&kind.commands);
         self.write_variables(&mut out, job, kind);
@@ -902,7 +903,7 @@ mod tests {
                 .collect();
             m.insert(string("needs"), Value::Sequence(needs));
         }
-        let mut script = vec![format!("cd {}", job.module)];
+        let mut script = vec![crate::escape::sh_cd(&job.module)];
         script.extend(job_commands(plan, job.kind));
         m.insert(string("script"), strings(&script));
         let mut variables = job_variables(plan, job);
