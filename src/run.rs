@@ -449,6 +449,26 @@ impl Workspace {
         Ok(())
     }
 
+    /// An `unsafe-name` error for each root module that gets no GitHub jobs because its
+    /// id holds `${{` ([`crate::ir::holds_expression`]).
+    pub fn refused_for_expressions(&self) -> Vec<Diagnostic> {
+        let db = &self.db;
+        self.project
+            .modules(db)
+            .iter()
+            .map(|m| m.info(db))
+            .filter(|i| i.is_root() && crate::ir::holds_expression(&i.id))
+            .map(|i| {
+                Diagnostic::error(
+                    "unsafe-name",
+                    "the module gets no jobs: its path holds `${{`, which GitHub evaluates \
+                     as an expression and which cannot be escaped; rename the directory",
+                )
+                .with_module(i.id.clone())
+            })
+            .collect()
+    }
+
     pub fn graph_view(&self, diagnostics: Vec<Diagnostic>) -> GraphView {
         let db = &self.db;
         let graph = dependency_graph(db, self.project);
@@ -680,6 +700,7 @@ pub fn plan_options(
     PlanOptions {
         plan_only: args.plan_only || provider.config_plan_only(config),
         parallel_plans: args.parallel_plans,
+        refuse_expressions: provider == crate::render::Provider::Github,
     }
 }
 
@@ -725,6 +746,9 @@ pub fn build_pipeline(
     let selection = request.selection;
     let affected = crate::changes::affected(&ws.db, ws.project, selection);
     diagnostics.extend(ws.finish_diagnostics(affected.diagnostics.iter().cloned()));
+    if selection.plan_options(&ws.db).refuse_expressions {
+        diagnostics.extend(ws.refused_for_expressions());
+    }
     let plan = match job_plan(&ws.db, ws.project, selection) {
         Ok(plan) => plan,
         Err(e) => {
