@@ -121,6 +121,8 @@ pub struct Workspace {
     pub db: Database,
     pub project: Project,
     pub root: Utf8PathBuf,
+    /// What discovery may read: regular files inside `root`.
+    pub policy: crate::system::ReadPolicy,
     pub config: LoadedConfig,
     /// Project-relative path -> file input.
     pub files: BTreeMap<String, File>,
@@ -163,9 +165,10 @@ pub fn load_workspace_overlapped(
         .map_err(|e| fail(exit::ERROR, e.to_string()))?;
     let mut diagnostics = config_diagnostics(&config);
     let layout = layout.unwrap_or_else(|| walk(system, &root));
+    let policy = crate::system::ReadPolicy::new(system, &root, global.max_file_size);
     let discovered = discover_in(
         system,
-        &root,
+        &policy,
         layout,
         &config.pattern,
         &config.config.library_modules.paths,
@@ -173,7 +176,12 @@ pub fn load_workspace_overlapped(
     diagnostics.extend(discovered.diagnostics);
 
     let eval_settings = eval_settings(system, eval)?;
-    let mut db = Database::with_system(system.shared());
+    let repository = crate::system::ReadPolicy::new(
+        system,
+        &crate::vcs::repository_root(system, &root),
+        global.max_file_size,
+    );
+    let mut db = Database::with_system(system.shared(), repository);
     let mut files = BTreeMap::new();
     let mut modules = BTreeMap::new();
     let stamps = discovered
@@ -214,6 +222,7 @@ pub fn load_workspace_overlapped(
         db,
         project,
         root,
+        policy,
         config,
         files,
         modules,

@@ -5,7 +5,63 @@ use std::io::{self, Read, Write};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use super::{DirEntry, EntryKind, Stamp, System};
+use super::{DirEntry, EntryKind, ReadError, ReadPolicy, Stamp, System};
+
+/// What a file that is not a regular file or directory is, for messages.
+fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    if ft.is_fifo() {
+        Some("a FIFO")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if ft.is_char_device() {
+        Some("a character device")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else {
+        None
+    }
+}
+
+/// Opens `path` for reading without following a symlink in its last component
+/// (`ELOOP` then) and without blocking: a FIFO swapped in after the checks opens at once
+/// and is refused by the caller's `fstat`.
+fn open_no_follow(path: &Utf8Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+/// Resolves every symlink of `path`, checks the result lies inside the policy's root and
+/// is a regular file (by `stat`, before any open), then opens it.
+fn open_resolved(path: &Utf8Path, policy: &ReadPolicy) -> Result<std::fs::File, ReadError> {
+    if !policy.lexically_inside(path) {
+        return Err(ReadError::Unsafe(format!(
+            "`{path}` is outside `{}`",
+            policy.root
+        )));
+    }
+    let real = std::fs::canonicalize(path)?;
+    if !real.starts_with(&policy.canonical_root) {
+        return Err(ReadError::Unsafe(format!(
+            "a symlink to `{}`, outside `{}`",
+            crate::escape::printable(&real.to_string_lossy()),
+            policy.root
+        )));
+    }
+    let meta = std::fs::metadata(&real)?;
+    if let Some(what) = special_kind(&meta.file_type()) {
+        return Err(ReadError::Unsafe(format!("a symlink to {what}")));
+    }
+    if meta.is_dir() {
+        return Err(ReadError::Io(io::Error::other("a directory")));
+    }
+    let real = Utf8PathBuf::from_path_buf(real)
+        .map_err(|p| ReadError::Unsafe(format!("a symlink to `{}`, not UTF-8", p.display())))?;
+    Ok(open_no_follow(&real)?)
+}
 
 fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
     use std::os::unix::fs::MetadataExt as _;
@@ -64,6 +120,46 @@ impl System for OsSystem {
         Ok((bytes, Some(stamp_of(&meta))))
     }
 
+    fn read_confined(
+        &self,
+        path: &Utf8Path,
+        policy: &ReadPolicy,
+        walked: bool,
+    ) -> Result<(Vec<u8>, Option<Stamp>), ReadError> {
+        let file = if walked && policy.lexically_inside(path) {
+            match open_no_follow(path) {
+                Ok(file) => file,
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => open_resolved(path, policy)?,
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            open_resolved(path, policy)?
+        };
+        let meta = file.metadata()?;
+        if let Some(what) = special_kind(&meta.file_type()) {
+            return Err(ReadError::Unsafe(format!("not a regular file but {what}")));
+        }
+        policy.check_len(meta.len())?;
+        // Bounded even if the file grows while it is read (or says 0 bytes, as /proc does).
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+        let mut limited = (&file).take(policy.max_len + 1);
+        loop {
+            match limited.read_to_end(&mut bytes) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        policy.check_len(bytes.len() as u64)?;
+        Ok((bytes, Some(stamp_of(&meta))))
+    }
+
+    fn canonicalize(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
+        let real = std::fs::canonicalize(path)?;
+        Utf8PathBuf::from_path_buf(real)
+            .map_err(|p| io::Error::other(format!("not UTF-8: {}", p.display())))
+    }
+
     fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
         std::fs::metadata(path).ok().map(|m| stamp_of(&m))
     }
@@ -81,16 +177,25 @@ impl System for OsSystem {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(path)? {
             let entry = entry?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
             let ft = entry.file_type()?;
+            let name = match entry.file_name().into_string() {
+                Ok(name) => name,
+                Err(raw) => {
+                    out.push(DirEntry {
+                        name: raw.to_string_lossy().into_owned(),
+                        kind: EntryKind::NotUtf8,
+                    });
+                    continue;
+                }
+            };
             let kind = if ft.is_symlink() {
                 EntryKind::Symlink {
                     to_dir: std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
                 }
             } else if ft.is_dir() {
                 EntryKind::Dir
+            } else if let Some(what) = special_kind(&ft) {
+                EntryKind::Special { what }
             } else {
                 EntryKind::File
             };
