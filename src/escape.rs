@@ -21,19 +21,29 @@ pub fn sh_word(s: &str) -> Cow<'_, str> {
 
 /// The shell line that enters the project-relative directory `dir`: `cd <word>`, with a
 /// name that starts with `-` made `./-...` so `cd` cannot take it for an option.
+///
+/// A name holding a backtick is built by `printf` from an octal escape instead
+/// (`terraci_dir=$(printf '...\140...'.) && cd "${terraci_dir%.}"`, the `.` keeping
+/// trailing newlines): the line then holds no backtick at all. Runners echo each script
+/// line before running it, and gitlab-ci-local does so inside double quotes with only
+/// `\`, `"` and `$` escaped, where a backtick would run what follows it.
 pub fn sh_cd(dir: &str) -> String {
-    let mut line = String::from("cd ");
-    push_sh_cd_word(&mut line, dir);
-    line
-}
-
-/// Appends the word of [`sh_cd`] to `out`.
-pub fn push_sh_cd_word(out: &mut String, dir: &str) {
-    if dir.starts_with('-') {
-        out.push_str(&sh_word(&format!("./{dir}")));
+    let dir = if dir.starts_with('-') {
+        Cow::Owned(format!("./{dir}"))
     } else {
-        out.push_str(&sh_word(dir));
+        Cow::Borrowed(dir)
+    };
+    if !dir.contains('`') {
+        return format!("cd {}", sh_word(&dir));
     }
+    let format = dir
+        .replace('\\', "\\\\")
+        .replace('%', "%%")
+        .replace('`', "\\140");
+    format!(
+        "terraci_dir=$(printf {}) && cd \"${{terraci_dir%.}}\"",
+        sh_word(&format!("{format}."))
+    )
 }
 
 /// Whether a terminal, a YAML 1.1 reader or a shell comment could take `c` for a line
@@ -115,6 +125,10 @@ mod tests {
         assert_eq!(sh_word("a\nb"), "'a\nb'");
         assert_eq!(sh_cd("-P/x"), "cd ./-P/x");
         assert_eq!(sh_cd("app"), "cd app");
+        assert_eq!(
+            sh_cd("a`b%\\"),
+            r#"terraci_dir=$(printf 'a\140b%%\\.') && cd "${terraci_dir%.}""#
+        );
     }
 
     #[test]

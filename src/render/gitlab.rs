@@ -23,7 +23,7 @@ use super::{
 use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
 };
-use crate::escape::push_sh_cd_word;
+use crate::escape::sh_cd;
 use crate::ir::{Job, JobKind, JobPlan};
 
 /// GitLab's default limit of `needs` entries per job.
@@ -778,8 +778,7 @@ impl<'a> JobWriter<'a> {
         self.write_needs(&mut out, job, warnings);
         out.push_str("  script:\n    -");
         write_str_with(&mut out, 4, |out| {
-            out.push_str("cd ");
-            push_sh_cd_word(out, &job.module);
+            out.push_str(&sh_cd(&job.module));
         });
         out.push_str(&kind.commands);
         self.write_variables(&mut out, job, kind);
@@ -903,7 +902,7 @@ mod tests {
                 .collect();
             m.insert(string("needs"), Value::Sequence(needs));
         }
-        let mut script = vec![crate::escape::sh_cd(&job.module)];
+        let mut script = vec![sh_cd(&job.module)];
         script.extend(job_commands(plan, job.kind));
         m.insert(string("script"), strings(&script));
         let mut variables = job_variables(plan, job);
