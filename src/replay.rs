@@ -33,7 +33,7 @@ use crate::system::{Stamp, System};
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
 const FORMAT: u64 = 2;
-const FILE_NAME: &str = "run.bin";
+pub(crate) const FILE_NAME: &str = "run.bin";
 
 /// The environment variables that `generate` reads (provider selection).
 pub const ENV_VARS: [&str; 4] = [

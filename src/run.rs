@@ -203,6 +203,11 @@ pub fn load_workspace_overlapped(
     .new(&db);
     let cache =
         crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
+    if let Some(settings) = &cache {
+        settings
+            .check(system, &root)
+            .map_err(|why| fail(exit::ERROR, why))?;
+    }
     let mut notices = Vec::new();
     if let Some(settings) = &cache {
         notices.extend(crate::cache::attach(&db, system, settings));
@@ -616,6 +621,7 @@ fn replay_key(
     let root = project_dir(system, global).ok()?;
     let settings =
         crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref())?;
+    settings.check(system, &root).ok()?;
     let config = find_config_file(system, &root, global.config.as_deref());
     crate::replay::RunKey::new(
         system,
