@@ -93,6 +93,12 @@ fn finish(
             config.structure.pattern
         ))
     })?;
+    if let Some(name) = config.execution.env.keys().find(|k| !super::is_env_name(k)) {
+        return Err(ConfigError::Invalid(format!(
+            "execution.env: {}",
+            super::env_name_error(name)
+        )));
+    }
     for name in config.extensions.ignored_sections() {
         warnings.push(format!(
             "extensions.{name} is a TerraCi plugin that terraci does not implement; the section is ignored"

@@ -1064,7 +1064,7 @@ mod tests {
             // and a placeholder no job has.
             "extensions:\n  gitlab:\n    stages_prefix: 'yes'\n    cache:\n      key: 'k-{service}-{module_path}'\n      paths: ['{module_path}/.terraform/', 'c/{service}/{module_path}', '{{service}}', 'x}{service}', '{service}{service}']\n      policy: pull\n",
             "extensions:\n  gitlab:\n    cache:\n      key: '{region}'\n      paths: ['{environment}/{region}/{submodule}']\n",
-            "extensions:\n  gitlab:\n    needs_limit: 1\n    cache_enabled: false\n    job_defaults:\n      artifacts:\n        paths: ['on']\n        expire_in: 1 week\n      variables:\n        TF_MODULE_PATH: mine\n        'on': 'off'\n        V: \"l1\\nl2\"\n    overwrites:\n      - type: apply\n        artifacts:\n          name: 'yes'\n        when: manual\n        variables:\n          '1.0': '#x'\n",
+            "extensions:\n  gitlab:\n    needs_limit: 1\n    cache_enabled: false\n    job_defaults:\n      artifacts:\n        paths: ['on']\n        expire_in: 1 week\n      variables:\n        TF_MODULE_PATH: mine\n        'on': 'off'\n        V: \"l1\\nl2\"\n    overwrites:\n      - type: apply\n        artifacts:\n          name: 'yes'\n        when: manual\n        variables:\n          'Yes': '#x'\n",
             "extensions:\n  gitlab:\n    overwrites:\n      - type: plan\n        variables:\n          TF_SERVICE: ' lead'\n          TF_REGION: 'a: b'\n",
         ];
         let segment_sets: [&[&str]; 4] = [
