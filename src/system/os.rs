@@ -275,9 +275,13 @@ impl System for OsSystem {
         // the new one. That close happens on another thread, after the new file is in
         // place.
         let mut replaced = None;
+        let mut permissions = None;
         if let Ok(mut existing) = std::fs::File::open(path) {
+            let meta = existing.metadata();
+            // The new file keeps the old one's mode: a 0600 pipeline stays 0600.
+            permissions = meta.as_ref().ok().map(|m| m.permissions());
             // Same bytes only if the same length: a changed length needs no read.
-            let same_len = existing.metadata().is_ok_and(|m| m.len() == len as u64);
+            let same_len = meta.is_ok_and(|m| m.len() == len as u64);
             if same_len {
                 let mut held = Vec::with_capacity(len);
                 if existing.read_to_end(&mut held).is_ok() && holds(&held, parts) {
@@ -295,6 +299,9 @@ impl System for OsSystem {
         let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
         let result = (|| {
             let mut f = std::fs::File::create(&tmp)?;
+            if let Some(permissions) = permissions {
+                f.set_permissions(permissions)?;
+            }
             // No fsync: the rename is what keeps readers from a half-written file, and
             // syncing a 13 MB pipeline cost more than generating it.
             write_parts(&mut f, parts)?;
@@ -389,6 +396,18 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["out.yml"], "no temp file is left behind");
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let (_tmp, dir) = dir();
+        let out = dir.join("out.yml");
+        assert!(OsSystem.write_atomic(&out, b"a: 1\n").unwrap());
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(OsSystem.write_atomic(&out, b"a: 22\n").unwrap());
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
     }
 
     #[test]
