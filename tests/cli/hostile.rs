@@ -56,10 +56,7 @@ fn hostile() -> Hostile {
         format!("locals {{\n  token = \"{SECRET}\n}}\n"),
     )
     .expect("write outside file");
-    project.write(
-        ".terraci.yaml",
-        "structure:\n  pattern: \"{environment}/{module}\"\n",
-    );
+    project.write(".terraci.yaml", PATTERN);
     project.write("env/vpc/main.tf", "# the network\n");
     for name in NAMES.iter().chain([&EXPRESSION]) {
         project.write(&format!("env/{name}/main.tf"), module_tf());
@@ -483,10 +480,7 @@ const SHELL_BYTES: &[u8] = b"$`'\"\\;&|<>(){}[]*?!#~ \t\n=%";
 #[test]
 fn random_directory_names_give_sound_cd_lines() {
     let h = Project::empty();
-    h.write(
-        ".terraci.yaml",
-        "structure:\n  pattern: \"{environment}/{module}\"\n",
-    );
+    h.write(".terraci.yaml", PATTERN);
     let mut state: u64 = 0x5eed_1234_abcd_0042;
     let mut next = || {
         state ^= state << 13;
@@ -571,4 +565,77 @@ fn random_directory_names_give_sound_cd_lines() {
         checked += 1;
     }
     assert_eq!(checked, names.len());
+}
+
+/// A project of one module, `env/vpc`.
+fn one_module() -> Project {
+    let p = Project::empty();
+    p.write(".terraci.yaml", PATTERN);
+    p.write("env/vpc/main.tf", "# x\n");
+    p
+}
+
+const PATTERN: &str = "structure:\n  pattern: \"{environment}/{module}\"\n";
+
+#[test]
+fn the_cache_dir_is_terracis_own() {
+    let p = one_module();
+    p.write(".gitignore", "secrets/\n");
+    // The project dir itself: refused, its .gitignore untouched.
+    let out = p.run(&["generate", "--cache-dir", "."]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is the project directory"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(p.read(".gitignore"), "secrets/\n");
+    // A directory holding files terraci did not write: refused.
+    p.write("elsewhere/notes.txt", "mine\n");
+    let out = p.run(&["generate", "--cache-dir", "elsewhere"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("`notes.txt`"), "{}", out.stderr);
+    assert_eq!(p.read("elsewhere/notes.txt"), "mine\n");
+    // Its own: used, twice (the second run finds only what the first wrote).
+    for _ in 0..2 {
+        let out = p.run(&["generate", "--cache-dir", "own"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains("plan-env-vpc"), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn invalid_variable_names_in_the_config_are_refused() {
+    for config in [
+        "execution:\n  env:\n    \"BAD-NAME\": x\n",
+        "extensions:\n  github:\n    env:\n      \"A B\": x\n",
+        "extensions:\n  gitlab:\n    variables:\n      \"X;rm\": x\n",
+    ] {
+        let p = one_module();
+        p.write(".terraci.yaml", format!("{PATTERN}{config}"));
+        let out = p.run(&["generate", "--provider", "github"]);
+        assert_eq!(out.code, 1, "{config}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("is not a valid variable name"),
+            "{config}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn the_output_file_keeps_its_mode() {
+    let p = one_module();
+    p.write("out.yml", "old\n");
+    let out_file = p.path().join("out.yml");
+    std::fs::set_permissions(&out_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let out = p.run(&["generate", "--no-cache", "-o", "out.yml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(p.read("out.yml").contains("plan-env-vpc"));
+    let mode = std::fs::metadata(&out_file)
+        .expect("stat")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
 }
