@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::diagnostic::Diagnostic;
+use crate::escape::printable;
 
 /// The graph as printed: already resolved to file/line positions, deterministic.
 #[derive(Debug, Clone, Serialize)]
@@ -281,33 +282,39 @@ fn mermaid_label(id: &str) -> String {
     out
 }
 
-/// One module per line with what it depends on.
+/// One module per line with what it depends on (control characters in ids escaped: the
+/// text is for a terminal).
 pub fn render_list(view: &GraphView) -> String {
     let mut out = String::new();
     for m in view.targets() {
-        let deps: Vec<&str> = view
+        let deps: Vec<_> = view
             .edges
             .iter()
             .filter(|e| e.from == m.id)
-            .map(|e| e.to.as_str())
+            .map(|e| printable(&e.to))
             .collect();
         if deps.is_empty() {
-            let _ = writeln!(out, "{}", m.id);
+            let _ = writeln!(out, "{}", printable(&m.id));
         } else {
-            let _ = writeln!(out, "{} -> {}", m.id, deps.join(", "));
+            let _ = writeln!(out, "{} -> {}", printable(&m.id), deps.join(", "));
         }
     }
     for m in view.libraries() {
-        let users: Vec<&str> = view
+        let users: Vec<_> = view
             .uses
             .iter()
             .filter(|(_, to)| *to == m.id)
-            .map(|(from, _)| from.as_str())
+            .map(|(from, _)| printable(from))
             .collect();
         if users.is_empty() {
-            let _ = writeln!(out, "{} (library, unused)", m.id);
+            let _ = writeln!(out, "{} (library, unused)", printable(&m.id));
         } else {
-            let _ = writeln!(out, "{} (library) <- {}", m.id, users.join(", "));
+            let _ = writeln!(
+                out,
+                "{} (library) <- {}",
+                printable(&m.id),
+                users.join(", ")
+            );
         }
     }
     out
@@ -318,12 +325,12 @@ pub fn render_levels(view: &GraphView) -> String {
     for (i, level) in view.levels.iter().enumerate() {
         let _ = writeln!(out, "Level {i}:");
         for m in level {
-            let _ = writeln!(out, "  {m}");
+            let _ = writeln!(out, "  {}", printable(m));
         }
     }
     for c in &view.cycles {
-        let mut path = c.clone();
-        path.push(c[0].clone());
+        let mut path: Vec<_> = c.iter().map(|m| printable(m)).collect();
+        path.push(printable(&c[0]));
         let _ = writeln!(out, "Cycle: {}", path.join(" -> "));
     }
     out

@@ -466,6 +466,16 @@ fn graph_formats_keep_every_module_apart() {
             "{format}: a raw newline in a label"
         );
     }
+    // Terminal formats: one line per module, control characters escaped.
+    for format in ["list", "levels"] {
+        let run = terraci(&h, &["graph", "--no-cache", "--format", format]);
+        let text = String::from_utf8_lossy(&run.stdout).into_owned();
+        assert!(text.contains("env/new\\nline"), "{format}:\n{text}");
+        assert!(
+            !text.contains(['\u{85}', '\u{2028}', '\u{2029}']),
+            "{format}"
+        );
+    }
     let run = terraci(&h, &["graph", "--no-cache", "--format", "dot"]);
     let text = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(text.contains(r#""env/q'uo\"te""#), "{text}");
