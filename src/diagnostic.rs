@@ -188,5 +188,5 @@ pub const CODES: &[(&str, &str)] = &[
     ("needs-limit", "a job has more needs than the CI allows; it relies on its stage instead"),
     ("unsafe-path", "a symlink that leaves the project (or repository), a device, FIFO or socket: never opened"),
     ("unsafe-name", "a module path that cannot be written safely: not UTF-8, or `${{` in a GitHub workflow; the module gets no jobs"),
-    ("file-too-large", "a file over the size bound (`max_file_size`, default 16 MiB) is not read"),
+    ("file-too-large", "a file over the size bound (`--max-file-size`, default 16 MiB) is not read"),
 ];

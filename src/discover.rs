@@ -110,7 +110,7 @@ pub fn read_diagnostic(err: &ReadError) -> Diagnostic {
         ),
         ReadError::TooLarge { limit } => Diagnostic::error(
             "file-too-large",
-            format!("not read: the file is larger than {limit} bytes (`max_file_size`)"),
+            format!("not read: the file is larger than {limit} bytes (`--max-file-size`)"),
         ),
         ReadError::Io(err) => {
             Diagnostic::error("unreadable-path", format!("cannot read file: {err}"))
