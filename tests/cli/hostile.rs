@@ -649,3 +649,65 @@ fn the_output_file_keeps_its_mode() {
         & 0o777;
     assert_eq!(mode, 0o600);
 }
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().expect("utf-8")).expect("no NUL");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+fn watch_meets_fifos_and_still_stops_on_sigterm() {
+    let p = one_module();
+    std::fs::create_dir_all(p.path().join("env/fifo")).expect("mkdir");
+    mkfifo(&p.path().join("env/fifo/main.tf"));
+    let mut child = p
+        .command(&["watch", "--no-cache", "-o", "out.yml"])
+        .env("SECRET_TOKEN", SECRET)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("terraci watch starts");
+    let out = p.path().join("out.yml");
+    let wait = |what: &str, done: &dyn Fn() -> bool, child: &mut std::process::Child| {
+        let start = Instant::now();
+        while !done() {
+            if start.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("timed out waiting for {what}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait("the first pipeline", &|| out.exists(), &mut child);
+    let read = || std::fs::read_to_string(&out).unwrap_or_default();
+    p.write("env/app/main.tf", "# app\n");
+    wait(
+        "the new module",
+        &|| read().contains("plan-env-app"),
+        &mut child,
+    );
+    // A FIFO appears while watching: reported (the file is kept for the new error),
+    // never opened, so the session still answers SIGTERM.
+    std::fs::create_dir_all(p.path().join("env/fifo2")).expect("mkdir");
+    mkfifo(&p.path().join("env/fifo2/main.tf"));
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid has no memory effects.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("watch did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
