@@ -223,8 +223,8 @@ fn a_name_that_is_not_utf8_is_reported() {
 }
 
 const FAKE_TERRAFORM: &str = r#"#!/bin/sh
-# Records each call's subcommand and working directory, NUL-separated.
-printf '%s\0%s\0' "$1" "$PWD" >> "__LOG__"
+# Records each call's subcommand, working directory and TF_MODULE_PATH, NUL-separated.
+printf '%s\0%s\0%s\0' "$1" "$PWD" "${TF_MODULE_PATH-unset}" >> "__LOG__"
 case "$1" in
   plan) echo plan > plan.tfplan ;;
 esac
@@ -378,14 +378,16 @@ fn gitlab_ci_local_cds_into_exactly_each_directory() {
         .map(|f| String::from_utf8_lossy(f).into_owned())
         .collect();
     let mut seen = std::collections::BTreeMap::<String, Vec<String>>::new();
-    for pair in fields.chunks(2) {
-        let [sub, pwd] = pair else {
+    for call in fields.chunks(3) {
+        let [sub, pwd, module_path] = call else {
             panic!("odd log: {fields:?}")
         };
         let module = pwd
             .split_once("/env/")
             .map(|(_, m)| m.to_owned())
             .unwrap_or_else(|| panic!("{sub} ran outside every module: {pwd:?}"));
+        // GitLab expands `$NAME` in variables: the path arrives as it is, not expanded.
+        assert_eq!(module_path, &format!("env/{module}"), "{sub} in {pwd:?}");
         seen.entry(module).or_default().push(sub.clone());
     }
     for name in &names {
@@ -553,9 +555,11 @@ fn random_directory_names_give_sound_cd_lines() {
             continue;
         };
         let script = job["script"][0].as_str().expect("cd line");
+        // As GitLab reads it: `$$` is a literal `$`.
         let module = job["variables"]["TF_MODULE_PATH"]
             .as_str()
-            .expect("TF_MODULE_PATH");
+            .expect("TF_MODULE_PATH")
+            .replace("$$", "$");
         let out = Command::new("sh")
             .arg("-c")
             .arg(format!("{script} && printf '%s' \"$PWD\""))
@@ -568,7 +572,7 @@ fn random_directory_names_give_sound_cd_lines() {
             .path()
             .canonicalize()
             .expect("canonical")
-            .join(module)
+            .join(&module)
             .display()
             .to_string();
         assert_eq!(landed, want, "{key}: {script:?}");
