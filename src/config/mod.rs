@@ -9,7 +9,8 @@ mod pattern;
 mod schema;
 
 pub use load::{
-    find_config_file, load_config, parse_config, ConfigError, LoadedConfig, CONFIG_FILE_NAMES,
+    find_config_file, load_config, parse_config, read_config_bytes, ConfigError, LoadedConfig,
+    CONFIG_FILE_NAMES,
 };
 pub use pattern::Pattern;
 pub use schema::config_schema;

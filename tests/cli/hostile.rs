@@ -715,3 +715,24 @@ fn watch_meets_fifos_and_still_stops_on_sigterm() {
     };
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn a_config_linked_out_of_the_project_is_refused_unread() {
+    for target in ["/proc/self/environ", "/dev/zero"] {
+        let p = one_module();
+        std::fs::remove_file(p.path().join(".terraci.yaml")).expect("rm");
+        std::os::unix::fs::symlink(target, p.path().join(".terraci.yaml")).expect("symlink");
+        let run = bounded(p.command(&["generate"]), Duration::from_secs(60));
+        assert!(!run.text().contains(SECRET), "{target}: {}", run.text());
+        // Nothing of what the link points at is kept in the cache either.
+        let record = std::fs::read(p.path().join(".terraci/cache/run.bin")).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&record).contains(SECRET),
+            "{target}: the run record holds the secret"
+        );
+        if target == "/proc/self/environ" {
+            assert_eq!(run.code, Some(1), "{}", run.text());
+            assert!(run.text().contains("outside"), "{}", run.text());
+        }
+    }
+}
