@@ -552,8 +552,8 @@ impl Workspace {
 pub fn cycle_text(cycles: &[Vec<String>]) -> String {
     let mut out = String::from("circular dependency detected");
     for c in cycles {
-        let mut path = c.clone();
-        path.push(c[0].clone());
+        let mut path: Vec<_> = c.iter().map(|m| crate::escape::printable(m)).collect();
+        path.push(crate::escape::printable(&c[0]));
         out.push_str("\n  ");
         out.push_str(&path.join(" -> "));
     }
@@ -1018,7 +1018,8 @@ fn explain(
     let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
     for (id, reasons) in &affected.affected {
         if targets.contains(id.as_str()) {
-            writeln!(out, "{id}: {}", reasons.join("; "))?;
+            let reasons = crate::escape::printable(&reasons.join("; ")).into_owned();
+            writeln!(out, "{}: {reasons}", crate::escape::printable(id))?;
         }
     }
     Ok(())

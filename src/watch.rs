@@ -747,11 +747,13 @@ impl<'a> Watch<'a> {
     }
 
     /// Project-relative for paths inside the project, else as they are.
+    /// `path` as the status line shows it: project-relative, control characters escaped.
     fn display(&self, path: &Utf8Path) -> String {
-        match path.strip_prefix(&self.ws.root) {
-            Ok(rel) => rel.to_string(),
-            Err(_) => path.to_string(),
-        }
+        let shown = match path.strip_prefix(&self.ws.root) {
+            Ok(rel) => rel.as_str(),
+            Err(_) => path.as_str(),
+        };
+        crate::escape::printable(shown).into_owned()
     }
 }
 

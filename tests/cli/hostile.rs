@@ -432,11 +432,21 @@ fn local_exec_dry_run_piped_to_sh_runs_nothing_the_names_say() {
     cmd.arg("-c")
         .arg(&script)
         .current_dir(h.project.path())
-        .env("PATH", path);
+        .env("PATH", &path);
     let sh = bounded(cmd, Duration::from_secs(60));
     assert_eq!(sh.code, Some(0), "{}\n{script}", sh.text());
     assert_eq!(pwned(h.project.path()), Vec::<PathBuf>::new(), "{script}");
     assert_eq!(pwned(work.path()), Vec::<PathBuf>::new(), "{script}");
+
+    // Run for real with the fake: progress lines name the jobs with line breaks escaped.
+    let mut cmd = h.project.command(&["local-exec", "plan", "--no-cache"]);
+    cmd.env("PATH", &path);
+    let run = bounded(cmd, Duration::from_secs(120));
+    let text = run.text();
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(!text.contains("new\nline"), "{text}");
+    assert!(!text.contains(['\u{85}', '\u{2028}']), "{text}");
+    assert_eq!(pwned(h.project.path()), Vec::<PathBuf>::new(), "{text}");
 }
 
 #[test]
