@@ -859,26 +859,32 @@ fn dry_run_report(
         }
         OutputFormat::Yaml => {
             let mut s = String::new();
+            // Text for a terminal: control characters in names are escaped.
+            use crate::escape::printable;
             let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
             s.push_str(&format!("modules: {}\n", graph.modules.len()));
             if let Some(files) = changed_files_list {
                 s.push_str(&format!("changed files: {}\n", files.len()));
                 for f in files {
-                    s.push_str(&format!("  {f}\n"));
+                    s.push_str(&format!("  {}\n", printable(f)));
                 }
                 let changed = &affected.changed_modules;
                 s.push_str(&format!("changed modules: {}\n", changed.len()));
                 for m in changed {
-                    s.push_str(&format!("  {m}\n"));
+                    s.push_str(&format!("  {}\n", printable(m)));
                 }
             }
             s.push_str(&format!("affected: {}\n", targets.len()));
             for (id, reasons) in &affected.affected {
                 if targets.contains(id.as_str()) {
                     if reasons.is_empty() {
-                        s.push_str(&format!("  {id}\n"));
+                        s.push_str(&format!("  {}\n", printable(id)));
                     } else {
-                        s.push_str(&format!("  {id}: {}\n", reasons.join("; ")));
+                        s.push_str(&format!(
+                            "  {}: {}\n",
+                            printable(id),
+                            printable(&reasons.join("; "))
+                        ));
                     }
                 }
             }
@@ -887,13 +893,13 @@ fn dry_run_report(
             for j in plan.jobs.iter() {
                 let needs: Vec<&str> = j.needs.iter().map(|n| &*n.job).collect();
                 if needs.is_empty() {
-                    s.push_str(&format!("  [{}] {}\n", j.level, j.name));
+                    s.push_str(&format!("  [{}] {}\n", j.level, printable(&j.name)));
                 } else {
                     s.push_str(&format!(
                         "  [{}] {} <- {}\n",
                         j.level,
-                        j.name,
-                        needs.join(", ")
+                        printable(&j.name),
+                        printable(&needs.join(", "))
                     ));
                 }
             }

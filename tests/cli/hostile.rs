@@ -479,8 +479,13 @@ fn graph_formats_keep_every_module_apart() {
         );
     }
     // Terminal formats: one line per module, control characters escaped.
-    for format in ["list", "levels"] {
-        let run = terraci(&h, &["graph", "--no-cache", "--format", format]);
+    for args in [
+        &["graph", "--no-cache", "--format", "list"][..],
+        &["graph", "--no-cache", "--format", "levels"],
+        &["generate", "--no-cache", "--dry-run"],
+    ] {
+        let format = args.join(" ");
+        let run = terraci(&h, args);
         let text = String::from_utf8_lossy(&run.stdout).into_owned();
         assert!(text.contains("env/new\\nline"), "{format}:\n{text}");
         assert!(
