@@ -2,7 +2,10 @@
 //!
 //! Input: the project dir, the pattern and `library_modules.paths`, read through `System`.
 //! Output: the [`Discovered`] module directories with their files' bytes, and diagnostics
-//! for what could not be read. Runs outside salsa; the driver turns the result into inputs.
+//! for what could not or may not be read: only regular files inside the project are
+//! opened ([`System::read_confined`]); links leading out, FIFOs, sockets, devices
+//! (`unsafe-path`), oversized files (`file-too-large`) and names that are not UTF-8
+//! (`unsafe-name`) are reported instead. Runs outside salsa; the driver turns the result into inputs.
 //! Invalidated by any directory or file creation/removal (the watcher re-runs it).
 
 use std::io;
