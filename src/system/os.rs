@@ -399,6 +399,39 @@ mod tests {
     }
 
     #[test]
+    fn confined_reads_take_regular_files_inside_only() {
+        let (_tmp, root) = dir();
+        let (_out, outside) = dir();
+        std::fs::write(outside.join("secret"), "s3cret").unwrap();
+        std::fs::write(root.join("main.tf"), "inside").unwrap();
+        std::fs::write(root.join("big.tf"), "x".repeat(100)).unwrap();
+        std::os::unix::fs::symlink(root.join("main.tf"), root.join("link.tf")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), root.join("out.tf")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero.tf")).unwrap();
+        let fifo = std::ffi::CString::new(root.join("fifo.tf").as_str()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let policy = ReadPolicy::new(&OsSystem, &root, 50);
+        let read = |name: &str, walked| OsSystem.read_confined(&root.join(name), &policy, walked);
+        for walked in [true, false] {
+            assert_eq!(read("main.tf", walked).unwrap().0, b"inside");
+            assert_eq!(read("link.tf", walked).unwrap().0, b"inside");
+            for name in ["out.tf", "zero.tf", "fifo.tf"] {
+                let err = read(name, walked).unwrap_err();
+                assert!(matches!(err, ReadError::Unsafe(_)), "{name}: {err}");
+            }
+            assert!(matches!(
+                read("big.tf", walked),
+                Err(ReadError::TooLarge { limit: 50 })
+            ));
+        }
+        let err = OsSystem
+            .read_confined(&outside.join("secret"), &policy, false)
+            .unwrap_err();
+        assert!(matches!(err, ReadError::Unsafe(_)), "{err}");
+    }
+
+    #[test]
     fn a_replaced_file_keeps_its_mode() {
         use std::os::unix::fs::PermissionsExt as _;
         let (_tmp, dir) = dir();
