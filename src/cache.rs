@@ -67,6 +67,49 @@ impl CacheSettings {
     fn file(&self) -> Utf8PathBuf {
         self.dir.join(FILE_NAME)
     }
+
+    /// Refuses a cache dir that is not terraci's own: the project directory or one
+    /// above it, or a directory holding anything terraci does not write there (the fact
+    /// cache, the run record, their temp files and a `.gitignore` of `*`). Writing the
+    /// cache replaces `.gitignore` with `*`: in the project dir that hid every module
+    /// from later runs.
+    pub fn check(&self, system: &dyn System, root: &Utf8Path) -> Result<(), String> {
+        let real = |p: &Utf8Path| system.canonicalize(p).unwrap_or_else(|_| p.to_owned());
+        let (dir, project) = (real(&self.dir), real(root));
+        if project.starts_with(&dir) {
+            return Err(format!(
+                "the cache dir `{}` is the project directory or holds it; \
+                 pick a directory of its own (default .terraci/cache)",
+                self.dir
+            ));
+        }
+        let Ok(entries) = system.read_dir(&self.dir) else {
+            // Missing: created on the first write.
+            return Ok(());
+        };
+        let ours = |name: &str| {
+            [FILE_NAME, crate::replay::FILE_NAME, ".gitignore"]
+                .iter()
+                .any(|f| {
+                    name == *f || (name.starts_with(&format!(".{f}.")) && name.ends_with(".tmp"))
+                })
+        };
+        for entry in entries {
+            let foreign = !ours(&entry.name)
+                || !matches!(entry.kind, crate::system::EntryKind::File)
+                || (entry.name == ".gitignore"
+                    && system.read(&self.dir.join(".gitignore")).ok().as_deref() != Some(b"*\n"));
+            if foreign {
+                return Err(format!(
+                    "the cache dir `{}` holds `{}`, which terraci did not write; \
+                     pick a directory of its own (default .terraci/cache)",
+                    self.dir,
+                    crate::escape::printable(&entry.name)
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One cached file: what it was, and where its encoded facts are in the blob.

@@ -42,6 +42,9 @@ pub struct GlobalArgs {
     /// Fact cache directory (default: .terraci/cache in the project dir)
     #[arg(long, global = true, env = "TERRACI_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<Utf8PathBuf>,
+    /// Largest file terraci reads, in bytes; larger ones are a `file-too-large` error
+    #[arg(long, global = true, env = "TERRACI_MAX_FILE_SIZE", value_name = "BYTES", default_value_t = crate::system::DEFAULT_MAX_FILE_SIZE)]
+    pub max_file_size: u64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use salsa::Setter as _;
 
 use crate::files::{ExtraDir, ExtraFile, FileContents};
-use crate::system::{EntryKind, System};
+use crate::system::{EntryKind, ReadError, ReadPolicy, System};
 
 /// The database trait every query is written against.
 #[salsa::db]
@@ -37,8 +37,9 @@ pub struct Database {
     storage: salsa::Storage<Self>,
     /// Names of the queries that executed, when logging is on (tests of incrementality).
     log: Arc<Mutex<Option<Vec<String>>>>,
-    /// Where [`Db::extra_file`] reads; `None` in databases built without a system.
-    system: Option<Arc<dyn System>>,
+    /// Where [`Db::extra_file`] reads, and what it may read there; `None` in databases
+    /// built without a system.
+    system: Option<(Arc<dyn System>, ReadPolicy)>,
     extra: Arc<Mutex<Extra>>,
     /// The last identity index that [`crate::resolve::sync_owners`] found equal to the
     /// project's owners input (compared by address next time).
@@ -73,12 +74,17 @@ impl Default for Database {
 }
 
 impl Database {
-    /// A database whose filesystem functions read through `system`.
-    pub fn with_system(system: Arc<dyn System>) -> Database {
+    /// A database whose filesystem functions read through `system`, only what `policy`
+    /// allows (the repository: `file("/etc/shadow")` reads nothing).
+    pub fn with_system(system: Arc<dyn System>, policy: ReadPolicy) -> Database {
         Database {
-            system: Some(system),
+            system: Some((system, policy)),
             ..Database::default()
         }
+    }
+
+    fn reader(&self) -> Option<(&dyn System, &ReadPolicy)> {
+        self.system.as_ref().map(|(s, p)| (&**s, p))
     }
 
     /// Starts recording which queries execute.
@@ -126,7 +132,7 @@ impl Database {
         let mut changed = Vec::new();
         for file in files {
             let path = file.path(self).clone();
-            let now = read_extra_file(self.system.as_deref(), &path);
+            let now = read_extra_file(self.reader(), &path);
             if file.contents(self) != &now {
                 file.set_contents(self).to(now);
                 changed.push(path);
@@ -134,7 +140,7 @@ impl Database {
         }
         for dir in dirs {
             let path = dir.path(self).clone();
-            let now = list_extra_dir(self.system.as_deref(), &path);
+            let now = list_extra_dir(self.reader(), &path);
             if dir.files(self) != &now {
                 dir.set_files(self).to(now);
                 changed.push(path);
@@ -144,23 +150,45 @@ impl Database {
     }
 }
 
-fn read_extra_file(system: Option<&dyn System>, path: &Utf8Path) -> Option<FileContents> {
-    let system = system?;
+/// What `file()` and friends see at `path`: nothing outside the policy's root (not even
+/// whether it exists), and no contents from a special file or a link leading out.
+fn read_extra_file(
+    system: Option<(&dyn System, &ReadPolicy)>,
+    path: &Utf8Path,
+) -> Option<FileContents> {
+    let (system, policy) = system?;
+    if !policy.lexically_inside(path) {
+        return Some(FileContents::Unreadable(format!(
+            "it is outside the repository (`{}`)",
+            policy.root
+        )));
+    }
     if !system.is_file(path) {
         return None;
     }
-    Some(match system.read(path) {
-        Ok(bytes) => FileContents::from_bytes(bytes),
-        Err(err) => FileContents::Unreadable(err.to_string()),
+    Some(match system.read_confined(path, policy, false) {
+        Ok((bytes, _)) => FileContents::from_bytes(bytes),
+        Err(err @ (ReadError::Unsafe(_) | ReadError::TooLarge { .. })) => {
+            FileContents::Unreadable(format!("not read: {err}"))
+        }
+        Err(ReadError::Io(err)) => FileContents::Unreadable(err.to_string()),
     })
 }
 
-/// Files below `dir`, recursively, skipping nothing: `fileset` sees what Terraform sees.
-/// Symlinked directories are not followed, so a link loop cannot hang the walk.
-fn list_extra_dir(system: Option<&dyn System>, dir: &Utf8Path) -> Vec<String> {
-    let Some(system) = system else {
+/// Files below `dir`, recursively, skipping nothing: `fileset` sees what Terraform sees,
+/// inside the repository (a directory outside it lists nothing). Symlinked directories
+/// are not followed, so a link loop cannot hang the walk nor lead it out.
+fn list_extra_dir(system: Option<(&dyn System, &ReadPolicy)>, dir: &Utf8Path) -> Vec<String> {
+    let Some((system, policy)) = system else {
         return Vec::new();
     };
+    let inside = policy.lexically_inside(dir)
+        && system
+            .canonicalize(dir)
+            .is_ok_and(|real| real.starts_with(&policy.canonical_root));
+    if !inside {
+        return Vec::new();
+    }
     let mut out = Vec::new();
     let mut stack = vec![String::new()];
     while let Some(rel) = stack.pop() {
@@ -180,8 +208,10 @@ fn list_extra_dir(system: Option<&dyn System>, dir: &Utf8Path) -> Vec<String> {
             };
             match entry.kind {
                 EntryKind::Dir => stack.push(child),
-                EntryKind::File | EntryKind::Symlink { to_dir: false } => out.push(child),
-                EntryKind::Symlink { to_dir: true } => {}
+                EntryKind::File
+                | EntryKind::Symlink { to_dir: false }
+                | EntryKind::Special { .. } => out.push(child),
+                EntryKind::Symlink { to_dir: true } | EntryKind::NotUtf8 => {}
             }
         }
     }
@@ -204,7 +234,7 @@ impl Db for Database {
         if let Some(file) = extra.files.get(path) {
             return *file;
         }
-        let contents = read_extra_file(self.system.as_deref(), path);
+        let contents = read_extra_file(self.reader(), path);
         let file = ExtraFile::new(self, path.to_owned(), contents);
         extra.files.insert(path.to_owned(), file);
         file
@@ -218,7 +248,7 @@ impl Db for Database {
         if let Some(dir) = extra.dirs.get(path) {
             return *dir;
         }
-        let files = list_extra_dir(self.system.as_deref(), path);
+        let files = list_extra_dir(self.reader(), path);
         let dir = ExtraDir::new(self, path.to_owned(), files);
         extra.dirs.insert(path.to_owned(), dir);
         dir

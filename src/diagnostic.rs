@@ -116,39 +116,56 @@ impl Diagnostic {
     }
 
     /// `warning[code]: file:line:col: message`, then the source line and a caret.
+    /// Repository text (paths, the message's values, the source line) is printed with
+    /// control characters escaped, and the source line only as a [`SNIPPET_CHARS`]-wide
+    /// window around the column: a minified 50 MB line prints a line, not 50 MB.
     pub fn render_human(&self, source_line: Option<&str>) -> String {
+        use crate::escape::printable;
         let mut out = format!("{}[{}]: ", self.severity.as_str(), self.code);
         match (&self.file, self.line, self.column) {
             (Some(f), Some(l), Some(c)) => {
-                let _ = write!(out, "{f}:{l}:{c}: ");
+                let _ = write!(out, "{}:{l}:{c}: ", printable(f));
             }
             (Some(f), Some(l), None) => {
-                let _ = write!(out, "{f}:{l}: ");
+                let _ = write!(out, "{}:{l}: ", printable(f));
             }
             (Some(f), _, _) => {
-                let _ = write!(out, "{f}: ");
+                let _ = write!(out, "{}: ", printable(f));
             }
             (None, _, _) => {
                 if let Some(m) = &self.module {
-                    let _ = write!(out, "{m}: ");
+                    let _ = write!(out, "{}: ", printable(m));
                 }
             }
         }
-        out.push_str(&self.message);
+        out.push_str(&bounded(&printable(&self.message), MESSAGE_CHARS));
         out.push('\n');
         if let (Some(src), Some(line), Some(col)) = (source_line, self.line, self.column) {
             let gutter = line.to_string();
             let pad = " ".repeat(gutter.len());
+            let (shown, caret_pad) = crate::escape::snippet(
+                src.trim_end(),
+                col.saturating_sub(1) as usize,
+                SNIPPET_CHARS,
+            );
             let _ = writeln!(out, "{pad} |");
-            let _ = writeln!(out, "{gutter} | {}", src.trim_end());
-            let caret_pad: String = src
-                .chars()
-                .take(col.saturating_sub(1) as usize)
-                .map(|c| if c == '\t' { '\t' } else { ' ' })
-                .collect();
+            let _ = writeln!(out, "{gutter} | {shown}");
             let _ = writeln!(out, "{pad} | {caret_pad}^");
         }
         out
+    }
+}
+
+/// The widest window of a source line that a printed diagnostic shows.
+pub const SNIPPET_CHARS: usize = 160;
+/// The longest message printed; the rest is cut (values from files can be long).
+pub const MESSAGE_CHARS: usize = 1000;
+
+/// `s` cut to `max` characters, with `...` where it was cut.
+fn bounded(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}...", &s[..at]).into(),
+        None => s.into(),
     }
 }
 
@@ -178,4 +195,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("unused-dependency-rule", "a `dependencies.add`/`ignore` rule names no module or no found edge"),
     ("ignored-dependency", "info (-v): a found edge is dropped by `dependencies.ignore`"),
     ("unknown-module-count", "info (-v): a module call's count is unknown; its remote_state blocks are read as for one instance"),
+    ("unsafe-path", "a symlink that leaves the project (or repository), a device, FIFO or socket: never opened"),
+    ("unsafe-name", "a module path that cannot be written safely: not UTF-8, or `${{` in a GitHub workflow; the module gets no jobs"),
+    ("file-too-large", "a file over the size bound (`--max-file-size`, default 16 MiB) is not read"),
 ];

@@ -2,7 +2,10 @@
 //!
 //! Input: the project dir, the pattern and `library_modules.paths`, read through `System`.
 //! Output: the [`Discovered`] module directories with their files' bytes, and diagnostics
-//! for what could not be read. Runs outside salsa; the driver turns the result into inputs.
+//! for what could not or may not be read: only regular files inside the project are
+//! opened ([`System::read_confined`]); links leading out, FIFOs, sockets, devices
+//! (`unsafe-path`), oversized files (`file-too-large`) and names that are not UTF-8
+//! (`unsafe-name`) are reported instead. Runs outside salsa; the driver turns the result into inputs.
 //! Invalidated by any directory or file creation/removal (the watcher re-runs it).
 
 use std::collections::BTreeMap;
@@ -15,7 +18,7 @@ use rayon::prelude::*;
 use crate::config::Pattern;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::files::{FileContents, FileKind, ModuleInfo, Role};
-use crate::system::{DirEntry, EntryKind, Stamp, System};
+use crate::system::{DirEntry, EntryKind, ReadError, ReadPolicy, Stamp, System};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscoveredFile {
@@ -41,32 +44,34 @@ pub struct Discovered {
 }
 
 /// Walks `root` and returns every module directory, libraries included, with the bytes
-/// of its files (read on all cores).
+/// of its files (read on all cores, as `policy` allows).
 pub fn discover_modules(
     system: &dyn System,
-    root: &Utf8Path,
+    policy: &ReadPolicy,
     pattern: &Pattern,
     library_paths: &[String],
 ) -> Discovered {
-    discover_in(system, root, walk(system, root), pattern, library_paths)
+    let layout = walk(system, &policy.root);
+    discover_in(system, policy, layout, pattern, library_paths)
 }
 
-/// [`discover_modules`] over a walk already made of `root`.
+/// [`discover_modules`] over a walk already made of `policy.root`.
 pub fn discover_in(
     system: &dyn System,
-    root: &Utf8Path,
+    policy: &ReadPolicy,
     layout: Layout,
     pattern: &Pattern,
     library_paths: &[String],
 ) -> Discovered {
+    let root = &policy.root;
     let paths: Vec<&str> = layout.files().collect();
     // Decoding (UTF-8 check and the copy into the shared text) happens on the workers too.
-    let read: Vec<io::Result<(FileContents, Option<Stamp>)>> = paths
+    let read: Vec<Result<(FileContents, Option<Stamp>), ReadError>> = paths
         .par_iter()
         .with_min_len(32)
         .map(|path| {
             system
-                .read_stamped(&root.join(path))
+                .read_confined(&root.join(path), policy, true)
                 .map(|(bytes, stamp)| (FileContents::from_bytes(bytes), stamp))
         })
         .collect();
@@ -82,14 +87,7 @@ pub fn discover_in(
                     let (contents, stamp) = match read.next().expect("one result per file") {
                         Ok(read) => read,
                         Err(err) => {
-                            diagnostics.push(
-                                Diagnostic::new(
-                                    Severity::Error,
-                                    "unreadable-path",
-                                    format!("cannot read file: {err}"),
-                                )
-                                .with_file(path.clone()),
-                            );
+                            diagnostics.push(read_diagnostic(&err).with_file(path.clone()));
                             (FileContents::Unreadable(err.to_string()), None)
                         }
                     };
@@ -105,6 +103,23 @@ pub fn discover_in(
         })
         .collect();
     assemble(module_dirs, diagnostics, pattern, library_paths)
+}
+
+/// The diagnostic for a file [`System::read_confined`] did not read.
+pub fn read_diagnostic(err: &ReadError) -> Diagnostic {
+    match err {
+        ReadError::Unsafe(why) => Diagnostic::error(
+            "unsafe-path",
+            format!("not read: {why}; terraci reads only regular files inside the project"),
+        ),
+        ReadError::TooLarge { limit } => Diagnostic::error(
+            "file-too-large",
+            format!("not read: the file is larger than {limit} bytes (`--max-file-size`)"),
+        ),
+        ReadError::Io(err) => {
+            Diagnostic::error("unreadable-path", format!("cannot read file: {err}"))
+        }
+    }
 }
 
 /// What the walk found: module directories (sorted) with the paths and kinds of the
@@ -134,6 +149,7 @@ type Listing = (io::Result<Vec<DirEntry>>, Option<Vec<u8>>);
 pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
     let mut out = Layout::default();
     let mut ignores = IgnoreRules::default();
+    let policy = ReadPolicy::new(system, root, crate::system::DEFAULT_MAX_FILE_SIZE);
     let mut level: Vec<String> = vec![String::new()];
     while !level.is_empty() {
         let listed: Vec<Listing> = level
@@ -147,10 +163,23 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
                 };
                 match system.read_dir(&abs) {
                     Ok(entries) => {
+                        // Read as a Terraform file is: a FIFO or a link out of the project
+                        // named `.gitignore` is not opened (and then ignores nothing).
                         let gitignore = entries
                             .iter()
-                            .any(|e| e.name == ".gitignore")
-                            .then(|| system.read(&abs.join(".gitignore")).ok())
+                            .any(|e| {
+                                e.name == ".gitignore"
+                                    && matches!(
+                                        e.kind,
+                                        EntryKind::File | EntryKind::Symlink { to_dir: false }
+                                    )
+                            })
+                            .then(|| {
+                                system
+                                    .read_confined(&abs.join(".gitignore"), &policy, true)
+                                    .ok()
+                                    .map(|(bytes, _)| bytes)
+                            })
                             .flatten();
                         (Ok(entries), gitignore)
                     }
@@ -179,6 +208,41 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
                 if entry.name.starts_with('.') {
                     continue;
                 }
+                let shown = || {
+                    let child = if rel.is_empty() {
+                        entry.name.clone()
+                    } else {
+                        format!("{rel}/{}", entry.name)
+                    };
+                    crate::escape::printable(&child).into_owned()
+                };
+                match entry.kind {
+                    EntryKind::NotUtf8 => {
+                        out.diagnostics.push(Diagnostic::error(
+                            "unsafe-name",
+                            format!(
+                                "`{}` is skipped: its name is not UTF-8, which module ids \
+                                 and pipelines cannot hold",
+                                shown()
+                            ),
+                        ));
+                        continue;
+                    }
+                    EntryKind::Special { what } if FileKind::of(&entry.name).is_some() => {
+                        out.diagnostics.push(
+                            Diagnostic::error(
+                                "unsafe-path",
+                                format!(
+                                    "not read: {what}, not a regular file; terraci reads \
+                                     only regular files inside the project"
+                                ),
+                            )
+                            .with_file(shown()),
+                        );
+                        continue;
+                    }
+                    _ => {}
+                }
                 let child = if rel.is_empty() {
                     entry.name.clone()
                 } else {
@@ -193,7 +257,9 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
                 }
                 match entry.kind {
                     EntryKind::Dir => next.push(child),
-                    EntryKind::Symlink { to_dir: true } => {}
+                    EntryKind::Symlink { to_dir: true }
+                    | EntryKind::Special { .. }
+                    | EntryKind::NotUtf8 => {}
                     EntryKind::File | EntryKind::Symlink { to_dir: false } => {
                         if let Some(kind) = FileKind::of(&entry.name) {
                             files.push((child, kind));
@@ -494,7 +560,12 @@ mod tests {
             fs.write_file(f, "");
         }
         let pattern = Pattern::parse("{service}/{environment}/{region}/{module}").unwrap();
-        let d = discover_modules(&fs, "/p".into(), &pattern, &["_modules".into()]);
+        let d = discover_modules(
+            &fs,
+            &ReadPolicy::new(&fs, "/p".into(), 1 << 20),
+            &pattern,
+            &["_modules".into()],
+        );
         assert_eq!(
             ids(&d),
             [
@@ -524,7 +595,12 @@ mod tests {
         fs.write_file("/p/c/d/main.tf", "");
         fs.write_file("/p/c/e/d/main.tf", "");
         let pattern = Pattern::parse("{module}").unwrap();
-        let d = discover_modules(&fs, "/p".into(), &pattern, &[]);
+        let d = discover_modules(
+            &fs,
+            &ReadPolicy::new(&fs, "/p".into(), 1 << 20),
+            &pattern,
+            &[],
+        );
         assert_eq!(ids(&d), ["a", "c/e/d"]);
         let names: Vec<&str> = d.modules[0].files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(names, ["a/main.tf"]);
@@ -537,7 +613,12 @@ mod tests {
         fs.write_file("/p/a/main.tofu", "");
         fs.write_file("/p/a/other.tf", "");
         let pattern = Pattern::parse("{module}").unwrap();
-        let d = discover_modules(&fs, "/p".into(), &pattern, &[]);
+        let d = discover_modules(
+            &fs,
+            &ReadPolicy::new(&fs, "/p".into(), 1 << 20),
+            &pattern,
+            &[],
+        );
         let names: Vec<&str> = d.modules[0].files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(names, ["a/main.tofu", "a/other.tf"]);
     }

@@ -95,6 +95,14 @@ pub struct PlanOptions {
     pub plan_only: bool,
     /// With `plan_only`: plan jobs do not wait for each other.
     pub parallel_plans: bool,
+    /// No jobs for modules whose id holds `${{`: GitHub evaluates that as an expression
+    /// wherever it appears, and there is no way to escape it.
+    pub refuse_expressions: bool,
+}
+
+/// Whether GitHub would evaluate part of `s` as an expression.
+pub fn holds_expression(s: &str) -> bool {
+    s.contains("${{")
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -423,6 +431,7 @@ mod tests {
             PlanOptions {
                 plan_only: true,
                 parallel_plans: false,
+                ..PlanOptions::default()
             },
         );
         assert_eq!(summary(&p), ["0 plan-a <- []", "1 plan-b <- [plan-a]"]);
@@ -431,6 +440,7 @@ mod tests {
             PlanOptions {
                 plan_only: true,
                 parallel_plans: true,
+                ..PlanOptions::default()
             },
         );
         assert_eq!(summary(&p), ["0 plan-a <- []", "0 plan-b <- []"]);
@@ -492,7 +502,8 @@ pub fn job_plan(
         let Some(names) = names.modules.get(i) else {
             continue;
         };
-        if filters.allows(id, &names.components) {
+        let refused = selection.plan_options(db).refuse_expressions && holds_expression(id);
+        if !refused && filters.allows(id, &names.components) {
             node_of[i] = Some(targets.len() as u32);
             targets.push(i);
         }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod db;
 pub mod diagnostic;
 pub mod discover;
+pub mod escape;
 pub mod eval;
 pub mod exec;
 pub mod facts;

@@ -33,7 +33,7 @@ use crate::system::{Stamp, System};
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
 const FORMAT: u64 = 2;
-const FILE_NAME: &str = "run.bin";
+pub(crate) const FILE_NAME: &str = "run.bin";
 
 /// The environment variables that `generate` reads (provider selection).
 pub const ENV_VARS: [&str; 4] = [
@@ -103,16 +103,22 @@ impl RunKey {
         // (taken before these reads) make any write after this point another key, so a
         // run that read a newer version is never found under this one.
         let mut inputs = Vec::new();
-        for path in config_file
-            .into_iter()
-            .chain(var_files.iter().map(|p| p.as_path()))
-        {
+        let configs = config_file.into_iter().map(|p| (p, true));
+        for (path, is_config) in configs.chain(var_files.iter().map(|p| (p.as_path(), false))) {
             put_str(&mut bytes, path.as_str());
             let abs = system.absolute(path).ok()?;
             let stamp = system.stamp(&abs)?;
             put_stamp(&mut bytes, &stamp);
             inputs.push(stamp);
-            match system.read(&abs) {
+            // The config is the repository's: read only as the run itself will read it.
+            let read = if is_config {
+                crate::config::read_config_bytes(system, &abs)
+                    .map(|(bytes, _)| bytes)
+                    .map_err(|_| ())
+            } else {
+                system.read(&abs).map_err(|_| ())
+            };
+            match read {
                 Ok(content) => {
                     put_u64(&mut bytes, content.len() as u64);
                     bytes.extend_from_slice(&content);

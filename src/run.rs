@@ -121,6 +121,8 @@ pub struct Workspace {
     pub db: Database,
     pub project: Project,
     pub root: Utf8PathBuf,
+    /// What discovery may read: regular files inside `root`.
+    pub policy: crate::system::ReadPolicy,
     pub config: LoadedConfig,
     /// Project-relative path -> file input.
     pub files: BTreeMap<String, File>,
@@ -165,9 +167,10 @@ pub fn load_workspace_overlapped(
         .map_err(|e| fail(exit::ERROR, e.to_string()))?;
     let mut diagnostics = config_diagnostics(&config);
     let layout = layout.unwrap_or_else(|| walk(system, &root));
+    let policy = crate::system::ReadPolicy::new(system, &root, global.max_file_size);
     let discovered = discover_in(
         system,
-        &root,
+        &policy,
         layout,
         &config.pattern,
         &config.config.library_modules.paths,
@@ -175,7 +178,12 @@ pub fn load_workspace_overlapped(
     diagnostics.extend(discovered.diagnostics);
 
     let eval_settings = eval_settings(system, eval)?;
-    let mut db = Database::with_system(system.shared());
+    let repository = crate::system::ReadPolicy::new(
+        system,
+        &crate::vcs::repository_root(system, &root),
+        global.max_file_size,
+    );
+    let mut db = Database::with_system(system.shared(), repository);
     let mut files = BTreeMap::new();
     let mut modules = BTreeMap::new();
     let stamps = discovered
@@ -197,6 +205,11 @@ pub fn load_workspace_overlapped(
     .new(&db);
     let cache =
         crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
+    if let Some(settings) = &cache {
+        settings
+            .check(system, &root)
+            .map_err(|why| fail(exit::ERROR, why))?;
+    }
     let mut notices = Vec::new();
     if let Some(settings) = &cache {
         notices.extend(crate::cache::attach(&db, system, settings));
@@ -216,6 +229,7 @@ pub fn load_workspace_overlapped(
         db,
         project,
         root,
+        policy,
         config,
         files,
         modules,
@@ -520,6 +534,26 @@ impl Workspace {
         Ok(())
     }
 
+    /// An `unsafe-name` error for each root module that gets no GitHub jobs because its
+    /// id holds `${{` ([`crate::ir::holds_expression`]).
+    pub fn refused_for_expressions(&self) -> Vec<Diagnostic> {
+        let db = &self.db;
+        self.project
+            .modules(db)
+            .iter()
+            .map(|m| m.info(db))
+            .filter(|i| i.is_root() && crate::ir::holds_expression(&i.id))
+            .map(|i| {
+                Diagnostic::error(
+                    "unsafe-name",
+                    "the module gets no jobs: its path holds `${{`, which GitHub evaluates \
+                     as an expression and which cannot be escaped; rename the directory",
+                )
+                .with_module(i.id.clone())
+            })
+            .collect()
+    }
+
     pub fn graph_view(&self, diagnostics: Vec<Diagnostic>) -> GraphView {
         let db = &self.db;
         let graph = dependency_graph(db, self.project);
@@ -599,8 +633,8 @@ impl Workspace {
 pub fn cycle_text(cycles: &[Vec<String>]) -> String {
     let mut out = String::from("circular dependency detected");
     for c in cycles {
-        let mut path = c.clone();
-        path.push(c[0].clone());
+        let mut path: Vec<_> = c.iter().map(|m| crate::escape::printable(m)).collect();
+        path.push(crate::escape::printable(&c[0]));
         out.push_str("\n  ");
         out.push_str(&path.join(" -> "));
     }
@@ -668,6 +702,7 @@ fn replay_key(
     let root = project_dir(system, global).ok()?;
     let settings =
         crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref())?;
+    settings.check(system, &root).ok()?;
     let config = find_config_file(system, &root, global.config.as_deref());
     crate::replay::RunKey::new(
         system,
@@ -762,6 +797,7 @@ pub fn plan_options(
     PlanOptions {
         plan_only: args.plan_only || provider.config_plan_only(config),
         parallel_plans: args.parallel_plans,
+        refuse_expressions: provider == crate::render::Provider::Github,
     }
 }
 
@@ -807,6 +843,9 @@ pub fn build_pipeline(
     let selection = request.selection;
     let affected = crate::changes::affected(&ws.db, ws.project, selection);
     diagnostics.extend(ws.finish_diagnostics(affected.diagnostics.iter().cloned()));
+    if selection.plan_options(&ws.db).refuse_expressions {
+        diagnostics.extend(ws.refused_for_expressions());
+    }
     let plan = match job_plan(&ws.db, ws.project, selection) {
         Ok(plan) => plan,
         Err(e) => {
@@ -902,26 +941,32 @@ fn dry_run_report(
         }
         OutputFormat::Yaml => {
             let mut s = String::new();
+            // Text for a terminal: control characters in names are escaped.
+            use crate::escape::printable;
             let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
             s.push_str(&format!("modules: {}\n", graph.modules.len()));
             if let Some(files) = changed_files_list {
                 s.push_str(&format!("changed files: {}\n", files.len()));
                 for f in files {
-                    s.push_str(&format!("  {f}\n"));
+                    s.push_str(&format!("  {}\n", printable(f)));
                 }
                 let changed = &affected.changed_modules;
                 s.push_str(&format!("changed modules: {}\n", changed.len()));
                 for m in changed {
-                    s.push_str(&format!("  {m}\n"));
+                    s.push_str(&format!("  {}\n", printable(m)));
                 }
             }
             s.push_str(&format!("affected: {}\n", targets.len()));
             for (id, reasons) in &affected.affected {
                 if targets.contains(id.as_str()) {
                     if reasons.is_empty() {
-                        s.push_str(&format!("  {id}\n"));
+                        s.push_str(&format!("  {}\n", printable(id)));
                     } else {
-                        s.push_str(&format!("  {id}: {}\n", reasons.join("; ")));
+                        s.push_str(&format!(
+                            "  {}: {}\n",
+                            printable(id),
+                            printable(&reasons.join("; "))
+                        ));
                     }
                 }
             }
@@ -930,13 +975,13 @@ fn dry_run_report(
             for j in plan.jobs.iter() {
                 let needs: Vec<&str> = j.needs.iter().map(|n| &*n.job).collect();
                 if needs.is_empty() {
-                    s.push_str(&format!("  [{}] {}\n", j.level, j.name));
+                    s.push_str(&format!("  [{}] {}\n", j.level, printable(&j.name)));
                 } else {
                     s.push_str(&format!(
                         "  [{}] {} <- {}\n",
                         j.level,
-                        j.name,
-                        needs.join(", ")
+                        printable(&j.name),
+                        printable(&needs.join(", "))
                     ));
                 }
             }
@@ -1061,7 +1106,8 @@ fn explain(
     let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
     for (id, reasons) in &affected.affected {
         if targets.contains(id.as_str()) {
-            writeln!(out, "{id}: {}", reasons.join("; "))?;
+            let reasons = crate::escape::printable(&reasons.join("; ")).into_owned();
+            writeln!(out, "{}: {reasons}", crate::escape::printable(id))?;
         }
     }
     Ok(())

@@ -30,6 +30,7 @@ pub fn global_args() -> GlobalArgs {
         log_level: "warn".into(),
         no_cache: true,
         cache_dir: None,
+        max_file_size: crate::system::DEFAULT_MAX_FILE_SIZE,
     }
 }
 

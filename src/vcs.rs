@@ -431,6 +431,19 @@ fn insert(paths: &mut BTreeSet<String>, path: &BStr) {
     paths.insert(path.to_str_lossy().into_owned());
 }
 
+/// The root of the git work tree holding `project` (the nearest directory at or above it
+/// with a `.git`), else `project` itself: filesystem functions read inside it.
+pub fn repository_root(system: &dyn crate::system::System, project: &Utf8Path) -> Utf8PathBuf {
+    project
+        .ancestors()
+        .find(|dir| {
+            let git = dir.join(".git");
+            system.is_dir(&git) || system.is_file(&git)
+        })
+        .unwrap_or(project)
+        .to_owned()
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)]
 mod tests {

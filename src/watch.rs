@@ -401,17 +401,19 @@ impl<'a> Watch<'a> {
             if FileKind::of(name).is_some() {
                 let exists = self.system.is_file(path);
                 match (self.ws.files.get(rel.as_str()), exists) {
-                    (Some(&file), true) => match self.system.read(path) {
-                        Ok(bytes) => {
-                            let now = FileContents::from_bytes(bytes);
-                            if *file.contents(&self.ws.db) != now {
-                                edits.push((file, now));
-                                applied.touched.push((shown, Change::Changed, false));
+                    (Some(&file), true) => {
+                        match self.system.read_confined(path, &self.ws.policy, true) {
+                            Ok((bytes, _)) => {
+                                let now = FileContents::from_bytes(bytes);
+                                if *file.contents(&self.ws.db) != now {
+                                    edits.push((file, now));
+                                    applied.touched.push((shown, Change::Changed, false));
+                                }
                             }
+                            // Discovery reports it with the reason.
+                            Err(_) => rediscover = true,
                         }
-                        // Discovery reports it with the reason.
-                        Err(_) => rediscover = true,
-                    },
+                    }
                     (Some(_), false) => {
                         rediscover = true;
                         applied.touched.push((shown, Change::Removed, false));
@@ -532,7 +534,7 @@ impl<'a> Watch<'a> {
         let ws = &mut self.ws;
         let discovered = discover_modules(
             self.system,
-            &ws.root,
+            &ws.policy,
             &ws.config.pattern,
             &ws.config.config.library_modules.paths,
         );
@@ -745,11 +747,13 @@ impl<'a> Watch<'a> {
     }
 
     /// Project-relative for paths inside the project, else as they are.
+    /// `path` as the status line shows it: project-relative, control characters escaped.
     fn display(&self, path: &Utf8Path) -> String {
-        match path.strip_prefix(&self.ws.root) {
-            Ok(rel) => rel.to_string(),
-            Err(_) => path.to_string(),
-        }
+        let shown = match path.strip_prefix(&self.ws.root) {
+            Ok(rel) => rel.as_str(),
+            Err(_) => path.as_str(),
+        };
+        crate::escape::printable(shown).into_owned()
     }
 }
 

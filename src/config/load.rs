@@ -48,6 +48,19 @@ pub fn find_config_file(
         .find(|p| system.is_file(p))
 }
 
+/// The config file's bytes, read as a Terraform file is but confined to the directory it
+/// is in: a committed `.terraci.yaml` that links to /proc/self/environ or /dev/zero, or a
+/// FIFO, is refused without being opened (a parse error would quote what it read).
+pub fn read_config_bytes(
+    system: &dyn System,
+    path: &Utf8Path,
+) -> Result<(Vec<u8>, Option<crate::system::Stamp>), crate::system::ReadError> {
+    let abs = system.absolute(path)?;
+    let dir = abs.parent().unwrap_or(&abs);
+    let policy = crate::system::ReadPolicy::new(system, dir, crate::system::DEFAULT_MAX_FILE_SIZE);
+    system.read_confined(&abs, &policy, false)
+}
+
 /// Reads and validates the config; `None` means built-in defaults.
 pub fn load_config(
     system: &dyn System,
@@ -56,9 +69,12 @@ pub fn load_config(
     let Some(path) = path else {
         return finish(Config::default(), None, Vec::new());
     };
-    let bytes = system.read(path).map_err(|source| ConfigError::Read {
+    let (bytes, _) = read_config_bytes(system, path).map_err(|err| ConfigError::Read {
         path: path.to_owned(),
-        source,
+        source: match err {
+            crate::system::ReadError::Io(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        },
     })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| ConfigError::Invalid(format!("{path}: the file is not valid UTF-8")))?;
@@ -78,6 +94,12 @@ fn finish(
             config.structure.pattern
         ))
     })?;
+    if let Some(name) = config.execution.env.keys().find(|k| !super::is_env_name(k)) {
+        return Err(ConfigError::Invalid(format!(
+            "execution.env: {}",
+            super::env_name_error(name)
+        )));
+    }
     for name in config.extensions.ignored_sections() {
         warnings.push(format!(
             "extensions.{name} is a TerraCi plugin that terraci does not implement; the section is ignored"

@@ -9,7 +9,8 @@ mod pattern;
 mod schema;
 
 pub use load::{
-    find_config_file, load_config, parse_config, ConfigError, LoadedConfig, CONFIG_FILE_NAMES,
+    find_config_file, load_config, parse_config, read_config_bytes, ConfigError, LoadedConfig,
+    CONFIG_FILE_NAMES,
 };
 pub use pattern::Pattern;
 pub use schema::config_schema;
@@ -282,6 +283,35 @@ fn scalar_map_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// A map whose values may be written as YAML strings, numbers or booleans
 /// (`TF_INPUT: false`); they are kept as the strings a CI variable holds.
+/// Whether `name` can name an environment variable in every place terraci writes one
+/// (a shell `export`, GitLab `variables`, GitHub `env`): a letter or `_`, then letters,
+/// digits and `_`.
+pub fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The message for an invalid variable name.
+pub fn env_name_error(name: &str) -> String {
+    format!(
+        "`{}` is not a valid variable name: use letters, digits and `_`, not starting with a digit",
+        crate::escape::printable(name)
+    )
+}
+
+/// [`scalar_map`] whose keys are variable names ([`is_env_name`]): `env` and
+/// `variables` sections, which reach shells and CI variable tables as names.
+fn env_map<'de, D: serde::Deserializer<'de>>(d: D) -> Result<IndexMap<String, String>, D::Error> {
+    let map = scalar_map(d)?;
+    match map.keys().find(|k| !is_env_name(k)) {
+        Some(bad) => Err(serde::de::Error::custom(env_name_error(bad))),
+        None => Ok(map),
+    }
+}
+
 fn scalar_map<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<IndexMap<String, String>, D::Error> {
@@ -319,7 +349,7 @@ pub struct GitLab {
     /// TerraCi key, reserved there too; accepted.
     pub parallelism: Option<u32>,
     /// Pipeline-level `variables`.
-    #[serde(deserialize_with = "scalar_map")]
+    #[serde(deserialize_with = "env_map")]
     #[schemars(schema_with = "scalar_map_schema")]
     pub variables: IndexMap<String, String>,
     /// GitLab's limit of `needs` per job (default 50).
@@ -398,7 +428,7 @@ pub struct GitLabRule {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_failure: Option<bool>,
     #[serde(
-        deserialize_with = "scalar_map",
+        deserialize_with = "env_map",
         skip_serializing_if = "IndexMap::is_empty"
     )]
     #[schemars(schema_with = "scalar_map_schema")]
@@ -476,7 +506,7 @@ pub struct GitLabJobConfig {
     pub artifacts: Option<GitLabArtifacts>,
     pub tags: Option<Vec<String>>,
     pub rules: Option<Vec<GitLabRule>>,
-    #[serde(deserialize_with = "scalar_map")]
+    #[serde(deserialize_with = "env_map")]
     #[schemars(schema_with = "scalar_map_schema")]
     pub variables: IndexMap<String, String>,
     pub when: Option<GitLabWhen>,
@@ -504,7 +534,7 @@ pub struct GitLabOverwrite {
     pub tags: Option<Vec<String>>,
     #[serde(default)]
     pub rules: Option<Vec<GitLabRule>>,
-    #[serde(default, deserialize_with = "scalar_map")]
+    #[serde(default, deserialize_with = "env_map")]
     #[schemars(schema_with = "scalar_map_schema")]
     pub variables: IndexMap<String, String>,
     #[serde(default)]
@@ -549,7 +579,7 @@ pub struct GitHub {
     /// Adds the setup-terraform / setup-opentofu step (default true).
     pub setup_step: Option<bool>,
     /// Workflow-level `env`.
-    #[serde(deserialize_with = "scalar_map")]
+    #[serde(deserialize_with = "env_map")]
     #[schemars(schema_with = "scalar_map_schema")]
     pub env: IndexMap<String, String>,
     pub permissions: IndexMap<String, String>,
@@ -588,7 +618,7 @@ pub struct GitHubStep {
     #[serde(rename = "working-directory", skip_serializing_if = "Option::is_none")]
     pub working_directory: Option<String>,
     #[serde(
-        deserialize_with = "scalar_map",
+        deserialize_with = "env_map",
         skip_serializing_if = "IndexMap::is_empty"
     )]
     #[schemars(schema_with = "scalar_map_schema")]
@@ -606,7 +636,7 @@ pub struct GitHubStep {
 pub struct GitHubJobConfig {
     pub runs_on: Option<String>,
     pub container: Option<Image>,
-    #[serde(deserialize_with = "scalar_map")]
+    #[serde(deserialize_with = "env_map")]
     #[schemars(schema_with = "scalar_map_schema")]
     pub env: IndexMap<String, String>,
     #[serde(rename = "if")]
@@ -626,7 +656,7 @@ pub struct GitHubOverwrite {
     pub runs_on: Option<String>,
     #[serde(default)]
     pub container: Option<Image>,
-    #[serde(default, deserialize_with = "scalar_map")]
+    #[serde(default, deserialize_with = "env_map")]
     #[schemars(schema_with = "scalar_map_schema")]
     pub env: IndexMap<String, String>,
     #[serde(default, rename = "if")]

@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use camino::Utf8PathBuf;
 
 use super::{ExecOptions, Mode};
+use crate::escape::{printable, sh_cd, sh_word};
 use crate::ir::{Job, JobKind, JobPlan};
 
 pub(super) const PLAN_FILE: &str = "plan.tfplan";
@@ -24,7 +25,7 @@ impl CommandLine {
     pub fn display(&self) -> String {
         std::iter::once(&self.program)
             .chain(&self.args)
-            .map(|s| shell_quote(s))
+            .map(|s| sh_word(s))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -166,14 +167,19 @@ pub(super) fn print_dry_run(
         let needs: Vec<&str> = task.needs.iter().map(|&n| tasks[n].job.as_str()).collect();
         text.push('\n');
         if needs.is_empty() {
-            let _ = writeln!(text, "# {}", task.job);
+            let _ = writeln!(text, "# {}", printable(&task.job));
         } else {
-            let _ = writeln!(text, "# {} (after {})", task.job, needs.join(", "));
+            let _ = writeln!(
+                text,
+                "# {} (after {})",
+                printable(&task.job),
+                printable(&needs.join(", "))
+            );
         }
         text.push_str("(\n");
-        let _ = writeln!(text, "  cd {}", shell_quote(&task.module));
+        let _ = writeln!(text, "  {}", sh_cd(&task.module));
         for (key, value) in &task.env {
-            let _ = writeln!(text, "  export {key}={}", shell_quote(value));
+            let _ = writeln!(text, "  export {key}={}", sh_word(value));
         }
         for command in &task.commands {
             let _ = writeln!(text, "  {}", command.display());
@@ -181,27 +187,4 @@ pub(super) fn print_dry_run(
         text.push_str(")\n");
     }
     out.write_all(text.as_bytes())
-}
-
-/// Quotes `s` for a POSIX shell when it holds anything but safe characters.
-fn shell_quote(s: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
-    if !s.is_empty() && s.chars().all(safe) {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quoting() {
-        assert_eq!(shell_quote("eu-central-1/vpc"), "eu-central-1/vpc");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote(""), "''");
-    }
 }

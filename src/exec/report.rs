@@ -109,7 +109,7 @@ struct Plain<'a>(Lines<'a>);
 impl Progress for Plain<'_> {
     fn event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
         let line = self.0.update(event);
-        writeln!(out, "{line}")
+        writeln!(out, "{}", crate::escape::printable(&line))
     }
 
     fn finish(&mut self) {}
@@ -142,10 +142,11 @@ impl Progress for Terminal<'_> {
     fn event(&mut self, event: &Event, _out: &mut dyn Write) -> io::Result<()> {
         let line = self.lines.update(event);
         if !matches!(event, Event::Started(_)) {
-            self.bar.println(line);
+            self.bar.println(crate::escape::printable(&line));
         }
         self.bar.set_position(self.lines.done as u64);
-        self.bar.set_message(self.lines.status_line());
+        self.bar
+            .set_message(crate::escape::printable(&self.lines.status_line()).into_owned());
         Ok(())
     }
 
@@ -180,7 +181,9 @@ pub(super) fn summary_table(summary: &ExecSummary) -> String {
                 }
                 Status::NotStarted => ("not started".to_owned(), "-".to_owned()),
             };
-            [r.job.clone(), r.module.clone(), status, time]
+            // For a terminal: a name's line breaks would split the row.
+            let cell = |s: &str| crate::escape::printable(s).into_owned();
+            [cell(&r.job), cell(&r.module), cell(&status), time]
         })
         .collect();
     let header = ["JOB", "MODULE", "STATUS", "TIME"].map(String::from);

@@ -317,6 +317,7 @@ fn apply_mode_on_a_plan_only_pipeline_is_an_error() {
         PlanOptions {
             plan_only: true,
             parallel_plans: false,
+            ..PlanOptions::default()
         },
         true,
     );

@@ -23,6 +23,7 @@ use super::{
 use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
 };
+use crate::escape::sh_cd;
 use crate::ir::{Job, JobKind, JobPlan};
 
 /// GitLab's default limit of `needs` entries per job.
@@ -777,8 +778,7 @@ impl<'a> JobWriter<'a> {
         self.write_needs(&mut out, job, warnings);
         out.push_str("  script:\n    -");
         write_str_with(&mut out, 4, |out| {
-            out.push_str("cd ");
-            out.push_str(&job.module);
+            out.push_str(&sh_cd(&job.module));
         });
         out.push_str(&kind.commands);
         self.write_variables(&mut out, job, kind);
@@ -822,7 +822,7 @@ impl<'a> JobWriter<'a> {
         if kind.separate_variables {
             let start = out.len();
             out.push_str("    TF_MODULE_PATH:");
-            write_str(out, 4, &job.module);
+            write_str(out, 4, &literal(&job.module));
             let mut own = true;
             for (segment, value) in job.components.iter() {
                 match self.segment_keys.iter().find(|(s, _)| s == segment) {
@@ -832,7 +832,7 @@ impl<'a> JobWriter<'a> {
                         break;
                     }
                 }
-                write_str(out, 4, value);
+                write_str(out, 4, &literal(value));
             }
             if own {
                 out.push_str(&kind.shared_variables);
@@ -841,7 +841,7 @@ impl<'a> JobWriter<'a> {
             // A component outside the pattern: its key was not checked.
             out.truncate(start);
         }
-        let mut variables = job_variables(self.plan, job);
+        let mut variables = gitlab_job_variables(self.plan, job);
         variables.extend(
             kind.user
                 .variables
@@ -850,6 +850,34 @@ impl<'a> JobWriter<'a> {
         );
         write_variable_entries(out, &variables);
     }
+}
+
+/// A variable value GitLab takes as it is: GitLab expands `$NAME` in `variables`, so a
+/// module directory named `$CI_JOB_TOKEN` would get the token as its path; `$$` is
+/// GitLab's literal `$`.
+fn literal(value: &str) -> std::borrow::Cow<'_, str> {
+    if value.contains('$') {
+        value.replace('$', "$$").into()
+    } else {
+        value.into()
+    }
+}
+
+/// [`job_variables`] with the values that come from the module's path made
+/// [`literal`]; `execution.env` values are the user's, expanded as written.
+fn gitlab_job_variables(plan: &JobPlan, job: &Job) -> IndexMap<String, String> {
+    let mut vars = job_variables(plan, job);
+    vars.insert(
+        "TF_MODULE_PATH".to_owned(),
+        literal(&job.module).into_owned(),
+    );
+    for (segment, value) in job.components.iter() {
+        vars.insert(segment_variable(segment), literal(value).into_owned());
+    }
+    for (k, v) in &plan.env {
+        vars.insert(k.clone(), v.clone());
+    }
+    vars
 }
 
 /// Appends `variables` as the entries of a job's `variables`.
@@ -902,10 +930,10 @@ mod tests {
                 .collect();
             m.insert(string("needs"), Value::Sequence(needs));
         }
-        let mut script = vec![format!("cd {}", job.module)];
+        let mut script = vec![sh_cd(&job.module)];
         script.extend(job_commands(plan, job.kind));
         m.insert(string("script"), strings(&script));
-        let mut variables = job_variables(plan, job);
+        let mut variables = gitlab_job_variables(plan, job);
         variables.extend(user.variables.clone());
         m.insert(string("variables"), string_map(&variables));
 
@@ -1064,7 +1092,7 @@ mod tests {
             // and a placeholder no job has.
             "extensions:\n  gitlab:\n    stages_prefix: 'yes'\n    cache:\n      key: 'k-{service}-{module_path}'\n      paths: ['{module_path}/.terraform/', 'c/{service}/{module_path}', '{{service}}', 'x}{service}', '{service}{service}']\n      policy: pull\n",
             "extensions:\n  gitlab:\n    cache:\n      key: '{region}'\n      paths: ['{environment}/{region}/{submodule}']\n",
-            "extensions:\n  gitlab:\n    needs_limit: 1\n    cache_enabled: false\n    job_defaults:\n      artifacts:\n        paths: ['on']\n        expire_in: 1 week\n      variables:\n        TF_MODULE_PATH: mine\n        'on': 'off'\n        V: \"l1\\nl2\"\n    overwrites:\n      - type: apply\n        artifacts:\n          name: 'yes'\n        when: manual\n        variables:\n          '1.0': '#x'\n",
+            "extensions:\n  gitlab:\n    needs_limit: 1\n    cache_enabled: false\n    job_defaults:\n      artifacts:\n        paths: ['on']\n        expire_in: 1 week\n      variables:\n        TF_MODULE_PATH: mine\n        'on': 'off'\n        V: \"l1\\nl2\"\n    overwrites:\n      - type: apply\n        artifacts:\n          name: 'yes'\n        when: manual\n        variables:\n          'Yes': '#x'\n",
             "extensions:\n  gitlab:\n    overwrites:\n      - type: plan\n        variables:\n          TF_SERVICE: ' lead'\n          TF_REGION: 'a: b'\n",
         ];
         let segment_sets: [&[&str]; 4] = [

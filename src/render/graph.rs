@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::diagnostic::Diagnostic;
+use crate::escape::printable;
 
 /// The graph as printed: already resolved to file/line positions, deterministic.
 #[derive(Debug, Clone, Serialize)]
@@ -136,20 +137,23 @@ pub fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
 }
 
 pub fn render_dot(view: &GraphView) -> String {
+    let q = |id: &str| dot_quoted(id);
     let mut out = String::from("digraph terraci {\n  rankdir=BT;\n  node [shape=box];\n");
     for m in view.targets() {
-        let _ = writeln!(out, "  \"{}\";", m.id);
+        let _ = writeln!(out, "  {};", q(&m.id));
     }
     for m in view.libraries() {
-        let _ = writeln!(out, "  \"{}\" [shape=component, style=dashed];", m.id);
+        let _ = writeln!(out, "  {} [shape=component, style=dashed];", q(&m.id));
     }
     for e in &view.edges {
-        let _ = writeln!(out, "  \"{}\" -> \"{}\";", e.from, e.to);
+        let _ = writeln!(out, "  {} -> {};", q(&e.from), q(&e.to));
     }
     for (from, to) in &view.uses {
         let _ = writeln!(
             out,
-            "  \"{from}\" -> \"{to}\" [style=dashed, label=\"uses\"];"
+            "  {} -> {} [style=dashed, label=\"uses\"];",
+            q(from),
+            q(to)
         );
     }
     out.push_str("}\n");
@@ -157,38 +161,103 @@ pub fn render_dot(view: &GraphView) -> String {
 }
 
 pub fn render_plantuml(view: &GraphView) -> String {
+    let aliases = Aliases::of(view);
     let mut out = String::from("@startuml\n");
     for m in view.targets() {
-        let _ = writeln!(out, "rectangle \"{}\" as {}", m.id, alias(&m.id));
+        let _ = writeln!(
+            out,
+            "rectangle \"{}\" as {}",
+            plantuml_label(&m.id),
+            aliases.get(&m.id)
+        );
     }
     for m in view.libraries() {
-        let _ = writeln!(out, "component \"{}\" as {}", m.id, alias(&m.id));
+        let _ = writeln!(
+            out,
+            "component \"{}\" as {}",
+            plantuml_label(&m.id),
+            aliases.get(&m.id)
+        );
     }
     for e in &view.edges {
-        let _ = writeln!(out, "{} --> {}", alias(&e.from), alias(&e.to));
+        let _ = writeln!(out, "{} --> {}", aliases.get(&e.from), aliases.get(&e.to));
     }
     for (from, to) in &view.uses {
-        let _ = writeln!(out, "{} ..> {} : uses", alias(from), alias(to));
+        let _ = writeln!(out, "{} ..> {} : uses", aliases.get(from), aliases.get(to));
     }
     out.push_str("@enduml\n");
     out
 }
 
 pub fn render_mermaid(view: &GraphView) -> String {
+    let aliases = Aliases::of(view);
     let mut out = String::from("graph BT\n");
     for m in view.targets() {
-        let _ = writeln!(out, "  {}[\"{}\"]", alias(&m.id), m.id);
+        let _ = writeln!(
+            out,
+            "  {}[\"{}\"]",
+            aliases.get(&m.id),
+            mermaid_label(&m.id)
+        );
     }
     for m in view.libraries() {
-        let _ = writeln!(out, "  {}[[\"{}\"]]", alias(&m.id), m.id);
+        let _ = writeln!(
+            out,
+            "  {}[[\"{}\"]]",
+            aliases.get(&m.id),
+            mermaid_label(&m.id)
+        );
     }
     for e in &view.edges {
-        let _ = writeln!(out, "  {} --> {}", alias(&e.from), alias(&e.to));
+        let _ = writeln!(out, "  {} --> {}", aliases.get(&e.from), aliases.get(&e.to));
     }
     for (from, to) in &view.uses {
-        let _ = writeln!(out, "  {} -. uses .-> {}", alias(from), alias(to));
+        let _ = writeln!(
+            out,
+            "  {} -. uses .-> {}",
+            aliases.get(from),
+            aliases.get(to)
+        );
     }
     out
+}
+
+/// Node names for formats whose node ids are bare words: each id's alphanumerics with
+/// `_` for anything else, and `_2`, `_3`, ... after an alias an earlier id (in sorted
+/// order) already has, so `app-v2` and `app_v2` stay two nodes.
+struct Aliases(std::collections::BTreeMap<String, String>);
+
+impl Aliases {
+    fn of(view: &GraphView) -> Aliases {
+        let ids: BTreeSet<&str> = view
+            .modules
+            .iter()
+            .map(|m| m.id.as_str())
+            .chain(
+                view.edges
+                    .iter()
+                    .flat_map(|e| [e.from.as_str(), e.to.as_str()]),
+            )
+            .chain(view.uses.iter().flat_map(|(f, t)| [f.as_str(), t.as_str()]))
+            .collect();
+        let mut used = BTreeSet::new();
+        let mut map = std::collections::BTreeMap::new();
+        for id in ids {
+            let base = alias(id);
+            let mut name = base.clone();
+            let mut n = 2;
+            while !used.insert(name.clone()) {
+                name = format!("{base}_{n}");
+                n += 1;
+            }
+            map.insert(id.to_owned(), name);
+        }
+        Aliases(map)
+    }
+
+    fn get(&self, id: &str) -> String {
+        self.0.get(id).cloned().unwrap_or_else(|| alias(id))
+    }
 }
 
 fn alias(id: &str) -> String {
@@ -197,33 +266,76 @@ fn alias(id: &str) -> String {
         .collect()
 }
 
-/// One module per line with what it depends on.
+/// A DOT quoted string: `"` and `\` escaped, line breaks and controls as `\u{..}` text.
+fn dot_quoted(id: &str) -> String {
+    let text = crate::escape::printable(id);
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// A PlantUML label in `"..."`: quotes and backslashes as `<U+..>` code points, which
+/// PlantUML prints as the character.
+fn plantuml_label(id: &str) -> String {
+    let mut out = String::new();
+    for c in id.chars() {
+        if c == '"' || c == '\\' || crate::escape::is_unsafe_char(c) {
+            let _ = write!(out, "<U+{:04X}>", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A Mermaid label in `["..."]`: quotes, markup and `#` as Mermaid's `#...;` entities,
+/// line breaks and controls as `\u{..}` text.
+fn mermaid_label(id: &str) -> String {
+    let mut out = String::new();
+    for c in crate::escape::printable(id).chars() {
+        match c {
+            '"' => out.push_str("#quot;"),
+            '#' => out.push_str("#35;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '&' => out.push_str("#amp;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One module per line with what it depends on (control characters in ids escaped: the
+/// text is for a terminal).
 pub fn render_list(view: &GraphView) -> String {
     let mut out = String::new();
     for m in view.targets() {
-        let deps: Vec<&str> = view
+        let deps: Vec<_> = view
             .edges
             .iter()
             .filter(|e| e.from == m.id)
-            .map(|e| e.to.as_str())
+            .map(|e| printable(&e.to))
             .collect();
         if deps.is_empty() {
-            let _ = writeln!(out, "{}", m.id);
+            let _ = writeln!(out, "{}", printable(&m.id));
         } else {
-            let _ = writeln!(out, "{} -> {}", m.id, deps.join(", "));
+            let _ = writeln!(out, "{} -> {}", printable(&m.id), deps.join(", "));
         }
     }
     for m in view.libraries() {
-        let users: Vec<&str> = view
+        let users: Vec<_> = view
             .uses
             .iter()
             .filter(|(_, to)| *to == m.id)
-            .map(|(from, _)| from.as_str())
+            .map(|(from, _)| printable(from))
             .collect();
         if users.is_empty() {
-            let _ = writeln!(out, "{} (library, unused)", m.id);
+            let _ = writeln!(out, "{} (library, unused)", printable(&m.id));
         } else {
-            let _ = writeln!(out, "{} (library) <- {}", m.id, users.join(", "));
+            let _ = writeln!(
+                out,
+                "{} (library) <- {}",
+                printable(&m.id),
+                users.join(", ")
+            );
         }
     }
     out
@@ -234,12 +346,12 @@ pub fn render_levels(view: &GraphView) -> String {
     for (i, level) in view.levels.iter().enumerate() {
         let _ = writeln!(out, "Level {i}:");
         for m in level {
-            let _ = writeln!(out, "  {m}");
+            let _ = writeln!(out, "  {}", printable(m));
         }
     }
     for c in &view.cycles {
-        let mut path = c.clone();
-        path.push(c[0].clone());
+        let mut path: Vec<_> = c.iter().map(|m| printable(m)).collect();
+        path.push(printable(&c[0]));
         let _ = writeln!(out, "Cycle: {}", path.join(" -> "));
     }
     out

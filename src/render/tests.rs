@@ -114,6 +114,7 @@ pub(crate) fn job_plan(case: &Case, provider: Provider) -> JobPlan {
     let mut options = PlanOptions {
         plan_only: provider.config_plan_only(&case.config),
         parallel_plans: false,
+        ..PlanOptions::default()
     };
     let targets = match case.mode.as_str() {
         "empty" => Vec::new(),

@@ -10,6 +10,8 @@
 
 use serde_yaml::{Mapping, Value};
 
+use crate::escape::is_unsafe_char;
+
 /// Formatting choices of one document.
 pub(crate) struct Style<'a> {
     /// Keys written plain even though YAML 1.1 reads them as booleans (GitHub's `on`).
@@ -226,13 +228,35 @@ fn push_scalar(out: &mut String, value: &Value) {
 fn push_quoted(out: &mut String, s: &str) {
     if plain_ok(s) {
         out.push_str(s);
-    } else if !s.chars().any(char::is_control) {
+    } else if !s.chars().any(is_unsafe_char) {
         out.push('\'');
         out.push_str(&s.replace('\'', "''"));
         out.push('\'');
     } else {
-        out.push_str(&serde_json::to_string(s).expect("a string always serialises to JSON"));
+        push_double_quoted(out, s);
     }
+}
+
+/// `s` double-quoted with every character a YAML 1.1 or 1.2 reader could take for a line
+/// break or drop (controls, NEL, the line and paragraph separators, a byte order mark)
+/// written as an escape. serde_json would leave NEL, LS and PS raw, and YAML 1.1 reads
+/// them as line breaks, folding them into spaces inside quotes.
+fn push_double_quoted(out: &mut String, s: &str) {
+    use std::fmt::Write as _;
+    out.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+            out.push(c);
+        } else if c == '\n' {
+            out.push_str("\\n");
+        } else if is_unsafe_char(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('"');
 }
 
 /// Whether `s` reads back as the same string when written plain, in YAML 1.1 and 1.2.
@@ -257,7 +281,7 @@ fn plain_ok(s: &str) -> bool {
     let Some(first) = s.chars().next() else {
         return false;
     };
-    if s.trim() != s || s.chars().any(char::is_control) {
+    if s.trim() != s || s.chars().any(is_unsafe_char) {
         return false;
     }
     if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
@@ -303,7 +327,7 @@ fn block_literal_ok(s: &str) -> bool {
         && !s.ends_with("\n\n")
         && !s.starts_with(' ')
         && !s.starts_with('\n')
-        && !s.chars().any(|c| c.is_control() && c != '\n')
+        && !s.chars().any(|c| is_unsafe_char(c) && c != '\n')
         && s.split('\n').all(|line| line.trim_end() == line)
 }
 
@@ -354,6 +378,12 @@ mod tests {
             "tab\there",
             "it's",
             "x:",
+            "nel\u{85}x",
+            "ls\u{2028}ps\u{2029}",
+            "bom\u{feff}",
+            "esc\u{1b}[1m",
+            "nl\u{85}\nboth",
+            "back\\slash\u{85}\"",
         ] {
             let mut m = Mapping::new();
             m.insert("k".into(), Value::String(s.into()));
@@ -383,6 +413,18 @@ mod tests {
         // either end: quoted, although every character is one plain text may hold.
         for s in ["yes", "On", "N", "null", "NULL", "a b ", " a", ""] {
             assert!(!plain_ok(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn line_breaks_of_yaml_1_1_are_escaped() {
+        // A YAML 1.1 reader (GitLab's) takes NEL, LS and PS for line breaks: written raw
+        // they end a plain or single-quoted scalar's line, or a comment.
+        for s in ["a\u{85}b", "a\u{2028}b", "a\u{2029}b", "x\u{85}\ny\n"] {
+            let mut out = String::new();
+            write_str(&mut out, 0, s);
+            assert!(!out.contains(['\u{85}', '\u{2028}', '\u{2029}']), "{out:?}");
+            assert!(out.starts_with(" \""), "{out:?}");
         }
     }
 

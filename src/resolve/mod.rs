@@ -426,6 +426,7 @@ mod tests {
             log_level: "warn".into(),
             no_cache: true,
             cache_dir: None,
+            max_file_size: crate::system::DEFAULT_MAX_FILE_SIZE,
         };
         load_workspace(fs, &global, &EvalArgs::default()).expect("in-memory project loads")
     }

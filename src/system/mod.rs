@@ -26,6 +26,68 @@ pub enum EntryKind {
     Symlink {
         to_dir: bool,
     },
+    /// A FIFO, socket or device: never opened (opening a FIFO can block forever, reading
+    /// a device need never end). `what` names it for messages.
+    Special {
+        what: &'static str,
+    },
+    /// A name that is not UTF-8 (the entry's `name` is a lossy rendering): terraci's ids
+    /// and output cannot represent it, so it is reported and skipped.
+    NotUtf8,
+}
+
+/// The default [`ReadPolicy::max_len`]: 16 MiB.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 << 20;
+
+/// Which files terraci reads from a repository, and how much of each: only regular files
+/// whose real path (symlinks resolved) lies inside `root`, of at most `max_len` bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ReadPolicy {
+    /// Absolute, as the user named it.
+    pub root: Utf8PathBuf,
+    /// `root` with symlinks resolved (where the system can say).
+    pub canonical_root: Utf8PathBuf,
+    pub max_len: u64,
+}
+
+impl ReadPolicy {
+    pub fn new(system: &dyn System, root: &Utf8Path, max_len: u64) -> ReadPolicy {
+        ReadPolicy {
+            root: root.to_owned(),
+            canonical_root: system
+                .canonicalize(root)
+                .unwrap_or_else(|_| root.to_owned()),
+            max_len,
+        }
+    }
+
+    /// `TooLarge` when `len` bytes are over the bound.
+    pub fn check_len(&self, len: u64) -> Result<(), ReadError> {
+        if len > self.max_len {
+            return Err(ReadError::TooLarge {
+                limit: self.max_len,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether `path` (absolute, normalised) names something inside the root as written.
+    pub fn lexically_inside(&self, path: &Utf8Path) -> bool {
+        path.starts_with(&self.root) || path.starts_with(&self.canonical_root)
+    }
+}
+
+/// Why [`System::read_confined`] did not read a file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Outside the root (directly or through a symlink), or not a regular file: never
+    /// opened. The text says which.
+    #[error("{0}")]
+    Unsafe(String),
+    #[error("the file is larger than {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("{0}")]
+    Io(#[from] io::Error),
 }
 
 /// What identifies one version of a file without reading it: device, inode, length and
@@ -74,6 +136,33 @@ pub trait System: Send + Sync {
     /// for systems that cannot stamp: such files are never trusted unread.
     fn read_stamped(&self, path: &Utf8Path) -> io::Result<(Vec<u8>, Option<Stamp>)> {
         Ok((self.read(path)?, None))
+    }
+    /// Reads the file at `path` (absolute, normalised) if [`ReadPolicy`] allows it: a
+    /// regular file, at most `max_len` bytes, whose real path lies inside the policy's
+    /// root. What is refused is never opened, and no read blocks. `walked`: every
+    /// directory on the way was listed by a walk that does not follow symlinks (only the
+    /// file itself can be a link), which spares resolving the whole path.
+    fn read_confined(
+        &self,
+        path: &Utf8Path,
+        policy: &ReadPolicy,
+        walked: bool,
+    ) -> Result<(Vec<u8>, Option<Stamp>), ReadError> {
+        let _ = walked;
+        if !policy.lexically_inside(path) {
+            return Err(ReadError::Unsafe(format!(
+                "`{path}` is outside `{}`",
+                policy.root
+            )));
+        }
+        let (bytes, stamp) = self.read_stamped(path)?;
+        policy.check_len(bytes.len() as u64)?;
+        Ok((bytes, stamp))
+    }
+    /// `path` made absolute with every symlink resolved. Systems without links return it
+    /// made absolute.
+    fn canonicalize(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
+        self.absolute(path)
     }
     /// The stamp of the file at `path` now (following symlinks), without reading it.
     fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {

@@ -5,7 +5,63 @@ use std::io::{self, Read, Write};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use super::{DirEntry, EntryKind, Stamp, System};
+use super::{DirEntry, EntryKind, ReadError, ReadPolicy, Stamp, System};
+
+/// What a file that is not a regular file or directory is, for messages.
+fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    if ft.is_fifo() {
+        Some("a FIFO")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if ft.is_char_device() {
+        Some("a character device")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else {
+        None
+    }
+}
+
+/// Opens `path` for reading without following a symlink in its last component
+/// (`ELOOP` then) and without blocking: a FIFO swapped in after the checks opens at once
+/// and is refused by the caller's `fstat`.
+fn open_no_follow(path: &Utf8Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+/// Resolves every symlink of `path`, checks the result lies inside the policy's root and
+/// is a regular file (by `stat`, before any open), then opens it.
+fn open_resolved(path: &Utf8Path, policy: &ReadPolicy) -> Result<std::fs::File, ReadError> {
+    if !policy.lexically_inside(path) {
+        return Err(ReadError::Unsafe(format!(
+            "`{path}` is outside `{}`",
+            policy.root
+        )));
+    }
+    let real = std::fs::canonicalize(path)?;
+    if !real.starts_with(&policy.canonical_root) {
+        return Err(ReadError::Unsafe(format!(
+            "a symlink to `{}`, outside `{}`",
+            crate::escape::printable(&real.to_string_lossy()),
+            policy.root
+        )));
+    }
+    let meta = std::fs::metadata(&real)?;
+    if let Some(what) = special_kind(&meta.file_type()) {
+        return Err(ReadError::Unsafe(format!("a symlink to {what}")));
+    }
+    if meta.is_dir() {
+        return Err(ReadError::Io(io::Error::other("a directory")));
+    }
+    let real = Utf8PathBuf::from_path_buf(real)
+        .map_err(|p| ReadError::Unsafe(format!("a symlink to `{}`, not UTF-8", p.display())))?;
+    Ok(open_no_follow(&real)?)
+}
 
 fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
     use std::os::unix::fs::MetadataExt as _;
@@ -64,6 +120,46 @@ impl System for OsSystem {
         Ok((bytes, Some(stamp_of(&meta))))
     }
 
+    fn read_confined(
+        &self,
+        path: &Utf8Path,
+        policy: &ReadPolicy,
+        walked: bool,
+    ) -> Result<(Vec<u8>, Option<Stamp>), ReadError> {
+        let file = if walked && policy.lexically_inside(path) {
+            match open_no_follow(path) {
+                Ok(file) => file,
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => open_resolved(path, policy)?,
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            open_resolved(path, policy)?
+        };
+        let meta = file.metadata()?;
+        if let Some(what) = special_kind(&meta.file_type()) {
+            return Err(ReadError::Unsafe(format!("not a regular file but {what}")));
+        }
+        policy.check_len(meta.len())?;
+        // Bounded even if the file grows while it is read (or says 0 bytes, as /proc does).
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+        let mut limited = (&file).take(policy.max_len + 1);
+        loop {
+            match limited.read_to_end(&mut bytes) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        policy.check_len(bytes.len() as u64)?;
+        Ok((bytes, Some(stamp_of(&meta))))
+    }
+
+    fn canonicalize(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
+        let real = std::fs::canonicalize(path)?;
+        Utf8PathBuf::from_path_buf(real)
+            .map_err(|p| io::Error::other(format!("not UTF-8: {}", p.display())))
+    }
+
     fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
         std::fs::metadata(path).ok().map(|m| stamp_of(&m))
     }
@@ -81,16 +177,25 @@ impl System for OsSystem {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(path)? {
             let entry = entry?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
             let ft = entry.file_type()?;
+            let name = match entry.file_name().into_string() {
+                Ok(name) => name,
+                Err(raw) => {
+                    out.push(DirEntry {
+                        name: raw.to_string_lossy().into_owned(),
+                        kind: EntryKind::NotUtf8,
+                    });
+                    continue;
+                }
+            };
             let kind = if ft.is_symlink() {
                 EntryKind::Symlink {
                     to_dir: std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
                 }
             } else if ft.is_dir() {
                 EntryKind::Dir
+            } else if let Some(what) = special_kind(&ft) {
+                EntryKind::Special { what }
             } else {
                 EntryKind::File
             };
@@ -170,9 +275,13 @@ impl System for OsSystem {
         // the new one. That close happens on another thread, after the new file is in
         // place.
         let mut replaced = None;
+        let mut permissions = None;
         if let Ok(mut existing) = std::fs::File::open(path) {
+            let meta = existing.metadata();
+            // The new file keeps the old one's mode: a 0600 pipeline stays 0600.
+            permissions = meta.as_ref().ok().map(|m| m.permissions());
             // Same bytes only if the same length: a changed length needs no read.
-            let same_len = existing.metadata().is_ok_and(|m| m.len() == len as u64);
+            let same_len = meta.is_ok_and(|m| m.len() == len as u64);
             if same_len {
                 let mut held = Vec::with_capacity(len);
                 if existing.read_to_end(&mut held).is_ok() && holds(&held, parts) {
@@ -190,6 +299,9 @@ impl System for OsSystem {
         let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
         let result = (|| {
             let mut f = std::fs::File::create(&tmp)?;
+            if let Some(permissions) = permissions {
+                f.set_permissions(permissions)?;
+            }
             // No fsync: the rename is what keeps readers from a half-written file, and
             // syncing a 13 MB pipeline cost more than generating it.
             write_parts(&mut f, parts)?;
@@ -284,6 +396,51 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["out.yml"], "no temp file is left behind");
+    }
+
+    #[test]
+    fn confined_reads_take_regular_files_inside_only() {
+        let (_tmp, root) = dir();
+        let (_out, outside) = dir();
+        std::fs::write(outside.join("secret"), "s3cret").unwrap();
+        std::fs::write(root.join("main.tf"), "inside").unwrap();
+        std::fs::write(root.join("big.tf"), "x".repeat(100)).unwrap();
+        std::os::unix::fs::symlink(root.join("main.tf"), root.join("link.tf")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), root.join("out.tf")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero.tf")).unwrap();
+        let fifo = std::ffi::CString::new(root.join("fifo.tf").as_str()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let policy = ReadPolicy::new(&OsSystem, &root, 50);
+        let read = |name: &str, walked| OsSystem.read_confined(&root.join(name), &policy, walked);
+        for walked in [true, false] {
+            assert_eq!(read("main.tf", walked).unwrap().0, b"inside");
+            assert_eq!(read("link.tf", walked).unwrap().0, b"inside");
+            for name in ["out.tf", "zero.tf", "fifo.tf"] {
+                let err = read(name, walked).unwrap_err();
+                assert!(matches!(err, ReadError::Unsafe(_)), "{name}: {err}");
+            }
+            assert!(matches!(
+                read("big.tf", walked),
+                Err(ReadError::TooLarge { limit: 50 })
+            ));
+        }
+        let err = OsSystem
+            .read_confined(&outside.join("secret"), &policy, false)
+            .unwrap_err();
+        assert!(matches!(err, ReadError::Unsafe(_)), "{err}");
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let (_tmp, dir) = dir();
+        let out = dir.join("out.yml");
+        assert!(OsSystem.write_atomic(&out, b"a: 1\n").unwrap());
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(OsSystem.write_atomic(&out, b"a: 22\n").unwrap());
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod changes;
 mod commands;
 mod generate;
 mod graph;
+mod hostile;
 mod robustness;
 mod rules;
 mod seeds;

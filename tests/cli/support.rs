@@ -157,14 +157,13 @@ pub fn actionlint(workflow: &str) -> String {
     report
 }
 
-/// `gitlab-ci-local --list` on a pipeline: Ok(job list) or Err(its complaint).
-pub fn gitlab_ci_local_list(pipeline: &str) -> Result<String, String> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join(".gitlab-ci.yml"), pipeline).expect("write");
+/// Makes `dir` a git repository with one commit of everything in it, and the GitLab
+/// remote gitlab-ci-local reads the project's name from.
+pub fn commit_all(dir: &Path) {
     let git = |args: &[&str]| {
         let ok = Command::new("git")
             .args(args)
-            .current_dir(dir.path())
+            .current_dir(dir)
             .output()
             .expect("git runs")
             .status
@@ -189,6 +188,13 @@ pub fn gitlab_ci_local_list(pipeline: &str) -> Result<String, String> {
         "-m",
         "p",
     ]);
+}
+
+/// `gitlab-ci-local --list` on a pipeline: Ok(job list) or Err(its complaint).
+pub fn gitlab_ci_local_list(pipeline: &str) -> Result<String, String> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join(".gitlab-ci.yml"), pipeline).expect("write");
+    commit_all(dir.path());
     let out = Command::new(client("gitlab-ci-local"))
         .arg("--list")
         .current_dir(dir.path())

@@ -1,0 +1,753 @@
+//! A hostile repository (docs/security.md): directory names made to break shells, YAML
+//! readers and GitHub expressions, symlinks to the environment, a device and files
+//! outside the repository, a FIFO. Built in a temp dir at test time. Every run of the
+//! binary is bounded in time and its output must never hold the secret placed in its
+//! environment.
+
+use std::io::Read as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{actionlint, client, commit_all, Project};
+
+/// Placed in the environment of every run; no output may hold it.
+const SECRET: &str = "s3cr3t-Token-0f-the-CI-job";
+
+/// Module directory names (under `env/`) that a shell, YAML or GitHub would read as more
+/// than a name, each paired with files the attacker hopes a shell creates.
+const NAMES: &[&str] = &[
+    "$(touch PWNED-subst)",
+    "`touch PWNED-backtick`",
+    "a;touch PWNED-semicolon",
+    "q'uo\"te",
+    "sp ace",
+    "new\nline;touch PWNED-newline",
+    "$CI_JOB_TOKEN",
+    "${HOME}x",
+    "nel\u{85}ls\u{2028}ps\u{2029}",
+    "-P",
+    "app-v2",
+    "app_v2",
+    "star*[x]",
+    "#hash",
+];
+
+/// The GitHub-only hostile name: refused for GitHub, written (quoted) for GitLab.
+const EXPRESSION: &str = "${{ github.token }}";
+
+fn module_tf() -> String {
+    "data \"terraform_remote_state\" \"vpc\" {\n  backend = \"local\"\n  config = {\n    path = \"../vpc/terraform.tfstate\"\n  }\n}\n".to_owned()
+}
+
+/// The hostile project, and a directory outside it holding a file a symlink points at.
+struct Hostile {
+    project: Project,
+    /// Holds the file a symlink points at; removed with the project.
+    _outside: tempfile::TempDir,
+}
+
+fn hostile() -> Hostile {
+    let project = Project::empty();
+    let outside = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        outside.path().join("secret.tf"),
+        format!("locals {{\n  token = \"{SECRET}\n}}\n"),
+    )
+    .expect("write outside file");
+    project.write(".terraci.yaml", PATTERN);
+    project.write("env/vpc/main.tf", "# the network\n");
+    for name in NAMES.iter().chain([&EXPRESSION]) {
+        project.write(&format!("env/{name}/main.tf"), module_tf());
+    }
+    let env = project.path().join("env");
+    // Links out of the project, to the environment and to a device.
+    for (module, target) in [
+        ("leak", PathBuf::from("/proc/self/environ")),
+        ("zero", PathBuf::from("/dev/zero")),
+        ("outside", outside.path().join("secret.tf")),
+    ] {
+        std::fs::create_dir_all(env.join(module)).expect("mkdir");
+        std::os::unix::fs::symlink(target, env.join(module).join("main.tf")).expect("symlink");
+    }
+    // A FIFO nobody writes to: opening it for reading would block forever.
+    std::fs::create_dir_all(env.join("fifo")).expect("mkdir");
+    let fifo =
+        std::ffi::CString::new(env.join("fifo/main.tf").to_str().expect("utf-8")).expect("no NUL");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    // Filesystem functions aimed outside the repository; a syntax error on a long line.
+    project.write(
+        "env/reads/main.tf",
+        "locals {\n  environ = file(\"/proc/self/environ\")\n  passwd = file(\"/etc/passwd\")\n  all = fileset(\"/\", \"**\")\n}\ndata \"terraform_remote_state\" \"x\" {\n  backend = \"local\"\n  config = {\n    path = \"${local.environ}${local.passwd}${join(\",\", local.all)}\"\n  }\n}\n",
+    );
+    project.write(
+        "env/long/main.tf",
+        format!("locals {{\n  x = \"{}\" +\n}}\n", "a".repeat(200_000)),
+    );
+    Hostile {
+        project,
+        _outside: outside,
+    }
+}
+
+/// What a bounded run printed.
+struct Run {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+impl Run {
+    fn text(&self) -> String {
+        format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&self.stdout),
+            String::from_utf8_lossy(&self.stderr)
+        )
+    }
+}
+
+/// Runs `cmd` with the secret in its environment, killing it after `limit`.
+fn bounded(mut cmd: Command, limit: Duration) -> Run {
+    cmd.env("SECRET_TOKEN", SECRET)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stdout.read_to_end(&mut b);
+        b
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stderr.read_to_end(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        code,
+        stdout: out.join().expect("reader"),
+        stderr: err.join().expect("reader"),
+    }
+}
+
+fn terraci(h: &Hostile, args: &[&str]) -> Run {
+    let run = bounded(h.project.command(args), Duration::from_secs(60));
+    assert!(
+        !run.text().contains(SECRET),
+        "terraci {args:?} printed the secret:\n{}",
+        run.text()
+    );
+    run
+}
+
+#[test]
+fn reads_stay_inside_and_nothing_hangs_or_leaks() {
+    let h = hostile();
+    let run = terraci(&h, &["validate", "--no-cache"]);
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    // Errors were found (exit 3), and it finished.
+    assert_eq!(run.code, Some(3), "{err}");
+    for (file, what) in [
+        ("env/leak/main.tf", "/environ"),
+        ("env/zero/main.tf", "/dev/zero"),
+        ("env/outside/main.tf", "outside"),
+        ("env/fifo/main.tf", "FIFO"),
+    ] {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("error[unsafe-path]") && l.contains(file))
+            .unwrap_or_else(|| panic!("no unsafe-path error for {file}:\n{err}"));
+        assert!(line.contains(what), "{line}");
+    }
+    // file("/etc/passwd") and fileset("/") read nothing: no line of /etc/passwd shows.
+    assert!(!err.contains("root:x:0:0"), "{err}");
+    assert!(!err.contains("/bin/sh"), "{err}");
+    // The syntax error on a 200,000-character line prints a bounded window of it.
+    let long = err
+        .lines()
+        .filter(|l| l.contains("aaaa"))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(long < 400, "a {long}-byte line was printed");
+    assert!(err.len() < 20_000, "{} bytes of diagnostics", err.len());
+    // Terminal output carries no raw control characters or line separators.
+    assert!(
+        !err.contains(['\u{85}', '\u{2028}', '\u{2029}', '\u{1b}']),
+        "{err}"
+    );
+    // A smaller size bound is honoured.
+    h.project
+        .write("env/big/main.tf", format!("# {}\n", "b".repeat(5000)));
+    let run = terraci(&h, &["validate", "--no-cache", "--max-file-size", "4096"]);
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error[file-too-large]") && l.contains("env/big/main.tf")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_name_that_is_not_utf8_is_reported() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let h = hostile();
+    let name = std::ffi::OsStr::from_bytes(b"bad\xffname");
+    let dir = h.project.path().join("env").join(name);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("main.tf"), "# x\n").expect("write");
+    let run = terraci(&h, &["validate", "--no-cache"]);
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error[unsafe-name]") && l.contains("env/bad")),
+        "{err}"
+    );
+}
+
+const FAKE_TERRAFORM: &str = r#"#!/bin/sh
+# Records each call's subcommand, working directory and TF_MODULE_PATH, NUL-separated.
+printf '%s\0%s\0%s\0' "$1" "$PWD" "${TF_MODULE_PATH-unset}" >> "__LOG__"
+case "$1" in
+  plan) echo plan > plan.tfplan ;;
+esac
+exit 0
+"#;
+
+/// A `bin` directory in `work` whose `terraform` is [`FAKE_TERRAFORM`] logging to
+/// `work/terraform.log`, and `PATH` with it first.
+fn fake_terraform(work: &Path) -> (String, PathBuf) {
+    let bin = work.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let log = work.join("terraform.log");
+    let fake = bin.join("terraform");
+    std::fs::write(
+        &fake,
+        FAKE_TERRAFORM.replace("__LOG__", log.to_str().expect("UTF-8")),
+    )
+    .expect("write fake");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (path, log)
+}
+
+/// The checkout a pipeline runs in: each module directory with a `main.tf`, nothing
+/// git cannot hold (no FIFO, no links out).
+fn checkout(work: &Path, pipeline: &str, names: &[&str]) -> PathBuf {
+    let repo = work.join("repo");
+    for name in names {
+        let dir = repo.join("env").join(name);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("main.tf"), "# x\n").expect("write");
+    }
+    std::fs::write(repo.join(".gitlab-ci.yml"), pipeline).expect("write pipeline");
+    commit_all(&repo);
+    repo
+}
+
+/// `pipeline` without `artifacts` and `cache`: gitlab-ci-local copies those with shell
+/// lines of its own, built from the paths unquoted (GitLab's runner uses no shell for
+/// them), so with them it is gitlab-ci-local that runs `;touch PWNED`. What is left is
+/// every line terraci gives a shell.
+fn without_file_transfers(pipeline: &str) -> String {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(pipeline).expect("YAML");
+    for (_, job) in doc.as_mapping_mut().expect("mapping").iter_mut() {
+        let Some(job) = job.as_mapping_mut() else {
+            continue;
+        };
+        job.remove("artifacts");
+        job.remove("cache");
+        if let Some(needs) = job.get_mut("needs").and_then(|n| n.as_sequence_mut()) {
+            for need in needs.iter_mut().filter_map(|n| n.as_mapping_mut()) {
+                need.insert("artifacts".into(), false.into());
+            }
+        }
+    }
+    serde_yaml::to_string(&doc).expect("YAML")
+}
+
+/// Every file below `dir` whose name starts with `PWNED`.
+fn pwned(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if e.file_name().to_string_lossy().starts_with("PWNED") {
+                found.push(path.clone());
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn gitlab_ci_local_cds_into_exactly_each_directory() {
+    let h = hostile();
+    let run = terraci(&h, &["generate", "--no-cache"]);
+    assert_eq!(run.code, Some(0), "{}", run.text());
+    let pipeline = String::from_utf8(run.stdout).expect("UTF-8");
+    assert!(
+        !pipeline.contains(['\u{85}', '\u{2028}', '\u{2029}']),
+        "raw YAML 1.1 line breaks"
+    );
+    // A YAML 1.1 reader (PyYAML) and a YAML 1.2 reader (serde_yaml) read the same names.
+    let yaml12: serde_yaml::Value = serde_yaml::from_str(&pipeline).expect("YAML 1.2");
+    let py = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, yaml, json; print(json.dumps(yaml.safe_load(sys.stdin)))",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn();
+    if let Ok(mut py) = py {
+        use std::io::Write as _;
+        py.stdin
+            .take()
+            .expect("piped")
+            .write_all(pipeline.as_bytes())
+            .expect("write");
+        let out = py.wait_with_output().expect("python3");
+        if out.status.success() {
+            let yaml11: serde_json::Value =
+                serde_json::from_slice(&out.stdout).expect("json from PyYAML");
+            let yaml12: serde_json::Value = serde_json::to_value(&yaml12).expect("YAML as JSON");
+            assert_eq!(yaml11, yaml12, "YAML 1.1 and 1.2 readers disagree");
+        }
+    }
+
+    let work = tempfile::tempdir().expect("temp dir");
+    let mut names: Vec<&str> = NAMES.to_vec();
+    names.extend([
+        // Not `fifo`: a directory whose only Terraform file is a FIFO is no module.
+        "vpc", "reads", "long", "leak", "zero", "outside", EXPRESSION,
+    ]);
+    let repo = checkout(work.path(), &without_file_transfers(&pipeline), &names);
+    let (path, log) = fake_terraform(work.path());
+    let mut cmd = Command::new(client("gitlab-ci-local"));
+    cmd.args([
+        "--force-shell-executor",
+        "--shell-isolation",
+        "--artifacts-to-source=false",
+        "--home",
+    ])
+    .arg(work.path().join("home"))
+    .current_dir(&repo)
+    .env("PATH", path)
+    .env("NO_COLOR", "1");
+    let run = bounded(cmd, Duration::from_secs(600));
+    let output = run.text();
+    assert!(!output.contains(SECRET), "{output}");
+    assert_eq!(run.code, Some(0), "gitlab-ci-local failed:\n{output}");
+    assert_eq!(pwned(work.path()), Vec::<PathBuf>::new(), "{output}");
+    assert_eq!(pwned(h.project.path()), Vec::<PathBuf>::new());
+
+    // Each plan and apply ran in its own module's directory, named exactly.
+    let raw = std::fs::read(&log).expect("terraform log");
+    let fields: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|f| !f.is_empty())
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    let mut seen = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for call in fields.chunks(3) {
+        let [sub, pwd, module_path] = call else {
+            panic!("odd log: {fields:?}")
+        };
+        let module = pwd
+            .split_once("/env/")
+            .map(|(_, m)| m.to_owned())
+            .unwrap_or_else(|| panic!("{sub} ran outside every module: {pwd:?}"));
+        // GitLab expands `$NAME` in variables: the path arrives as it is, not expanded.
+        assert_eq!(module_path, &format!("env/{module}"), "{sub} in {pwd:?}");
+        seen.entry(module).or_default().push(sub.clone());
+    }
+    for name in &names {
+        let subs = seen
+            .get(*name)
+            .unwrap_or_else(|| panic!("no job ran in env/{name:?}: {seen:?}"));
+        assert!(subs.contains(&"plan".to_owned()), "{name:?}: {subs:?}");
+        assert!(subs.contains(&"apply".to_owned()), "{name:?}: {subs:?}");
+    }
+    assert_eq!(seen.len(), names.len(), "{seen:?}");
+}
+
+#[test]
+fn github_workflow_passes_actionlint_without_expressions_terraci_did_not_write() {
+    let h = hostile();
+    let run = terraci(&h, &["generate", "--no-cache", "--provider", "github"]);
+    assert_eq!(run.code, Some(0), "{}", run.text());
+    let workflow = String::from_utf8_lossy(&run.stdout).into_owned();
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(!workflow.contains("${{"), "{workflow}");
+    assert!(!workflow.contains("github.token"), "{workflow}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error[unsafe-name]") && l.contains("env/${{")),
+        "{err}"
+    );
+    assert_eq!(actionlint(&workflow), "");
+    // The other hostile names still have their jobs.
+    assert!(workflow.contains("sp ace"), "{workflow}");
+}
+
+#[test]
+fn local_exec_dry_run_piped_to_sh_runs_nothing_the_names_say() {
+    let h = hostile();
+    let run = terraci(&h, &["local-exec", "plan", "--dry-run", "--no-cache"]);
+    assert_eq!(run.code, Some(0), "{}", run.text());
+    let script = String::from_utf8(run.stdout).expect("UTF-8");
+    // Run it with a fake terraform: only `cd` and the fake may do anything.
+    let work = tempfile::tempdir().expect("temp dir");
+    let (path, _log) = fake_terraform(work.path());
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(&script)
+        .current_dir(h.project.path())
+        .env("PATH", &path);
+    let sh = bounded(cmd, Duration::from_secs(60));
+    assert_eq!(sh.code, Some(0), "{}\n{script}", sh.text());
+    assert_eq!(pwned(h.project.path()), Vec::<PathBuf>::new(), "{script}");
+    assert_eq!(pwned(work.path()), Vec::<PathBuf>::new(), "{script}");
+
+    // Run for real with the fake: progress lines name the jobs with line breaks escaped.
+    let mut cmd = h.project.command(&["local-exec", "plan", "--no-cache"]);
+    cmd.env("PATH", &path);
+    let run = bounded(cmd, Duration::from_secs(120));
+    let text = run.text();
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(!text.contains("new\nline"), "{text}");
+    assert!(!text.contains(['\u{85}', '\u{2028}']), "{text}");
+    assert_eq!(pwned(h.project.path()), Vec::<PathBuf>::new(), "{text}");
+}
+
+#[test]
+fn graph_formats_keep_every_module_apart() {
+    let h = hostile();
+    for format in ["mermaid", "plantuml"] {
+        let run = terraci(&h, &["graph", "--no-cache", "--format", format]);
+        let text = String::from_utf8_lossy(&run.stdout).into_owned();
+        // app-v2 and app_v2 are two nodes with two ids.
+        let ids: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| l.contains("app") && l.contains("v2"))
+            .filter(|l| l.contains('[') || l.contains(" as "))
+            .filter_map(|l| {
+                let l = l.trim();
+                match format {
+                    "mermaid" => l.split('[').next(),
+                    _ => l.rsplit(" as ").next(),
+                }
+            })
+            .collect();
+        assert_eq!(ids.len(), 2, "{format}:\n{text}");
+        // No label lets a quote end it early: every label line has its quotes paired.
+        for line in text.lines().filter(|l| l.contains('"')) {
+            assert_eq!(line.matches('"').count(), 2, "{format}: {line}");
+        }
+        assert!(
+            !text.contains("new\nline"),
+            "{format}: a raw newline in a label"
+        );
+    }
+    // Terminal formats: one line per module, control characters escaped.
+    for args in [
+        &["graph", "--no-cache", "--format", "list"][..],
+        &["graph", "--no-cache", "--format", "levels"],
+        &["generate", "--no-cache", "--dry-run"],
+    ] {
+        let format = args.join(" ");
+        let run = terraci(&h, args);
+        let text = String::from_utf8_lossy(&run.stdout).into_owned();
+        assert!(text.contains("env/new\\nline"), "{format}:\n{text}");
+        assert!(
+            !text.contains(['\u{85}', '\u{2028}', '\u{2029}']),
+            "{format}"
+        );
+    }
+    let run = terraci(&h, &["graph", "--no-cache", "--format", "dot"]);
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(text.contains(r#""env/q'uo\"te""#), "{text}");
+    assert!(!text.contains("new\nline"), "{text}");
+}
+
+/// The bytes a shell gives a meaning to.
+const SHELL_BYTES: &[u8] = b"$`'\"\\;&|<>(){}[]*?!#~ \t\n=%";
+
+/// Random bytes as directory names: the `cd` line terraci writes for each is one that
+/// `sh -n` accepts and that enters exactly that directory.
+#[test]
+fn random_directory_names_give_sound_cd_lines() {
+    let h = Project::empty();
+    h.write(".terraci.yaml", PATTERN);
+    let mut state: u64 = 0x5eed_1234_abcd_0042;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut names = Vec::new();
+    while names.len() < 40 {
+        let len = 1 + (next() % 12) as usize;
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| match next() % 4 {
+                // Mostly the bytes shells care about.
+                0 => SHELL_BYTES[(next() % SHELL_BYTES.len() as u64) as usize],
+                1 => (next() % 128) as u8,
+                _ => (0x20 + next() % 0x5f) as u8,
+            })
+            .filter(|b| *b != b'/' && *b != 0)
+            .collect();
+        let Ok(name) = String::from_utf8(bytes) else {
+            continue;
+        };
+        if name.is_empty() || name.starts_with('.') || name == ".." || names.contains(&name) {
+            continue;
+        }
+        names.push(name);
+    }
+    for name in &names {
+        let dir = h.path().join("env").join(name);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("main.tf"), "# x\n").expect("write");
+    }
+    let run = bounded(
+        h.command(&["local-exec", "plan", "--dry-run", "--no-cache"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.text());
+    let script = String::from_utf8(run.stdout).expect("UTF-8");
+    let check = Command::new("sh")
+        .arg("-n")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .expect("sh -n");
+    assert!(
+        check.status.success(),
+        "sh -n rejects:\n{}\n{script}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    // Run only the `cd` lines, each printing where it landed.
+    let gitlab = bounded(
+        h.command(&["generate", "--no-cache"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(gitlab.code, Some(0), "{}", gitlab.text());
+    let pipeline: serde_yaml::Value = serde_yaml::from_slice(&gitlab.stdout).expect("YAML");
+    let mut checked = 0;
+    for (key, job) in pipeline.as_mapping().expect("mapping") {
+        let Some(key) = key.as_str().filter(|k| k.starts_with("plan-")) else {
+            continue;
+        };
+        let script = job["script"][0].as_str().expect("cd line");
+        // As GitLab reads it: `$$` is a literal `$`.
+        let module = job["variables"]["TF_MODULE_PATH"]
+            .as_str()
+            .expect("TF_MODULE_PATH")
+            .replace("$$", "$");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{script} && printf '%s' \"$PWD\""))
+            .current_dir(h.path())
+            .output()
+            .expect("sh");
+        assert!(out.status.success(), "{key}: {script:?}");
+        let landed = String::from_utf8_lossy(&out.stdout).into_owned();
+        let want = h
+            .path()
+            .canonicalize()
+            .expect("canonical")
+            .join(&module)
+            .display()
+            .to_string();
+        assert_eq!(landed, want, "{key}: {script:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, names.len());
+}
+
+/// A project of one module, `env/vpc`.
+fn one_module() -> Project {
+    let p = Project::empty();
+    p.write(".terraci.yaml", PATTERN);
+    p.write("env/vpc/main.tf", "# x\n");
+    p
+}
+
+const PATTERN: &str = "structure:\n  pattern: \"{environment}/{module}\"\n";
+
+#[test]
+fn the_cache_dir_is_terracis_own() {
+    let p = one_module();
+    p.write(".gitignore", "secrets/\n");
+    // The project dir itself: refused, its .gitignore untouched.
+    let out = p.run(&["generate", "--cache-dir", "."]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is the project directory"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(p.read(".gitignore"), "secrets/\n");
+    // A directory holding files terraci did not write: refused.
+    p.write("elsewhere/notes.txt", "mine\n");
+    let out = p.run(&["generate", "--cache-dir", "elsewhere"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("`notes.txt`"), "{}", out.stderr);
+    assert_eq!(p.read("elsewhere/notes.txt"), "mine\n");
+    // Its own: used, twice (the second run finds only what the first wrote).
+    for _ in 0..2 {
+        let out = p.run(&["generate", "--cache-dir", "own"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains("plan-env-vpc"), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn invalid_variable_names_in_the_config_are_refused() {
+    for config in [
+        "execution:\n  env:\n    \"BAD-NAME\": x\n",
+        "extensions:\n  github:\n    env:\n      \"A B\": x\n",
+        "extensions:\n  gitlab:\n    variables:\n      \"X;rm\": x\n",
+    ] {
+        let p = one_module();
+        p.write(".terraci.yaml", format!("{PATTERN}{config}"));
+        let out = p.run(&["generate", "--provider", "github"]);
+        assert_eq!(out.code, 1, "{config}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("is not a valid variable name"),
+            "{config}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn the_output_file_keeps_its_mode() {
+    let p = one_module();
+    p.write("out.yml", "old\n");
+    let out_file = p.path().join("out.yml");
+    std::fs::set_permissions(&out_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let out = p.run(&["generate", "--no-cache", "-o", "out.yml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(p.read("out.yml").contains("plan-env-vpc"));
+    let mode = std::fs::metadata(&out_file)
+        .expect("stat")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().expect("utf-8")).expect("no NUL");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+fn watch_meets_fifos_and_still_stops_on_sigterm() {
+    let p = one_module();
+    std::fs::create_dir_all(p.path().join("env/fifo")).expect("mkdir");
+    mkfifo(&p.path().join("env/fifo/main.tf"));
+    let mut child = p
+        .command(&["watch", "--no-cache", "-o", "out.yml"])
+        .env("SECRET_TOKEN", SECRET)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("terraci watch starts");
+    let out = p.path().join("out.yml");
+    let wait = |what: &str, done: &dyn Fn() -> bool, child: &mut std::process::Child| {
+        let start = Instant::now();
+        while !done() {
+            if start.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("timed out waiting for {what}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait("the first pipeline", &|| out.exists(), &mut child);
+    let read = || std::fs::read_to_string(&out).unwrap_or_default();
+    p.write("env/app/main.tf", "# app\n");
+    wait(
+        "the new module",
+        &|| read().contains("plan-env-app"),
+        &mut child,
+    );
+    // A FIFO appears while watching: reported (the file is kept for the new error),
+    // never opened, so the session still answers SIGTERM.
+    std::fs::create_dir_all(p.path().join("env/fifo2")).expect("mkdir");
+    mkfifo(&p.path().join("env/fifo2/main.tf"));
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid has no memory effects.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("watch did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_config_linked_out_of_the_project_is_refused_unread() {
+    for target in ["/proc/self/environ", "/dev/zero"] {
+        let p = one_module();
+        std::fs::remove_file(p.path().join(".terraci.yaml")).expect("rm");
+        std::os::unix::fs::symlink(target, p.path().join(".terraci.yaml")).expect("symlink");
+        let run = bounded(p.command(&["generate"]), Duration::from_secs(60));
+        assert!(!run.text().contains(SECRET), "{target}: {}", run.text());
+        // Nothing of what the link points at is kept in the cache either.
+        let record = std::fs::read(p.path().join(".terraci/cache/run.bin")).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&record).contains(SECRET),
+            "{target}: the run record holds the secret"
+        );
+        if target == "/proc/self/environ" {
+            assert_eq!(run.code, Some(1), "{}", run.text());
+            assert!(run.text().contains("outside"), "{}", run.text());
+        }
+    }
+}
