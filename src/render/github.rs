@@ -104,6 +104,34 @@ pub fn render_github(
     Ok(Rendered { text, warnings })
 }
 
+/// The environment apply jobs run in unless `job_defaults`/`overwrites` name one.
+pub const DEFAULT_APPLY_ENVIRONMENT: &str = "terraform";
+
+/// A job's `if:`. On `pull_request` every affected module plans, in dependency order, and
+/// nothing applies; on `push` (the default branch) and `workflow_dispatch` plans and
+/// applies run in order. A skipped job makes GitHub skip the jobs that need it unless
+/// their `if:` says otherwise, so both kinds run when nothing they need failed or was
+/// cancelled (`!cancelled() && !failure()`), and applies also need an event other than
+/// a pull request. A user's `if:` is added to that, never replaces it.
+pub fn job_condition(kind: JobKind, user: Option<&str>) -> String {
+    let mut condition = String::from("!cancelled() && !failure()");
+    if kind == JobKind::Apply {
+        condition.push_str(" && github.event_name != 'pull_request'");
+    }
+    if let Some(user) = user {
+        // `${{ ... }}` around a whole `if:` is optional; inside another expression it is
+        // not allowed.
+        let user = user.trim();
+        let user = user
+            .strip_prefix("${{")
+            .and_then(|u| u.strip_suffix("}}"))
+            .unwrap_or(user)
+            .trim();
+        condition.push_str(&format!(" && ({user})"));
+    }
+    condition
+}
+
 /// `on:` from the config, else pull requests, pushes to the default branch and manual runs.
 fn triggers(github: &GitHub) -> Value {
     if let Some(on) = &github.on {
@@ -240,16 +268,34 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         };
         m.insert(string("container"), string(name.as_str()));
     }
-    if let Some(environment) = &user.environment {
-        m.insert(string("environment"), string(environment.as_str()));
+    // Applies run behind an environment that can be protected (required reviewers).
+    let environment = match (&user.environment, job.kind) {
+        (Some(environment), _) => Some(environment.as_str()),
+        (None, JobKind::Apply) => Some(DEFAULT_APPLY_ENVIRONMENT),
+        (None, JobKind::Plan) => None,
+    };
+    if let Some(environment) = environment {
+        m.insert(string("environment"), string(environment));
     }
-    if let Some(condition) = &user.if_ {
-        m.insert(string("if"), string(condition.as_str()));
+    m.insert(
+        string("if"),
+        string(job_condition(job.kind, user.if_.as_deref())),
+    );
+    // Plans of one ref queue behind each other; an apply is never cancelled (a pending
+    // job of a concurrency group is, when another is queued), so applies have no group:
+    // Terraform's state lock keeps two applies of one module apart.
+    if job.kind == JobKind::Plan {
+        let mut concurrency = Mapping::new();
+        concurrency.insert(
+            string("group"),
+            string(format!(
+                "terraci-${{{{ github.workflow }}}}-${{{{ github.ref }}}}-{}",
+                job.module
+            )),
+        );
+        concurrency.insert(string("cancel-in-progress"), Value::Bool(false));
+        m.insert(string("concurrency"), Value::Mapping(concurrency));
     }
-    let mut concurrency = Mapping::new();
-    concurrency.insert(string("group"), string(&*job.module));
-    concurrency.insert(string("cancel-in-progress"), Value::Bool(false));
-    m.insert(string("concurrency"), Value::Mapping(concurrency));
 
     let mut env = job_variables(plan, job);
     env.extend(user.env.clone());

@@ -7,6 +7,7 @@ mod support;
 mod cache;
 mod changes;
 mod commands;
+mod events;
 mod generate;
 mod graph;
 mod hostile;
