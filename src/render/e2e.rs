@@ -88,6 +88,12 @@ fn three_module_pipeline() -> String {
 
 /// Runs `pipeline` with gitlab-ci-local's shell executor on the vpc/eks/app repository.
 fn run_pipeline(pipeline: &str) -> Run {
+    run_pipeline_as(pipeline, "main", &[])
+}
+
+/// The same on branch `branch` (the default branch is `main`), with `variables`
+/// (`CI_PIPELINE_SOURCE=merge_request_event` makes it a merge-request pipeline).
+fn run_pipeline_as(pipeline: &str, branch: &str, variables: &[&str]) -> Run {
     let gitlab_ci_local = client("gitlab-ci-local");
     let work = tempfile::tempdir().expect("temp dir");
     let repo = work.path().join("repo");
@@ -106,7 +112,7 @@ fn run_pipeline(pipeline: &str) -> Run {
         std::fs::write(repo.join(module).join("main.tf"), "# empty\n").expect("write main.tf");
     }
     std::fs::write(repo.join(".gitlab-ci.yml"), pipeline).expect("write pipeline");
-    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["init", "-q", "-b", branch]);
     git(
         &repo,
         &[
@@ -144,6 +150,8 @@ fn run_pipeline(pipeline: &str) -> Run {
             "--home",
         ])
         .arg(work.path().join("home"))
+        .args(variables.iter().flat_map(|v| ["--variable", v]))
+        .args(["--variable", "CI_DEFAULT_BRANCH=main"])
         .current_dir(&repo)
         .env("PATH", path)
         .env("NO_COLOR", "1")
@@ -223,4 +231,26 @@ fn without_the_artifact_the_apply_fails() {
         "{}",
         run.log
     );
+}
+
+/// A merge-request pipeline, and a branch other than the default one, plan every module
+/// and apply nothing: the applies' rules leave them out, and the plans' needs on them are
+/// optional, so the pipeline is still valid.
+#[test]
+fn merge_requests_and_other_branches_plan_and_never_apply() {
+    for (branch, variables) in [
+        ("feature", &["CI_PIPELINE_SOURCE=merge_request_event"][..]),
+        ("feature", &["CI_PIPELINE_SOURCE=push"][..]),
+    ] {
+        let run = run_pipeline_as(&three_module_pipeline(), branch, variables);
+        assert!(run.success, "{variables:?}\n{}\n{}", run.output, run.log);
+        let mut lines: Vec<&str> = run.log.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(
+            lines,
+            ["app init", "app plan", "eks init", "eks plan", "vpc init", "vpc plan"],
+            "{variables:?}: {}",
+            run.log
+        );
+    }
 }

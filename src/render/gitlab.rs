@@ -21,7 +21,7 @@ use super::{
     PLAN_FILE,
 };
 use crate::config::{
-    Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabWhen, Image, OverwriteType,
+    Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabRule, GitLabWhen, Image, OverwriteType,
 };
 use crate::escape::sh_cd;
 use crate::ir::{Job, JobKind, JobPlan};
@@ -559,7 +559,28 @@ fn effective_config(gitlab: &GitLab, kind: JobKind) -> GitLabJobConfig {
         );
         out.variables.extend(layer.variables);
     }
+    if kind == JobKind::Apply && out.rules.is_none() {
+        out.rules = Some(default_apply_rules());
+    }
     out
+}
+
+/// Where apply jobs run unless `job_defaults`/`overwrites` give `rules` (`rules: []` for
+/// none): never in merge-request pipelines, on the default branch only. Plans run in
+/// every pipeline; their needs on applies are `optional`, so a pipeline without the
+/// applies still plans every module in order.
+pub fn default_apply_rules() -> Vec<GitLabRule> {
+    vec![
+        GitLabRule {
+            if_: Some("$CI_PIPELINE_SOURCE == \"merge_request_event\"".into()),
+            when: Some(GitLabWhen::Never),
+            ..GitLabRule::default()
+        },
+        GitLabRule {
+            if_: Some("$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH".into()),
+            ..GitLabRule::default()
+        },
+    ]
 }
 
 /// What every job of one kind shares, written once as text where it can be.
@@ -806,10 +827,12 @@ impl<'a> JobWriter<'a> {
             for need in &job.needs {
                 out.push_str("    - job:");
                 write_str(out, 6, &need.job);
+                // The plan an apply downloads is always there; an apply a job waits for
+                // is not in a merge-request pipeline (see `default_apply_rules`).
                 out.push_str(if need.artifacts {
                     "      artifacts: true\n"
                 } else {
-                    "      artifacts: false\n"
+                    "      artifacts: false\n      optional: true\n"
                 });
             }
         }
@@ -925,6 +948,9 @@ mod tests {
                     let mut n = Mapping::new();
                     n.insert(string("job"), string(&*need.job));
                     n.insert(string("artifacts"), Value::Bool(need.artifacts));
+                    if !need.artifacts {
+                        n.insert(string("optional"), Value::Bool(true));
+                    }
                     Value::Mapping(n)
                 })
                 .collect();
