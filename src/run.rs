@@ -65,6 +65,16 @@ pub struct Io<'a> {
 pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
     match dispatch(cli, io) {
         Ok(code) => code,
+        // The reader of stdout went away (`terraci generate | head -1`): nothing is
+        // wrong with the run, and there is no one left to tell.
+        Err(err)
+            if err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            exit::OK
+        }
         Err(err) => {
             let code = err
                 .downcast_ref::<Failure>()
@@ -771,7 +781,7 @@ fn generate_pipeline(
     let pipeline = generation.output?;
     if !global.quiet {
         for w in &pipeline.warnings {
-            writeln!(err, "warning[needs-limit]: {w}")?;
+            writeln!(err, "{w}")?;
         }
     }
     let replayable = ws.notices.is_empty() && !ws.db.reads_outside_modules();
@@ -827,8 +837,8 @@ pub struct Generation {
 
 pub struct Pipeline {
     pub text: crate::render::PipelineText,
-    /// Renderer warnings (`needs-limit`), printed unless `-q`.
-    pub warnings: Vec<String>,
+    /// Renderer warnings (`needs-limit`, `config-warning`...), printed unless `-q`.
+    pub warnings: Vec<crate::render::RenderWarning>,
 }
 
 /// The pure part of `generate`: affected modules, job plan and rendered text (or the

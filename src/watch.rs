@@ -164,7 +164,7 @@ pub struct Watch<'a> {
     /// Diagnostics of the last regeneration: only new ones are printed.
     shown: HashSet<Diagnostic>,
     /// Renderer warnings of the last regeneration: printed again only when they change.
-    warnings: Vec<String>,
+    warnings: Vec<crate::render::RenderWarning>,
     /// The last batch left an input unreadable (config, `--var-file`).
     input_error: bool,
     /// The file holds what the current inputs give (the last regeneration did not keep
@@ -631,7 +631,7 @@ impl<'a> Watch<'a> {
         };
         if pipeline.warnings != self.warnings && !self.global.quiet {
             for w in &pipeline.warnings {
-                writeln!(err, "warning[needs-limit]: {w}")?;
+                writeln!(err, "{w}")?;
             }
         }
         self.warnings = pipeline.warnings;

@@ -15,7 +15,7 @@ use serde_yaml::{Mapping, Value};
 use super::yaml::{write_document, Style};
 use super::{
     job_commands, job_variables, string, string_map, strings, to_value, Header, RenderError,
-    Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
+    RenderWarning, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
 };
 use crate::config::{Binary, Config, GitHub, GitHubJobConfig, GitHubStep, Image, OverwriteType};
 use crate::ir::{Job, JobKind, JobPlan};
@@ -38,11 +38,11 @@ pub fn render_github(
     let github = config.extensions.github.clone().unwrap_or_default();
     let mut warnings = Vec::new();
     if github.pr.is_some() {
-        warnings.push(
+        warnings.push(RenderWarning::new(
+            "config-warning",
             "extensions.github.pr (pull-request comments) is not implemented by terraci; \
-             the section is ignored"
-                .to_owned(),
-        );
+             the section is ignored",
+        ));
     }
 
     let mut doc = Mapping::new();
@@ -95,10 +95,13 @@ pub fn render_github(
                 limit: GITHUB_MAX_BYTES,
             });
         }
-        warnings.push(format!(
-            "the workflow is {} bytes, over GitHub's limit of {GITHUB_MAX_BYTES} bytes; \
-             GitHub will refuse to run it",
-            text.len()
+        warnings.push(RenderWarning::new(
+            "pipeline-limit",
+            format!(
+                "the workflow is {} bytes, over GitHub's limit of {GITHUB_MAX_BYTES} bytes; \
+                 GitHub will refuse to run it",
+                text.len()
+            ),
         ));
     }
     Ok(Rendered { text, warnings })
@@ -153,7 +156,7 @@ fn triggers(github: &GitHub) -> Value {
 /// any other character (a `.` in a directory name) becomes `_`.
 fn job_ids<'a>(
     plan: &'a JobPlan,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<RenderWarning>,
 ) -> Result<BTreeMap<&'a str, String>, RenderError> {
     let mut ids = BTreeMap::new();
     let mut owners: BTreeMap<String, &str> = BTreeMap::new();
@@ -170,10 +173,13 @@ fn job_ids<'a>(
             })
             .collect();
         if *id != *job.name {
-            warnings.push(format!(
-                "job `{}` is named `{id}` in the GitHub workflow: job ids may only hold \
-                 letters, digits, `-` and `_`",
-                job.name
+            warnings.push(RenderWarning::new(
+                "job-renamed",
+                format!(
+                    "job `{}` is named `{id}` in the GitHub workflow: job ids may only hold \
+                     letters, digits, `-` and `_`",
+                    job.name
+                ),
             ));
         }
         if let Some(first) = owners.insert(id.clone(), &job.name) {

@@ -17,8 +17,8 @@ use super::yaml::{
 };
 use super::{
     default_image, job_commands, job_variables, segment_variable, string, string_map, strings,
-    to_value, Header, PipelineText, RenderError, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE,
-    PLAN_FILE,
+    to_value, Header, PipelineText, RenderError, RenderWarning, Rendered, NO_CHANGES_JOB,
+    NO_CHANGES_MESSAGE, PLAN_FILE,
 };
 use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabRule, GitLabWhen, Image, OverwriteType,
@@ -69,7 +69,7 @@ pub fn render_gitlab_parts(
     config: &Config,
     header: &Header,
     texts: &JobTexts,
-) -> Result<(PipelineText, Vec<String>), RenderError> {
+) -> Result<(PipelineText, Vec<RenderWarning>), RenderError> {
     render_gitlab_text(plan, config, header, Some(texts))
 }
 
@@ -78,7 +78,7 @@ fn render_gitlab_text(
     config: &Config,
     header: &Header,
     texts: Option<&JobTexts>,
-) -> Result<(PipelineText, Vec<String>), RenderError> {
+) -> Result<(PipelineText, Vec<RenderWarning>), RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let mut warnings = ignored_keys(&gitlab);
     let prefix = gitlab
@@ -104,10 +104,10 @@ fn render_gitlab_text(
     let image = match (&gitlab.image, &gitlab.terraform_image) {
         (Some(image), _) => image.clone(),
         (None, Some(image)) => {
-            warnings.push(
-                "extensions.gitlab.terraform_image is deprecated; use extensions.gitlab.image"
-                    .to_owned(),
-            );
+            warnings.push(RenderWarning::new(
+                "config-warning",
+                "extensions.gitlab.terraform_image is deprecated; use extensions.gitlab.image",
+            ));
             image.clone()
         }
         // The official images' entrypoint is the binary itself, which GitLab would run
@@ -155,7 +155,12 @@ fn render_gitlab_text(
                 &mut text.jobs,
             ),
         };
-        warnings.extend(job_warnings);
+        // A job's own warnings are always about its needs.
+        warnings.extend(
+            job_warnings
+                .into_iter()
+                .map(|w| RenderWarning::new("needs-limit", w)),
+        );
     }
     Ok((text, warnings))
 }
@@ -272,14 +277,14 @@ impl JobTexts {
     }
 }
 
-fn ignored_keys(gitlab: &GitLab) -> Vec<String> {
+fn ignored_keys(gitlab: &GitLab) -> Vec<RenderWarning> {
     let mut warnings = Vec::new();
     if gitlab.mr.is_some() {
-        warnings.push(
+        warnings.push(RenderWarning::new(
+            "config-warning",
             "extensions.gitlab.mr (merge-request comments) is not implemented by terraci; \
-             the section is ignored"
-                .to_owned(),
-        );
+             the section is ignored",
+        ));
     }
     for (key, present, instead) in [
         (
@@ -304,8 +309,11 @@ fn ignored_keys(gitlab: &GitLab) -> Vec<String> {
         ),
     ] {
         if present {
-            warnings.push(format!(
-                "extensions.gitlab.{key} is an old TerraCi key and is ignored; use {instead}"
+            warnings.push(RenderWarning::new(
+                "config-warning",
+                format!(
+                    "extensions.gitlab.{key} is an old TerraCi key and is ignored; use {instead}"
+                ),
             ));
         }
     }

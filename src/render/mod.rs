@@ -125,7 +125,29 @@ impl From<String> for PipelineText {
 pub struct Rendered {
     pub text: String,
     /// Things the user should know: ignored TerraCi keys, dropped `needs`, ...
-    pub warnings: Vec<String>,
+    pub warnings: Vec<RenderWarning>,
+}
+
+/// A renderer's warning, with the diagnostic code it is printed under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderWarning {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl RenderWarning {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        RenderWarning {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for RenderWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "warning[{}]: {}", self.code, self.message)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

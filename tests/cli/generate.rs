@@ -97,3 +97,29 @@ fn unknown_provider_lists_the_valid_ones() {
         out.stderr
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_is_not_an_error() {
+    // Enough modules that the pipeline outgrows the pipe's buffer.
+    let p = crate::support::Project::empty();
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{env}/{module}\"\n",
+    );
+    for i in 0..400 {
+        p.write(&format!("stage/m{i}/main.tf"), "# empty\n");
+    }
+    let mut child = p
+        .command(&["generate", "--no-cache"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("terraci starts");
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().expect("stdout"), &mut first)
+        .expect("some output");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("terraci ends");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
