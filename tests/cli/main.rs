@@ -11,6 +11,7 @@ mod events;
 mod generate;
 mod graph;
 mod hostile;
+mod real_terraform;
 mod robustness;
 mod rules;
 mod seeds;

@@ -1,0 +1,156 @@
+//! With real terraform (from PATH; `.ci/run` fails when it is missing): a two-module
+//! repository of built-in `terraform_data` resources and local backends with absolute
+//! state paths, where `app` reads `vpc`'s outputs through `terraform_remote_state`.
+//! Its generated GitLab pipeline runs under gitlab-ci-local (shell executor, one isolated
+//! build directory per job) as a default-branch pipeline, which plans and applies in
+//! order, then as a merge-request pipeline, which plans and applies nothing; and
+//! `local-exec run` runs it under a pseudo-terminal.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{client, commit_all, Project};
+
+/// terraform on PATH; the suite needs it (no provider is downloaded: `terraform_data` and
+/// the local backend are built in).
+fn terraform_dir() -> PathBuf {
+    let path = std::env::var("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .find(|dir| dir.join("terraform").is_file())
+        .expect("terraform is not on PATH: the end-to-end tests run real terraform (1.11)")
+}
+
+fn module(state: &Path, name: &str, body: &str) -> String {
+    format!(
+        "terraform {{\n  backend \"local\" {{\n    path = \"{}/{name}.tfstate\"\n  }}\n}}\n\n{body}",
+        state.display()
+    )
+}
+
+fn repository(state: &Path) -> Project {
+    let p = Project::empty();
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{env}/{module}\"\n",
+    );
+    p.write(
+        "live/vpc/main.tf",
+        module(
+            state,
+            "vpc",
+            "resource \"terraform_data\" \"net\" {\n  input = \"net-1\"\n}\n\noutput \"id\" {\n  value = terraform_data.net.output\n}\n",
+        ),
+    );
+    p.write(
+        "live/app/main.tf",
+        module(
+            state,
+            "app",
+            &format!(
+                "data \"terraform_remote_state\" \"vpc\" {{\n  backend = \"local\"\n  config = {{\n    path = \"{}/vpc.tfstate\"\n  }}\n}}\n\nresource \"terraform_data\" \"app\" {{\n  input = \"app in ${{data.terraform_remote_state.vpc.outputs.id}}\"\n}}\n",
+                state.display()
+            ),
+        ),
+    );
+    p.write(
+        ".gitignore",
+        ".terraform/\n.terraform.lock.hcl\n*.tfplan\n.terraci/\n",
+    );
+    p
+}
+
+fn gitlab_ci_local(repo: &Path, home: &Path, variables: &[&str]) -> (bool, String) {
+    let path = format!(
+        "{}:{}",
+        terraform_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(client("gitlab-ci-local"))
+        .args([
+            "--force-shell-executor",
+            "--shell-isolation",
+            "--artifacts-to-source=false",
+            "--home",
+        ])
+        .arg(home)
+        .args(variables.iter().flat_map(|v| ["--variable", v]))
+        .args(["--variable", "CI_DEFAULT_BRANCH=main"])
+        .current_dir(repo)
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .env("TF_IN_AUTOMATION", "1")
+        .output()
+        .expect("gitlab-ci-local runs");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The `input` of the state's `terraform_data` resource, or `None` before an apply.
+fn applied_input(state: &Path, name: &str) -> Option<String> {
+    let text = std::fs::read_to_string(state.join(format!("{name}.tfstate"))).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    // The managed resource (the state also holds the remote-state data source).
+    doc["resources"]
+        .as_array()?
+        .iter()
+        .find(|r| r["type"] == "terraform_data")?["instances"][0]["attributes"]["input"]["value"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[test]
+fn the_gitlab_pipeline_plans_and_applies_with_real_terraform() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let state = work.path().join("state");
+    std::fs::create_dir_all(&state).expect("mkdir state");
+    let p = repository(&state);
+    let out = p.run(&["generate", "-o", ".gitlab-ci.yml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    commit_all(p.path());
+    let home = work.path().join("home");
+
+    // The default branch: vpc is applied before app reads it.
+    let (ok, output) = gitlab_ci_local(p.path(), &home, &[]);
+    assert!(ok, "the default-branch pipeline failed:\n{output}");
+    assert_eq!(applied_input(&state, "vpc").as_deref(), Some("net-1"));
+    assert_eq!(
+        applied_input(&state, "app").as_deref(),
+        Some("app in net-1")
+    );
+
+    // A merge request that changes vpc: every module plans, nothing is applied.
+    let vpc = p.read("live/vpc/main.tf").replace("net-1", "net-2");
+    p.write("live/vpc/main.tf", vpc);
+    let (ok, output) =
+        gitlab_ci_local(p.path(), &home, &["CI_PIPELINE_SOURCE=merge_request_event"]);
+    assert!(ok, "the merge-request pipeline failed:\n{output}");
+    assert!(output.contains("plan-live-vpc"), "{output}");
+    assert!(!output.contains("apply-live-vpc"), "{output}");
+    assert_eq!(applied_input(&state, "vpc").as_deref(), Some("net-1"));
+}
+
+#[test]
+fn local_exec_runs_real_terraform_in_a_terminal() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let state = work.path().join("state");
+    std::fs::create_dir_all(&state).expect("mkdir state");
+    let p = repository(&state);
+    let path = format!(
+        "{}:{}",
+        terraform_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (mut child, text) = crate::terminal::spawn_in_terminal(&p, &["local-exec", "run"], &path);
+    let code = crate::terminal::wait(&mut child, "run");
+    assert_eq!(code, 0, "{}", text.lock().expect("not poisoned"));
+    assert_eq!(
+        applied_input(&state, "app").as_deref(),
+        Some("app in net-1")
+    );
+}
