@@ -257,7 +257,10 @@ pub fn render_config(choices: &Choices) -> String {
         InitProvider::Gitlab => format!(
             "  gitlab:\n\
              \x20   # Image of every job; by default the official image of execution.binary.\n\
-             \x20   image: {image}\n\
+             \x20   # Its entrypoint is the binary: `[\"\"]` gives GitLab's docker runner a shell.\n\
+             \x20   image:\n\
+             \x20     name: {image}\n\
+             \x20     entrypoint: [\"\"]\n\
              \x20   # Stages are named <stages_prefix>-<level>.\n\
              \x20   stages_prefix: deploy\n\
              \x20   # Per-module .terraform/ cache.\n\

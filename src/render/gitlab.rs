@@ -320,8 +320,15 @@ fn ignored_keys(gitlab: &GitLab) -> Vec<RenderWarning> {
     warnings
 }
 
+/// The official terraform and OpenTofu images have the binary as their entrypoint, which
+/// GitLab's docker executor would run the job script through; given by name alone, they
+/// get `entrypoint: [""]` (the shell), as every job of theirs needs.
 fn image_value(image: &Image) -> Value {
     match image {
+        Image::Name(name) if is_official_image(name) => image_value(&Image::Full {
+            name: name.clone(),
+            entrypoint: Some(vec![String::new()]),
+        }),
         Image::Name(name) => string(name.as_str()),
         Image::Full { name, entrypoint } => {
             let mut m = Mapping::new();
@@ -332,6 +339,17 @@ fn image_value(image: &Image) -> Value {
             Value::Mapping(m)
         }
     }
+}
+
+fn is_official_image(name: &str) -> bool {
+    let repository = name.split([':', '@']).next().unwrap_or(name);
+    matches!(
+        repository,
+        "hashicorp/terraform"
+            | "docker.io/hashicorp/terraform"
+            | "ghcr.io/opentofu/opentofu"
+            | "opentofu/opentofu"
+    )
 }
 
 fn no_changes_job(stage: &str, defaults: Option<&GitLabJobConfig>) -> Value {
