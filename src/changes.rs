@@ -13,6 +13,15 @@ use crate::files::{FileKind, Project, Role, Selection};
 use crate::graph::dependency_graph;
 use crate::system::normalize;
 
+/// What running terraform or terraci leaves in a checkout (`.terraform/`, plan files,
+/// `.terraci/` logs and caches): never a change of the module, ignored or not by git.
+/// After one local run every module would otherwise be "changed".
+pub fn is_run_output(path: &str) -> bool {
+    path.split('/')
+        .any(|part| part == ".terraform" || part == ".terraci")
+        || path.ends_with(".tfplan")
+}
+
 /// Direct uses-library links: module directory -> the directories its local `module`
 /// sources name (`./`, `../`), for every discovered directory, libraries included.
 #[salsa::tracked(returns(ref))]
@@ -198,7 +207,7 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
         .collect();
 
     let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for path in &changes.files {
+    for path in changes.files.iter().filter(|p| !is_run_output(p)) {
         let owner = ancestors(path).find(|dir| roots.contains(dir) || deleted.contains(dir));
         if let Some(owner) = owner.filter(|dir| roots.contains(dir)) {
             let rel = &path[owner.len() + 1..];

@@ -1168,6 +1168,20 @@ fn local_exec(global: &GlobalArgs, args: &LocalExecArgs, io: &mut Io<'_>) -> any
     let diagnostics = ws.all_diagnostics();
     ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
     let graph = dependency_graph(&ws.db, ws.project);
+    // A `-m` that names no module is a typo, as in `graph -m`, not an empty run.
+    for m in &args.module {
+        let m = m.trim_end_matches('/');
+        if !graph
+            .modules
+            .iter()
+            .any(|id| crate::filter::glob_matches(m, id))
+        {
+            return Err(fail(
+                exit::ERROR,
+                format!("no module `{}`", crate::escape::printable(m)),
+            ));
+        }
+    }
     if !graph.cycles.is_empty() {
         return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
     }

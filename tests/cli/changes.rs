@@ -427,3 +427,28 @@ fn ci_variables_pick_the_base_when_no_base_ref_is_given() {
     // Without any: origin/main, then main.
     assert_eq!(changed(&[]), expected);
 }
+
+#[test]
+fn what_a_local_run_leaves_behind_is_no_change() {
+    let repo = Repo::example();
+    // Not gitignored: the working tree holds what terraform and terraci wrote.
+    repo.write(&format!("{STAGE}/vpc/.terraform/terraform.tfstate"), "{}\n");
+    repo.write(&format!("{STAGE}/eks/plan.tfplan"), "plan\n");
+    repo.write(".terraci/logs/plan-x.log", "log\n");
+    repo.write(&format!("{PROD}/app/.terraci/cache/facts.bin"), "x\n");
+    let out = repo.project.run(&[
+        "generate",
+        "--changed-only",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(
+        doc["changed_modules"],
+        serde_json::json!([]),
+        "{}",
+        out.stdout
+    );
+}

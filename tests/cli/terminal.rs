@@ -135,3 +135,23 @@ fn local_exec_in_a_terminal_stops_on_ctrl_c() {
     );
     assert_eq!(code, 130, "{}", text.lock().unwrap());
 }
+
+#[test]
+fn local_exec_with_a_module_that_does_not_exist_is_an_error() {
+    let p = Project::fixture("example");
+    let out = p.run(&[
+        "local-exec",
+        "plan",
+        "--dry-run",
+        "-m",
+        "platform/stage/eu-central-1/vcp",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(
+        out.stderr,
+        "error: no module `platform/stage/eu-central-1/vcp`\n"
+    );
+    // A glob that names modules is fine.
+    let out = p.run(&["local-exec", "plan", "--dry-run", "-m", "platform/stage/**"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
