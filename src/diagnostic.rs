@@ -187,6 +187,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("deleted-module", "a module directory was deleted by the change; its resources are not destroyed by this pipeline"),
     ("unused-library", "a listed library module is used by no module"),
     ("needs-limit", "a job has more needs than the CI allows; it relies on its stage instead"),
+    ("local-state", "modules of the pipeline keep their state inside the checkout, which each CI job gets afresh"),
     ("job-renamed", "a job's name is not a valid GitHub job id; it is written with `_` in place of other characters"),
     ("pipeline-limit", "the generated workflow is over the CI's size limit"),
     ("remote-module-source", "info (-v): a module call's source is outside the repository (registry, git...); its remote_state blocks are not read"),

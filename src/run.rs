@@ -866,6 +866,7 @@ pub fn build_pipeline(
             }
         }
     };
+    diagnostics.extend(local_state_warning(ws, plan));
     let changed_files = selection
         .changes(&ws.db)
         .as_ref()
@@ -890,6 +891,51 @@ pub fn build_pipeline(
         explain,
         output,
     }
+}
+
+/// One warning for the modules of the pipeline whose state lives in the checkout (no
+/// backend block, or a `local` backend with a relative path): each CI job starts from a
+/// fresh checkout, so what an apply writes is gone before the next job reads it.
+fn local_state_warning(ws: &Workspace, plan: &crate::ir::JobPlan) -> Option<Diagnostic> {
+    let modules: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
+    let inside: Vec<&str> = modules
+        .into_iter()
+        .filter(|id| {
+            ws.modules.get(*id).is_some_and(|&m| {
+                let identity = crate::resolve::state_identity(&ws.db, ws.project, m);
+                identity.backend == "local"
+                    && identity
+                        .fields
+                        .get("path")
+                        .is_some_and(|p| !p.starts_with('/'))
+            })
+        })
+        .collect();
+    let first = inside.first()?;
+    const SHOWN: usize = 3;
+    let shown: Vec<&str> = inside.iter().take(SHOWN).copied().collect();
+    let more = inside.len().saturating_sub(SHOWN);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    Some(
+        Diagnostic::warning(
+            "local-state",
+            format!(
+                "{} inside the checkout (no backend block, or a `local` backend with a relative path): {}{more}; each CI job starts from a fresh checkout, so the state an apply writes is lost; give {} a remote backend (or an absolute local `path` on storage the jobs share)",
+                if inside.len() == 1 {
+                    "1 module of the pipeline keeps its state".to_owned()
+                } else {
+                    format!("{} modules of the pipeline keep their state", inside.len())
+                },
+                crate::escape::printable(&shown.join(", ")),
+                if inside.len() == 1 { "it" } else { "them" }
+            ),
+        )
+        .with_module(*first),
+    )
 }
 
 /// `--dry-run`: modules, affected, levels and jobs, as text or JSON.

@@ -36,8 +36,12 @@ fn project() -> MemorySystem {
         ("stage/vpc/main.tf", VPC),
         ("stage/dns/main.tf", DNS),
         ("stage/eks/main.tf", EKS),
+        ("stage/eks/backend.tf", EKS_BACKEND),
     ])
 }
+
+/// A state outside the checkout (no `local-state` warning in these tests' output).
+const EKS_BACKEND: &str = "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"stage/eks/terraform.tfstate\"\n  }\n}\n";
 
 fn argv() -> Vec<String> {
     vec!["terraci".into(), "watch".into()]
@@ -272,7 +276,10 @@ fn a_new_module_directory_appears_in_the_pipeline() {
     let fs = project();
     let (mut watch, _) = session(&fs);
     fs.write_file("/p/stage/app/main.tf", READS_DNS);
-    fs.write_file("/p/stage/app/variables.tf", "variable \"x\" {}\n");
+    fs.write_file(
+        "/p/stage/app/variables.tf",
+        format!("variable \"x\" {{}}\n{}", EKS_BACKEND.replace("eks", "app")),
+    );
     let (report, err) = batch(
         &mut watch,
         &["stage/app", "stage/app/main.tf", "stage/app/variables.tf"],

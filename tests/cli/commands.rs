@@ -27,7 +27,9 @@ fn unconfigured_repo() -> Project {
     for module in ["vpc", "eks"] {
         p.write(
             &format!("platform/prod/eu-west-1/{module}/main.tf"),
-            "resource \"null_resource\" \"this\" {}\n",
+            format!(
+                "terraform {{\n  backend \"s3\" {{\n    key = \"{module}.tfstate\"\n  }}\n}}\n\nresource \"null_resource\" \"this\" {{}}\n"
+            ),
         );
     }
     p

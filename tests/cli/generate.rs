@@ -107,7 +107,10 @@ fn a_reader_that_goes_away_is_not_an_error() {
         "structure:\n  pattern: \"{env}/{module}\"\n",
     );
     for i in 0..400 {
-        p.write(&format!("stage/m{i}/main.tf"), "# empty\n");
+        p.write(
+            &format!("stage/m{i}/main.tf"),
+            "terraform {\n  backend \"s3\" {}\n}\n",
+        );
     }
     let mut child = p
         .command(&["generate", "--no-cache"])
@@ -122,4 +125,40 @@ fn a_reader_that_goes_away_is_not_an_error() {
     let out = child.wait_with_output().expect("terraci ends");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+#[test]
+fn a_state_inside_the_checkout_is_a_warning() {
+    let p = crate::support::Project::empty();
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{env}/{module}\"\n",
+    );
+    p.write("stage/implicit/main.tf", "# no backend block\n");
+    p.write(
+        "stage/relative/main.tf",
+        "terraform {\n  backend \"local\" {\n    path = \"state/terraform.tfstate\"\n  }\n}\n",
+    );
+    p.write(
+        "stage/shared/main.tf",
+        "terraform {\n  backend \"local\" {\n    path = \"/mnt/state/shared.tfstate\"\n  }\n}\n",
+    );
+    let out = p.run(&["generate", "--no-cache"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning["))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(
+        warnings[0].starts_with("warning[local-state]: stage/implicit: 2 modules of the pipeline keep their state inside the checkout"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[0].contains("stage/implicit, stage/relative;"),
+        "{}",
+        warnings[0]
+    );
 }
