@@ -543,6 +543,12 @@ pub fn job_plan(
         })
         .collect();
     let config = project.config(db);
+    let mut env = config.execution.env.clone();
+    env.extend(
+        crate::resolve::command_line_env(db, project)
+            .iter()
+            .cloned(),
+    );
     plan_nodes(
         &nodes,
         names.collisions,
@@ -550,7 +556,7 @@ pub fn job_plan(
         PlanSettings {
             binary: config.execution.binary,
             init_enabled: config.execution.init_enabled,
-            env: config.execution.env.clone(),
+            env,
             segments: project.pattern(db).segments().to_vec(),
         },
     )

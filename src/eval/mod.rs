@@ -15,6 +15,7 @@ mod value;
 mod tests;
 
 pub use convert::convert_to_type;
+pub(crate) use functions::json_string;
 pub use value::{format_number, Unknown, Value};
 
 /// Bounds that keep evaluation finite on any input.

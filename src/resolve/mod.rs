@@ -43,7 +43,7 @@ pub use identity::{
 use matching::{match_reference, Match};
 pub use matching::{normalise_state_path, Rule};
 pub use references::{module_references, ModuleReferences, StateReference, StateTarget};
-pub use scope::{cli_variables, module_scope, var_file_assignments, ModuleScope};
+pub use scope::{cli_variables, command_line_env, module_scope, var_file_assignments, ModuleScope};
 
 /// Where an edge came from: the block instance, its config attribute, the rule that
 /// matched it and the local module calls it was read through.

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use camino::Utf8Path;
+use indexmap::IndexMap;
 
 use crate::db::Db;
 use crate::diagnostic::Diagnostic;
@@ -355,6 +356,47 @@ pub fn cli_variables(db: &dyn Db, project: Project) -> BTreeMap<String, Expr> {
         out.insert(name.clone(), cli_value(raw));
     }
     out
+}
+
+/// What `--var`, `--var-file` and `--workspace` tell terraform in the jobs, as the
+/// environment of every job: `TF_WORKSPACE`, and a `TF_VAR_<name>` per assignment (the
+/// files' first, then `--var`s, a later one winning; lists and maps as JSON, which
+/// Terraform reads as HCL). Terraform ignores a `TF_VAR_` that a module does not declare,
+/// as terraci applies these only where declared. One difference stays: a module's own
+/// `terraform.tfvars` outranks `TF_VAR_` in Terraform, while terraci's `--var` outranks
+/// it; `-var` would match, but is an error in a module that does not declare it.
+#[salsa::tracked(returns(ref))]
+pub fn command_line_env(db: &dyn Db, project: Project) -> Vec<(String, String)> {
+    let settings = project.eval_settings(db);
+    let mut env: IndexMap<String, String> = IndexMap::new();
+    if !settings.workspace.is_empty() && settings.workspace != "default" {
+        env.insert("TF_WORKSPACE".to_owned(), settings.workspace.clone());
+    }
+    let empty = BTreeMap::new();
+    let ctx = EvalContext {
+        scope: &empty,
+        module_dir: project.root(db).clone(),
+        host: &NoFilesystem,
+    };
+    for (name, text) in &settings.var_files {
+        let Ok(assignments) = var_file_assignments(name, text) else {
+            continue;
+        };
+        for (var, e) in assignments {
+            let value = match evaluate(&e, &ctx) {
+                Ok(Value::String(s)) => Some(s),
+                Ok(v) => crate::eval::json_string(&v).ok(),
+                Err(_) => None,
+            };
+            if let Some(value) = value {
+                env.insert(format!("TF_VAR_{var}"), value);
+            }
+        }
+    }
+    for (var, value) in &settings.vars {
+        env.insert(format!("TF_VAR_{var}"), value.clone());
+    }
+    env.into_iter().collect()
 }
 
 /// A `-var` / `TF_VAR_` value: Terraform reads complex types as HCL; a plain word is a

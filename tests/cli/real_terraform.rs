@@ -4,7 +4,8 @@
 //! Its generated GitLab pipeline runs under gitlab-ci-local (shell executor, one isolated
 //! build directory per job) as a default-branch pipeline, which plans and applies in
 //! order, then as a merge-request pipeline, which plans and applies nothing; and
-//! `local-exec run` runs it under a pseudo-terminal.
+//! `local-exec run` runs it under a pseudo-terminal. A variable given only with `--var`
+//! reaches terraform in both.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,7 +39,8 @@ fn repository(state: &Path) -> Project {
         module(
             state,
             "vpc",
-            "resource \"terraform_data\" \"net\" {\n  input = \"net-1\"\n}\n\noutput \"id\" {\n  value = terraform_data.net.output\n}\n",
+            // `suffix` has no default: only `--var` gives it, so the jobs must get it.
+            "variable \"suffix\" {}\n\nresource \"terraform_data\" \"net\" {\n  input = \"net-${var.suffix}\"\n}\n\noutput \"id\" {\n  value = terraform_data.net.output\n}\n",
         ),
     );
     p.write(
@@ -110,7 +112,7 @@ fn the_gitlab_pipeline_plans_and_applies_with_real_terraform() {
     let state = work.path().join("state");
     std::fs::create_dir_all(&state).expect("mkdir state");
     let p = repository(&state);
-    let out = p.run(&["generate", "-o", ".gitlab-ci.yml"]);
+    let out = p.run(&["generate", "-o", ".gitlab-ci.yml", "--var", "suffix=1"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     commit_all(p.path());
     let home = work.path().join("home");
@@ -125,7 +127,7 @@ fn the_gitlab_pipeline_plans_and_applies_with_real_terraform() {
     );
 
     // A merge request that changes vpc: every module plans, nothing is applied.
-    let vpc = p.read("live/vpc/main.tf").replace("net-1", "net-2");
+    let vpc = p.read("live/vpc/main.tf").replace("net-$", "net-2-$");
     p.write("live/vpc/main.tf", vpc);
     let (ok, output) =
         gitlab_ci_local(p.path(), &home, &["CI_PIPELINE_SOURCE=merge_request_event"]);
@@ -146,9 +148,17 @@ fn local_exec_runs_real_terraform_in_a_terminal() {
         terraform_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let (mut child, text) = crate::terminal::spawn_in_terminal(&p, &["local-exec", "run"], &path);
+    let (mut child, text) =
+        crate::terminal::spawn_in_terminal(&p, &["local-exec", "run", "--var", "suffix=1"], &path);
     let code = crate::terminal::wait(&mut child, "run");
-    assert_eq!(code, 0, "{}", text.lock().expect("not poisoned"));
+    let log = std::fs::read_to_string(p.path().join(".terraci/logs/plan-live-vpc.log"))
+        .unwrap_or_default();
+    assert_eq!(
+        code,
+        0,
+        "{}\n--- plan-live-vpc.log\n{log}",
+        text.lock().expect("not poisoned")
+    );
     assert_eq!(
         applied_input(&state, "app").as_deref(),
         Some("app in net-1")

@@ -6,6 +6,7 @@
 
 mod collections;
 mod encoding;
+pub(crate) use encoding::json_string;
 mod filesystem;
 mod format;
 mod hash;
