@@ -222,6 +222,39 @@ pub fn run(
     result
 }
 
+/// `local-exec apply` applies plan files made by an earlier `local-exec plan`; a module
+/// that reads another module applied in the same run was planned before that apply,
+/// against the state it replaces, and terraform does not notice (its own state did not
+/// change). Said once, before anything runs.
+fn stale_plans_warning(tasks: &[jobs::Task], out: &mut dyn Write) -> std::io::Result<()> {
+    let stale: Vec<&str> = tasks
+        .iter()
+        .filter(|t| !t.needs.is_empty())
+        .map(|t| t.module.as_str())
+        .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    const SHOWN: usize = 3;
+    let shown: Vec<String> = stale
+        .iter()
+        .take(SHOWN)
+        .map(|m| crate::escape::printable(m).into_owned())
+        .collect();
+    let more = stale.len().saturating_sub(SHOWN);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "warning: {} module(s) read modules this run applies first, so their plan files were made against the state before those applies: {}{more}; `local-exec run` plans each module after the modules it reads are applied",
+        stale.len(),
+        shown.join(", ")
+    )
+}
+
 /// [`run`] with an explicit process runner and interrupt flag (tests, embedding).
 pub fn run_with(
     plan: &JobPlan,
@@ -252,6 +285,9 @@ pub fn run_with(
     if tasks.is_empty() {
         writeln!(out, "no modules to run")?;
         return Ok(ExecSummary::default());
+    }
+    if options.mode == Mode::Apply {
+        stale_plans_warning(&tasks, out)?;
     }
 
     let log_dir = resolve(&options.project_dir, &options.log_dir);

@@ -305,6 +305,12 @@ fn plan_mode_plans_in_dependency_order_and_apply_mode_reads_the_plan_files() {
     let (summary, out) = project.run(&plan, &project.options(Mode::Apply, None));
     assert!(!summary.failed(), "{out}");
     assert_eq!(summary.results.len(), 5);
+    // eks, rds and app read modules this run applies first: their plans are stale, and
+    // the run says so (plan mode said nothing of the kind).
+    assert!(
+        out.contains("warning: 3 module(s) read modules this run applies first, so their plan files were made against the state before those applies: prod/eks, prod/rds, prod/app;"),
+        "{out}"
+    );
     assert!(project
         .calls()
         .contains_key(&("prod/app".into(), "apply".into())));
