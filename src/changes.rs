@@ -136,6 +136,32 @@ fn ancestors(path: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// A submodule that moved or holds uncommitted changes: its files are not listed, so it
+/// marks the deepest module whose directory holds the submodule (or is it), and every
+/// module inside it.
+fn mark_submodule(path: &str, roots: &BTreeSet<&str>, reasons: &mut BTreeMap<String, Vec<String>>) {
+    let owner = std::iter::once(path)
+        .chain(ancestors(path))
+        .find(|dir| roots.contains(dir));
+    if let Some(owner) = owner {
+        let reason = match path.get(owner.len() + 1..) {
+            Some(rel) => format!("changed: {rel} (submodule)"),
+            None => "changed: the submodule checked out here".to_owned(),
+        };
+        reasons.entry(owner.to_owned()).or_default().push(reason);
+    }
+    let inside = format!("{path}/");
+    for root in roots.range(inside.as_str()..) {
+        if !root.starts_with(&inside) {
+            break;
+        }
+        reasons
+            .entry((*root).to_owned())
+            .or_default()
+            .push(format!("inside submodule {path} (changed)"));
+    }
+}
+
 /// The affected set of the selection's change set; every root module when there is none.
 ///
 /// A changed file marks the deepest module whose directory holds it, and every module
@@ -199,6 +225,10 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
 
     let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for path in &changes.files {
+        if changes.submodules.contains(path) {
+            mark_submodule(path, &roots, &mut reasons);
+            continue;
+        }
         let owner = ancestors(path).find(|dir| roots.contains(dir) || deleted.contains(dir));
         if let Some(owner) = owner.filter(|dir| roots.contains(dir)) {
             let rel = &path[owner.len() + 1..];
@@ -312,6 +342,7 @@ mod tests {
     fn changes(files: &[&str]) -> Option<ChangeInput> {
         Some(ChangeInput {
             files: files.iter().map(|f| f.to_string()).collect(),
+            submodules: Vec::new(),
             include_dependencies: false,
         })
     }

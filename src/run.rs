@@ -1094,6 +1094,7 @@ fn change_input(
     .map_err(|e| fail(exit::ERROR, e.to_string()))?;
     Ok(Some(ChangeInput {
         files: set.changed_files,
+        submodules: set.submodules,
         include_dependencies: args.include_dependencies,
     }))
 }

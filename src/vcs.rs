@@ -51,6 +51,9 @@ pub struct ChangeSet {
     /// Sorted, deduplicated paths relative to the project directory, `/`-separated.
     /// Deleted files are included, and a rename is both its old and its new path.
     pub changed_files: Vec<String>,
+    /// The paths of `changed_files` that are submodules (a moved gitlink, or uncommitted
+    /// changes inside the submodule's working tree).
+    pub submodules: Vec<String>,
 }
 
 /// Why the changed files could not be computed; each message says what to do about it.
@@ -102,7 +105,7 @@ pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
     let prefix = project_prefix(&repo, &req.project_dir)?;
     let head = head_commit(&repo)?;
 
-    let mut paths = BTreeSet::new();
+    let mut paths = Paths::default();
     let (base, base_commit, merge_base) = match head {
         Some(head) => {
             let base = resolve_base(&repo, req)?;
@@ -124,15 +127,17 @@ pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
         worktree_changes(&repo, &mut paths)?;
     }
 
-    let changed_files = paths
-        .iter()
-        .filter_map(|path| rebase(path, &prefix))
-        .collect();
+    let rebased = |set: &BTreeSet<String>| {
+        set.iter()
+            .filter_map(|path| rebase(path, &prefix))
+            .collect()
+    };
     Ok(ChangeSet {
         base,
         base_commit,
         merge_base,
-        changed_files,
+        changed_files: rebased(&paths.files),
+        submodules: rebased(&paths.submodules),
     })
 }
 
@@ -305,7 +310,7 @@ fn diff_commits(
     repo: &gix::Repository,
     old: ObjectId,
     new: ObjectId,
-    paths: &mut BTreeSet<String>,
+    paths: &mut Paths,
 ) -> Result<(), VcsError> {
     let tree_of = |id: ObjectId| {
         repo.find_commit(id)
@@ -332,8 +337,10 @@ fn diff_commits(
                 entry_mode,
                 ..
             } => {
-                if !entry_mode.is_tree() {
-                    insert(paths, location.as_ref());
+                if entry_mode.is_commit() {
+                    paths.submodule(location.as_ref());
+                } else if !entry_mode.is_tree() {
+                    paths.insert(location.as_ref());
                 }
             }
             Change::Modification {
@@ -342,8 +349,10 @@ fn diff_commits(
                 entry_mode,
                 ..
             } => {
-                if !(previous_entry_mode.is_tree() && entry_mode.is_tree()) {
-                    insert(paths, location.as_ref());
+                if previous_entry_mode.is_commit() || entry_mode.is_commit() {
+                    paths.submodule(location.as_ref());
+                } else if !(previous_entry_mode.is_tree() && entry_mode.is_tree()) {
+                    paths.insert(location.as_ref());
                 }
             }
             Change::Rewrite {
@@ -354,10 +363,10 @@ fn diff_commits(
                 ..
             } => {
                 if !source_entry_mode.is_tree() {
-                    insert(paths, source_location.as_ref());
+                    paths.insert(source_location.as_ref());
                 }
                 if !entry_mode.is_tree() {
-                    insert(paths, location.as_ref());
+                    paths.insert(location.as_ref());
                 }
             }
         }
@@ -367,7 +376,7 @@ fn diff_commits(
 
 /// Adds staged (HEAD vs index), unstaged (index vs working tree) and untracked, not
 /// ignored files.
-fn worktree_changes(repo: &gix::Repository, paths: &mut BTreeSet<String>) -> Result<(), VcsError> {
+fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), VcsError> {
     use gix::status::{index_worktree, tree_index::TrackRenames, Item};
 
     // Every untracked file is listed one by one, whatever `status.showUntrackedFiles` says.
@@ -378,9 +387,12 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut BTreeSet<String>) -> Res
     let status = repo
         .status(gix::progress::Discard)
         .map_err(git_err("cannot read the working tree status"))?
-        // Submodule contents are not project files; a moved submodule pointer still shows
-        // up as a staged or committed change of its path.
-        .index_worktree_submodules(None)
+        // A submodule whose checkout moved, or that holds modified or untracked files,
+        // is a change of its path (its files are not listed one by one).
+        .index_worktree_submodules(gix::status::Submodule::Given {
+            ignore: gix::submodule::config::Ignore::None,
+            check_dirty: true,
+        })
         .index_worktree_rewrites(None)
         .tree_index_track_renames(TrackRenames::Disabled)
         .index_worktree_options_mut(|options| options.dirwalk_options = Some(dirwalk));
@@ -395,22 +407,28 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut BTreeSet<String>) -> Res
                     source_location, ..
                 } = change
                 {
-                    insert(paths, source_location.as_ref());
+                    paths.insert(source_location.as_ref());
                 }
-                insert(paths, change.location());
+                if change.entry_mode() == gix::index::entry::Mode::COMMIT {
+                    paths.submodule(change.location());
+                } else {
+                    paths.insert(change.location());
+                }
             }
             Item::IndexWorktree(index_worktree::Item::Modification { status, .. }) => {
-                // `NeedsUpdate` means only the file's stat changed, not its content.
-                if !matches!(
-                    status,
-                    gix::status::plumbing::index_as_worktree::EntryStatus::NeedsUpdate(_)
-                ) {
-                    insert(paths, item.location());
+                use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
+                match status {
+                    // Only the file's stat changed, not its content.
+                    EntryStatus::NeedsUpdate(_) => {}
+                    EntryStatus::Change(Change::SubmoduleModification(_)) => {
+                        paths.submodule(item.location());
+                    }
+                    _ => paths.insert(item.location()),
                 }
             }
             Item::IndexWorktree(index_worktree::Item::DirectoryContents { entry, .. }) => {
                 if entry.status == gix::dir::entry::Status::Untracked {
-                    insert(paths, entry.rela_path.as_ref());
+                    paths.insert(entry.rela_path.as_ref());
                 }
             }
             Item::IndexWorktree(index_worktree::Item::Rewrite {
@@ -418,17 +436,31 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut BTreeSet<String>) -> Res
                 dirwalk_entry,
                 ..
             }) => {
-                insert(paths, source.rela_path());
-                insert(paths, dirwalk_entry.rela_path.as_ref());
+                paths.insert(source.rela_path());
+                paths.insert(dirwalk_entry.rela_path.as_ref());
             }
         }
     }
     Ok(())
 }
 
-fn insert(paths: &mut BTreeSet<String>, path: &BStr) {
-    // Non-UTF-8 names cannot match a module path; lossy is enough to still report them.
-    paths.insert(path.to_str_lossy().into_owned());
+/// Changed paths relative to the repository, and which of them are submodules.
+#[derive(Default)]
+struct Paths {
+    files: BTreeSet<String>,
+    submodules: BTreeSet<String>,
+}
+
+impl Paths {
+    fn insert(&mut self, path: &BStr) {
+        // Non-UTF-8 names cannot match a module path; lossy is enough to still report them.
+        self.files.insert(path.to_str_lossy().into_owned());
+    }
+
+    fn submodule(&mut self, path: &BStr) {
+        self.insert(path);
+        self.submodules.insert(path.to_str_lossy().into_owned());
+    }
 }
 
 #[cfg(test)]
@@ -586,6 +618,7 @@ mod tests {
                 base_commit: main,
                 merge_base: fork,
                 changed_files: vec!["s3/main.tf".to_owned(), "vpc/main.tf".to_owned()],
+                submodules: Vec::new(),
             }
         );
     }
@@ -932,6 +965,7 @@ mod tests {
                     "vpc/main.tf".to_owned(),
                     "vpc/vars.tf".to_owned(),
                 ],
+                submodules: Vec::new(),
             }
         );
         let committed = changed_files(&ChangeRequest {

@@ -42,26 +42,7 @@ impl Repo {
     }
 
     fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"])
-            .args(args)
-            .current_dir(self.project.path())
-            .env("GIT_AUTHOR_NAME", "Test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.com")
-            .env("GIT_COMMITTER_NAME", "Test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.com")
-            .env("GIT_AUTHOR_DATE", "2024-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2024-01-01T00:00:00Z")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.project.path())
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        git_at(self.project.path(), args)
     }
 
     fn commit(&self, message: &str) {
@@ -426,4 +407,113 @@ fn ci_variables_pick_the_base_when_no_base_ref_is_given() {
     assert_eq!(changed(&[("GITHUB_BASE_REF", "main")]), expected);
     // Without any: origin/main, then main.
     assert_eq!(changed(&[]), expected);
+}
+
+/// `git ARGS` in `dir`, with a fixed identity and dates and no system or user config.
+fn git_at(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_AUTHOR_DATE", "2024-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2024-01-01T00:00:00Z")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A repository of its own, with one commit, to use as a submodule.
+fn submodule_origin() -> Project {
+    let origin = Project::empty();
+    origin.write("README.md", "vendored\n");
+    git_at(
+        origin.path(),
+        &["-c", "init.defaultBranch=main", "init", "-q"],
+    );
+    git_at(origin.path(), &["add", "-A"]);
+    git_at(origin.path(), &["commit", "-q", "-m", "vendored"]);
+    origin
+}
+
+/// The example with `origin` as a submodule at `<STAGE>/vpc/vendor`, added on `main`;
+/// `feature` starts from there.
+fn example_with_submodule(origin: &Project) -> Repo {
+    let repo = Repo::example();
+    repo.git(&["checkout", "-q", "main"]);
+    let url = origin.path().to_str().expect("utf-8 temp dir");
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        url,
+        &format!("{STAGE}/vpc/vendor"),
+    ]);
+    repo.commit("add the submodule");
+    repo.git(&["checkout", "-q", "-B", "feature"]);
+    repo
+}
+
+#[test]
+fn a_submodule_bump_marks_the_module_that_contains_it() {
+    let origin = submodule_origin();
+    let repo = example_with_submodule(&origin);
+    let inner = repo.project.path().join(format!("{STAGE}/vpc/vendor"));
+    git_at(&inner, &["commit", "-q", "--allow-empty", "-m", "bump"]);
+    repo.commit("bump the submodule");
+    let out = repo.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--committed-only",
+        "--explain",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("changed: vendor (submodule)"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("plan-platform-stage-eu-central-1-vpc:"));
+}
+
+#[test]
+fn uncommitted_changes_inside_a_submodule_are_seen() {
+    let origin = submodule_origin();
+    let repo = example_with_submodule(&origin);
+    repo.write(&format!("{STAGE}/vpc/vendor/README.md"), "edited\n");
+    let args = [
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--explain",
+    ];
+    let out = repo.run(&args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("changed: vendor (submodule)"),
+        "{}",
+        out.stderr
+    );
+    // Only the working tree changed.
+    let out = repo.run(&[&args[..4], &["--committed-only"]].concat());
+    assert!(
+        !out.stdout.contains("plan-platform-stage-eu-central-1-vpc:"),
+        "{}",
+        out.stdout
+    );
 }
