@@ -59,11 +59,26 @@ pub struct ChangeSet {
 /// Why the changed files could not be computed; each message says what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum VcsError {
-    #[error("{path} is not inside a git repository: {reason}")]
+    #[error(
+        "{path} is not inside a git repository ({reason}); --changed-only compares git \
+         commits: run it in a clone, or run without --changed-only to plan every module"
+    )]
     NotARepository { path: Utf8PathBuf, reason: String },
     #[error(
+        "the git repository of {path} uses SHA-256 object ids (`extensions.objectFormat = \
+         sha256`), which terraci cannot read; run without --changed-only to plan every \
+         module, or use a SHA-1 clone"
+    )]
+    Sha256 { path: Utf8PathBuf },
+    #[error(
+        "the git index {path} cannot be read ({reason}); terraci reads it for staged and \
+         unstaged changes. Rebuild it with `git read-tree HEAD` (your files are kept; \
+         staged changes are unstaged)"
+    )]
+    CorruptIndex { path: String, reason: String },
+    #[error(
         "unknown base ref: tried {} (from {origin}); pass an existing ref with --base-ref, \
-         or fetch the base branch (e.g. `git fetch origin main`)",
+         or {hint}",
         quote_list(tried)
     )]
     UnknownRef {
@@ -71,6 +86,8 @@ pub enum VcsError {
         tried: Vec<String>,
         /// Where the ref(s) came from: `--base-ref`, an environment variable, or the defaults.
         origin: String,
+        /// What to run to get the base, from the repository's remotes and the refs tried.
+        hint: String,
     },
     #[error(
         "the merge base of `{base}` and HEAD is not in this shallow clone; run \
@@ -80,6 +97,13 @@ pub enum VcsError {
     ShallowClone { base: String },
     #[error("git: {0}")]
     Git(String),
+}
+
+/// An error and its causes, outermost first.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    std::iter::successors(Some(err), |e| e.source())
+        .map(ToString::to_string)
+        .collect()
 }
 
 fn quote_list(items: &[String]) -> String {
@@ -97,12 +121,28 @@ fn git_err(context: &str) -> impl FnOnce(gix::Error) -> VcsError + '_ {
 
 /// Computes the changed files of `req` (spec §6).
 pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
-    let repo =
-        gix::discover(req.project_dir.as_std_path()).map_err(|err| VcsError::NotARepository {
-            path: req.project_dir.clone(),
-            reason: format!("{err}"),
-        })?;
+    let repo = gix::discover(req.project_dir.as_std_path()).map_err(|err| {
+        let chain = error_chain(&err);
+        if chain.iter().any(|m| m.contains("extensions.objectFormat")) {
+            VcsError::Sha256 {
+                path: req.project_dir.clone(),
+            }
+        } else {
+            VcsError::NotARepository {
+                path: req.project_dir.clone(),
+                reason: chain.join(": "),
+            }
+        }
+    })?;
     let prefix = project_prefix(&repo, &req.project_dir)?;
+    // The index is read by the tree diff too (for attributes), so a damaged one is named
+    // here rather than as a failure of whichever step met it first.
+    if let Err(err) = repo.index_or_empty() {
+        return Err(VcsError::CorruptIndex {
+            path: repo.index_path().display().to_string(),
+            reason: error_chain(&err).join(": "),
+        });
+    }
     let head = head_commit(&repo)?;
 
     let mut paths = Paths::default();
@@ -234,6 +274,7 @@ fn resolve_base(repo: &gix::Repository, req: &ChangeRequest) -> Result<Base, Vcs
                 Err(VcsError::ShallowClone { base: name })
             }
             None => Err(VcsError::UnknownRef {
+                hint: fetch_hint(repo, &name, false),
                 tried: vec![name],
                 origin: origin.to_owned(),
             }),
@@ -254,9 +295,50 @@ fn resolve_base(repo: &gix::Repository, req: &ChangeRequest) -> Result<Base, Vcs
         }
     }
     Err(VcsError::UnknownRef {
+        hint: fetch_hint(repo, "origin/HEAD", true),
         tried,
         origin: origin.to_owned(),
     })
+}
+
+/// What to run so that the base `name` exists, from the repository's own remotes.
+/// `defaults`: no base was named, so the remote's default branch is what is missing.
+fn fetch_hint(repo: &gix::Repository, name: &str, defaults: bool) -> String {
+    let remotes: Vec<String> = repo
+        .remote_names()
+        .iter()
+        .map(|r| r.to_str_lossy().into_owned())
+        .collect();
+    let Some(first) = remotes.iter().find(|r| *r == "origin").or(remotes.first()) else {
+        return "create it (this repository has no remote to fetch it from)".to_owned();
+    };
+    if defaults {
+        if remotes.iter().any(|r| r == "origin") {
+            return "fetch the remote's default branch: `git fetch origin && git remote \
+                    set-head origin --auto` (sets `origin/HEAD`)"
+                .to_owned();
+        }
+        return format!(
+            "name a branch of `{first}` (this repository has no remote `origin`): \
+             `git fetch {first} <branch>` and `--base-ref {first}/<branch>`"
+        );
+    }
+    if let Some((remote, branch)) = name.split_once('/') {
+        if remotes.iter().any(|r| r == remote) {
+            return format!("fetch it: `git fetch {remote} {branch}`");
+        }
+        if remote == "origin" {
+            return format!(
+                "fetch it from another remote, as this repository has no remote `origin` \
+                 (remotes: {}): `git fetch {first} {branch}` and `--base-ref {first}/{branch}`",
+                quote_list(&remotes)
+            );
+        }
+    }
+    if is_hex_id(name) {
+        return format!("fetch the commit: `git fetch {first} {name}`");
+    }
+    format!("fetch it: `git fetch {first} {name}` and pass `--base-ref {first}/{name}`")
 }
 
 /// The branch `origin/HEAD` points at (`git clone` sets it to the remote's default
@@ -808,13 +890,13 @@ mod tests {
         })
         .expect_err("unknown ref");
         assert!(
-            matches!(&err, VcsError::UnknownRef { tried, origin } if tried == &["origin/nope"] && origin == "--base-ref"),
+            matches!(&err, VcsError::UnknownRef { tried, origin, .. } if tried == &["origin/nope"] && origin == "--base-ref"),
             "{err:?}"
         );
         assert_eq!(
             err.to_string(),
             "unknown base ref: tried `origin/nope` (from --base-ref); pass an existing ref with \
-             --base-ref, or fetch the base branch (e.g. `git fetch origin main`)"
+             --base-ref, or create it (this repository has no remote to fetch it from)"
         );
 
         let err = changed_files(&ChangeRequest {

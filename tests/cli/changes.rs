@@ -517,3 +517,36 @@ fn uncommitted_changes_inside_a_submodule_are_seen() {
         out.stdout
     );
 }
+
+#[test]
+fn git_errors_name_what_was_tried_and_what_to_run() {
+    let mut all = String::new();
+    // A damaged index: named, with the command that rebuilds it.
+    let repo = Repo::example();
+    repo.write(".git/index", "garbage");
+    all.push_str(&repo.section(&["generate", "--changed-only", "--base-ref", "main"]));
+    // The fetch hint uses the repository's remotes and the ref that was tried.
+    let repo = Repo::example();
+    repo.git(&[
+        "remote",
+        "add",
+        "upstream",
+        "https://example.invalid/live.git",
+    ]);
+    for base in ["upstream/develop", "origin/develop", "develop"] {
+        all.push_str(&repo.section(&["generate", "--changed-only", "--base-ref", base]));
+    }
+    repo.git(&["branch", "-q", "-m", "main", "trunk"]);
+    all.push_str(&repo.section(&["generate", "--changed-only"]));
+    repo.git(&["remote", "rename", "upstream", "origin"]);
+    all.push_str(&repo.section(&["generate", "--changed-only"]));
+    // A SHA-256 repository is not "not a repository".
+    let project = Project::fixture("example");
+    git_at(project.path(), &["init", "-q", "--object-format=sha256"]);
+    all.push_str(&format!(
+        "$ terraci generate --changed-only (SHA-256 repository)\n{}",
+        project.run(&["generate", "--changed-only"]).snapshot()
+    ));
+    assert_eq!(all.matches("exit: 1").count(), 7, "{all}");
+    snap!("changes_git_errors", all);
+}
