@@ -143,3 +143,23 @@ fn no_cache_writes_nothing() {
     assert_eq!(out.code, 0);
     assert!(!p.path().join(".terraci").exists());
 }
+
+#[test]
+fn terraci_no_cache_takes_the_usual_boolean_spellings() {
+    let p = Project::fixture("example");
+    for value in ["1", "true", "yes", "on", "0", "false", "no", "off", ""] {
+        let out = p.run_env(&["version"], &[("TERRACI_NO_CACHE", value)]);
+        assert_eq!(out.code, 0, "TERRACI_NO_CACHE={value:?}: {}", out.stderr);
+    }
+    let cache = p.path().join(".terraci/cache");
+    for value in ["1", "yes", "true"] {
+        let out = p.run_env(&["generate"], &[("TERRACI_NO_CACHE", value)]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(!cache.exists(), "TERRACI_NO_CACHE={value} wrote the cache");
+    }
+    for value in ["0", ""] {
+        let out = p.run_env(&["generate"], &[("TERRACI_NO_CACHE", value)]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(cache.exists(), "TERRACI_NO_CACHE={value:?} kept no cache");
+    }
+}
