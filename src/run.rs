@@ -709,12 +709,15 @@ fn generate_pipeline(
     }
     let changes = change_input(system, &ws.root, &args.changes)?;
     let provider = select_provider(system, pipeline_args.provider.as_deref(), &ws.config.config)?;
-    let selection = Selection::new(
-        &ws.db,
-        filters,
-        plan_options(pipeline_args, provider, &ws.config.config),
-        changes,
-    );
+    let options = plan_options(pipeline_args, provider, &ws.config.config);
+    if pipeline_args.parallel_plans && !options.plan_only && !global.quiet {
+        writeln!(
+            err,
+            "notice: --parallel-plans has no effect without --plan-only: each plan waits \
+             for the applies of the modules it reads, so plans keep the dependency order"
+        )?;
+    }
+    let selection = Selection::new(&ws.db, filters, options, changes);
     let header = header(argv);
     let generation = build_pipeline(
         &ws,
