@@ -550,3 +550,54 @@ fn git_errors_name_what_was_tried_and_what_to_run() {
     assert_eq!(all.matches("exit: 1").count(), 7, "{all}");
     snap!("changes_git_errors", all);
 }
+
+/// The module ids `graph --format list` prints.
+fn listed(repo: &Repo, env: &[(&str, &str)]) -> Vec<String> {
+    let mut args = vec!["graph", "--format", "list"];
+    if !repo.sub.is_empty() {
+        args.extend(["-d", repo.sub]);
+    }
+    let out = repo.project.run_env(&args, env);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stdout
+        .lines()
+        .filter_map(|l| l.split(" -> ").next())
+        .map(str::to_owned)
+        .filter(|l| l.starts_with("platform/"))
+        .collect()
+}
+
+#[test]
+fn discovery_honours_every_ignore_file_git_reads() {
+    // A `.gitignore` above the project directory, with git's anchoring relative to it.
+    let repo = Repo::fixture_in("example", "live");
+    let all = listed(&repo, &[]);
+    assert!(all.iter().any(|m| m.ends_with("/monitoring")), "{all:?}");
+    repo.write(
+        ".gitignore",
+        "monitoring/\n/live/platform/stage/eu-central-1/rds/\n",
+    );
+    let ids = listed(&repo, &[]);
+    assert!(!ids.iter().any(|m| m.contains("monitoring")), "{ids:?}");
+    assert!(!ids.iter().any(|m| m == &format!("{STAGE}/rds")), "{ids:?}");
+    assert!(ids.iter().any(|m| m == &format!("{PROD}/rds")), "{ids:?}");
+    // `!` in the project's own `.gitignore` wins over the rule above it.
+    repo.write("live/.gitignore", "!monitoring/\n");
+    assert!(listed(&repo, &[]).iter().any(|m| m.contains("monitoring")));
+
+    // `.git/info/exclude`.
+    let repo = Repo::example();
+    repo.write(".git/info/exclude", "platform/stage/eu-central-1/rds/\n");
+    let ids = listed(&repo, &[]);
+    assert!(!ids.iter().any(|m| m == &format!("{STAGE}/rds")), "{ids:?}");
+    assert!(ids.iter().any(|m| m == &format!("{STAGE}/vpc")), "{ids:?}");
+
+    // The global excludes file (`$XDG_CONFIG_HOME/git/ignore`).
+    let repo = Repo::example();
+    let xdg = Project::empty();
+    xdg.write("git/ignore", "app/\n");
+    let xdg_dir = xdg.path().to_str().expect("utf-8 temp dir");
+    let ids = listed(&repo, &[("XDG_CONFIG_HOME", xdg_dir)]);
+    assert!(!ids.iter().any(|m| m.ends_with("/app")), "{ids:?}");
+    assert!(ids.iter().any(|m| m.ends_with("/eks")), "{ids:?}");
+}
