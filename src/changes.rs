@@ -145,6 +145,32 @@ fn ancestors(path: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// A submodule that moved or holds uncommitted changes: its files are not listed, so it
+/// marks the deepest module whose directory holds the submodule (or is it), and every
+/// module inside it.
+fn mark_submodule(path: &str, roots: &BTreeSet<&str>, reasons: &mut BTreeMap<String, Vec<String>>) {
+    let owner = std::iter::once(path)
+        .chain(ancestors(path))
+        .find(|dir| roots.contains(dir));
+    if let Some(owner) = owner {
+        let reason = match path.get(owner.len() + 1..) {
+            Some(rel) => format!("changed: {rel} (submodule)"),
+            None => "changed: the submodule checked out here".to_owned(),
+        };
+        reasons.entry(owner.to_owned()).or_default().push(reason);
+    }
+    let inside = format!("{path}/");
+    for root in roots.range(inside.as_str()..) {
+        if !root.starts_with(&inside) {
+            break;
+        }
+        reasons
+            .entry((*root).to_owned())
+            .or_default()
+            .push(format!("inside submodule {path} (changed)"));
+    }
+}
+
 /// The affected set of the selection's change set; every root module when there is none.
 ///
 /// A changed file marks the deepest module whose directory holds it, and every module
@@ -208,22 +234,33 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
 
     let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for path in changes.files.iter().filter(|p| !is_run_output(p)) {
-        let owner = ancestors(path).find(|dir| roots.contains(dir) || deleted.contains(dir));
-        if let Some(owner) = owner.filter(|dir| roots.contains(dir)) {
-            let rel = &path[owner.len() + 1..];
-            reasons
-                .entry(owner.to_owned())
-                .or_default()
-                .push(format!("changed: {rel}"));
+        let submodule = changes.submodules.contains(path);
+        if submodule {
+            mark_submodule(path, &roots, &mut reasons);
+        } else {
+            let owner = ancestors(path).find(|dir| roots.contains(dir) || deleted.contains(dir));
+            if let Some(owner) = owner.filter(|dir| roots.contains(dir)) {
+                let rel = &path[owner.len() + 1..];
+                reasons
+                    .entry(owner.to_owned())
+                    .or_default()
+                    .push(format!("changed: {rel}"));
+            }
         }
-        for lib in ancestors(path) {
+        // A submodule may itself be a library directory.
+        let own = submodule.then_some(path.as_str());
+        for lib in own.into_iter().chain(ancestors(path)) {
             let Some(users) = libs.get(lib) else { continue };
-            let rel = &path[lib.len() + 1..];
+            let changed = match path.get(lib.len() + 1..) {
+                Some(rel) if submodule => format!("{rel} (submodule)"),
+                Some(rel) => rel.to_owned(),
+                None => "the submodule checked out here".to_owned(),
+            };
             for user in users {
                 reasons
                     .entry(user.clone())
                     .or_default()
-                    .push(format!("uses library {lib} (changed: {rel})"));
+                    .push(format!("uses library {lib} (changed: {changed})"));
             }
         }
     }
@@ -321,6 +358,7 @@ mod tests {
     fn changes(files: &[&str]) -> Option<ChangeInput> {
         Some(ChangeInput {
             files: files.iter().map(|f| f.to_string()).collect(),
+            submodules: Vec::new(),
             include_dependencies: false,
         })
     }
@@ -353,6 +391,51 @@ mod tests {
         let result = affected(&ws.db, ws.project, selection);
         // Libraries are never changed modules.
         assert_eq!(result.changed_modules, ["stage/eks", "stage/vpc"]);
+    }
+
+    #[test]
+    fn a_submodule_marks_the_module_around_it_the_modules_inside_and_library_users() {
+        let ws = project();
+        let with = |submodules: &[&str]| {
+            let selection = Selection::new(
+                &ws.db,
+                Filters::default(),
+                PlanOptions::default(),
+                Some(ChangeInput {
+                    files: submodules.iter().map(|f| f.to_string()).collect(),
+                    submodules: submodules.iter().map(|f| f.to_string()).collect(),
+                    include_dependencies: false,
+                }),
+            );
+            reasons(&ws, selection)
+        };
+        assert_eq!(
+            with(&["stage/vpc"]),
+            [
+                "stage/app: depends on stage/eks (depends on stage/vpc (changed))",
+                "stage/eks: depends on stage/vpc (changed)",
+                "stage/vpc: changed: the submodule checked out here",
+            ]
+        );
+        assert_eq!(
+            with(&["stage/vpc/vendor"])[2],
+            "stage/vpc: changed: vendor (submodule)"
+        );
+        assert_eq!(
+            with(&["stage"]),
+            [
+                "stage/app: inside submodule stage (changed)",
+                "stage/eks: inside submodule stage (changed)",
+                "stage/vpc: inside submodule stage (changed)",
+            ]
+        );
+        assert_eq!(
+            with(&["lib/queue"]),
+            [
+                "stage/app: depends on stage/eks (changed)",
+                "stage/eks: uses library lib/queue (changed: the submodule checked out here)",
+            ]
+        );
     }
 
     #[test]

@@ -37,7 +37,14 @@ pub struct GlobalArgs {
     #[arg(long, global = true, default_value = "warn")]
     pub log_level: String,
     /// Neither read nor write the fact cache
-    #[arg(long, global = true, env = "TERRACI_NO_CACHE")]
+    // From the environment, `0`, `false`, `no`, `off` or an empty value keep the cache and
+    // any other value (`1`, `true`, `yes`) turns it off.
+    #[arg(
+        long,
+        global = true,
+        env = "TERRACI_NO_CACHE",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
     pub no_cache: bool,
     /// Fact cache directory (default: .terraci/cache in the project dir)
     #[arg(long, global = true, env = "TERRACI_CACHE_DIR", value_name = "DIR")]

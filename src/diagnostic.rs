@@ -181,7 +181,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("local-cycle", "locals refer to each other in a cycle"),
     ("evaluation-error", "an expression is invalid (wrong type, missing attribute, bad argument)"),
     ("evaluation-limit", "evaluation hit a size, depth or time bound"),
-    ("unknown-function", "a function that Terraform does not have"),
+    ("unknown-function", "a function that Terraform does not have, or one terraci does not evaluate (the message says why)"),
     ("dependency-cycle", "modules depend on each other in a cycle; generate refuses to write a pipeline"),
     ("config-warning", "a configuration section is accepted but has no effect"),
     ("deleted-module", "a module directory was deleted by the change; its resources are not destroyed by this pipeline"),

@@ -148,7 +148,7 @@ type Listing = (io::Result<Vec<DirEntry>>, Option<Vec<u8>>);
 /// breadth-first applies the same rules in the same precedence as a depth-first walk.
 pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
     let mut out = Layout::default();
-    let mut ignores = IgnoreRules::default();
+    let mut ignores = IgnoreRules::new(system, root);
     let policy = ReadPolicy::new(system, root, crate::system::DEFAULT_MAX_FILE_SIZE);
     let mut level: Vec<String> = vec![String::new()];
     while !level.is_empty() {
@@ -201,7 +201,7 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
                 }
             };
             if let Some(bytes) = gitignore {
-                ignores.add(&rel, &String::from_utf8_lossy(&bytes));
+                ignores.add(&rel, &bytes);
             }
             let mut files: Vec<(String, FileKind)> = Vec::new();
             for entry in entries {
@@ -345,76 +345,121 @@ fn assemble(
     out
 }
 
-/// `.gitignore` files met during the walk (those inside the project dir), applied as git
-/// does: later and deeper rules win, `!` re-includes, a trailing `/` matches only
-/// directories, a pattern with a `/` is anchored to its `.gitignore`'s directory, one
-/// without matches a name at any depth below it.
-#[derive(Default)]
+/// What git ignores, with git's own matcher (gix-ignore) and git's precedence: the global
+/// excludes file (`$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`), then
+/// `.git/info/exclude`, then the `.gitignore` files from the repository root down to the
+/// project and those met during the walk; a later (deeper) list wins, `!` re-includes.
+/// Outside a git repository only the project's own `.gitignore` files count.
 struct IgnoreRules {
-    rules: Vec<IgnoreRule>,
-}
-
-struct IgnoreRule {
-    base: String,
-    glob: String,
-    anchored: bool,
-    dir_only: bool,
-    negate: bool,
+    search: gix::ignore::Search,
+    /// The directory `.gitignore` bases are relative to: the repository's work tree, or
+    /// the project dir outside a repository.
+    top: Utf8PathBuf,
+    /// The project dir relative to `top`, `/`-terminated (empty when they are the same).
+    prefix: String,
+    root: Utf8PathBuf,
 }
 
 impl IgnoreRules {
-    fn add(&mut self, base: &str, text: &str) {
-        for line in text.lines() {
-            let line = line.trim_end();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
+    fn new(system: &dyn System, root: &Utf8Path) -> Self {
+        let mut rules = IgnoreRules {
+            search: gix::ignore::Search::default(),
+            top: root.to_owned(),
+            prefix: String::new(),
+            root: root.to_owned(),
+        };
+        let Some(top) = root
+            .ancestors()
+            .find(|dir| system.is_dir(&dir.join(".git")) || system.is_file(&dir.join(".git")))
+        else {
+            return rules;
+        };
+        // Files of the repository are read as Terraform files are: confined to it,
+        // regular files only, bounded (a `.gitignore` above the project may be a FIFO).
+        let policy = ReadPolicy::new(system, top, crate::system::DEFAULT_MAX_FILE_SIZE);
+        let read_in_repo = |file: &Utf8Path| {
+            system
+                .read_confined(file, &policy, true)
+                .ok()
+                .map(|(bytes, _)| bytes)
+        };
+        let home = system.env_var("HOME").filter(|h| !h.is_empty());
+        let global = match system.env_var("XDG_CONFIG_HOME").filter(|x| !x.is_empty()) {
+            Some(xdg) => Some(Utf8PathBuf::from(xdg).join("git/ignore")),
+            None => home.map(|h| Utf8PathBuf::from(h).join(".config/git/ignore")),
+        };
+        // A worktree or submodule has a `.git` file naming its git dir.
+        let git_dir = match system.is_file(&top.join(".git")) {
+            true => read_in_repo(&top.join(".git")).and_then(|text| {
+                String::from_utf8_lossy(&text)
+                    .trim()
+                    .strip_prefix("gitdir: ")
+                    .map(|d| top.join(d))
+            }),
+            false => Some(top.join(".git")),
+        };
+        // Excludes files are not relative to their own directory: no base. The global
+        // one is the user's own (outside the repository); the repository's is confined.
+        if let Some(file) = global {
+            if system.is_file(&file) {
+                if let Ok(bytes) = system.read(&file) {
+                    rules.push(&bytes, &file, None);
+                }
             }
-            let (negate, line) = match line.strip_prefix('!') {
-                Some(rest) => (true, rest),
-                None => (false, line.strip_prefix('\\').unwrap_or(line)),
-            };
-            let dir_only = line.ends_with('/');
-            let line = line.trim_end_matches('/');
-            let anchored = line.contains('/');
-            let glob = line.trim_start_matches('/').to_owned();
-            if glob.is_empty() {
-                continue;
-            }
-            self.rules.push(IgnoreRule {
-                base: base.to_owned(),
-                glob,
-                anchored,
-                dir_only,
-                negate,
-            });
         }
+        if let Some(file) = git_dir.map(|d| d.join("info/exclude")) {
+            if let Some(bytes) = read_in_repo(&file) {
+                rules.push(&bytes, &file, None);
+            }
+        }
+        rules.top = top.to_owned();
+        if let Ok(rel) = root.strip_prefix(top) {
+            if !rel.as_str().is_empty() {
+                rules.prefix = format!("{rel}/");
+            }
+            let mut dir = top.to_owned();
+            for part in std::iter::once("").chain(rel.iter()) {
+                dir.push(part);
+                if dir == root {
+                    break;
+                }
+                let file = dir.join(".gitignore");
+                if let Some(bytes) = read_in_repo(&file) {
+                    let top = rules.top.clone();
+                    rules.push(&bytes, &file, Some(&top));
+                }
+            }
+        }
+        rules
+    }
+
+    fn push(&mut self, bytes: &[u8], source: &Utf8Path, base: Option<&Utf8Path>) {
+        // Building a list from bytes does no IO; its error type is only io's.
+        let _ = self.search.add_patterns_buffer(
+            bytes,
+            source.as_std_path(),
+            base.map(Utf8Path::as_std_path),
+            gix::ignore::search::Ignore::default(),
+        );
+    }
+
+    /// The `.gitignore` of the project directory `rel` (relative to the project).
+    fn add(&mut self, rel: &str, bytes: &[u8]) {
+        let source = self.root.join(rel).join(".gitignore");
+        let top = self.top.clone();
+        self.push(bytes, &source, Some(&top));
     }
 
     fn is_ignored(&self, path: &str, is_dir: bool) -> bool {
-        let mut ignored = false;
-        for r in &self.rules {
-            if r.dir_only && !is_dir {
-                continue;
-            }
-            let rel = if r.base.is_empty() {
-                path
-            } else if let Some(rest) = path.strip_prefix(&r.base).and_then(|p| p.strip_prefix('/'))
-            {
-                rest
-            } else {
-                continue;
-            };
-            let hit = if r.anchored {
-                crate::filter::glob_matches(&r.glob, rel)
-            } else {
-                let name = rel.rsplit('/').next().unwrap_or(rel);
-                crate::filter::match_segment(&r.glob, name)
-            };
-            if hit {
-                ignored = !r.negate;
-            }
-        }
-        ignored
+        use gix::bstr::ByteSlice;
+        let path = format!("{}{path}", self.prefix);
+        self.search
+            .pattern_matching_relative_path(
+                path.as_bytes().as_bstr(),
+                Some(is_dir),
+                gix::glob::pattern::Case::Sensitive,
+            )
+            .is_some_and(|m| !m.pattern.is_negative())
     }
 }
 

@@ -179,6 +179,8 @@ pub struct Project {
 pub struct ChangeInput {
     /// Sorted, `/`-separated, relative to the project dir. Includes deleted paths.
     pub files: Vec<String>,
+    /// The paths of `files` that are submodules: they mark the modules around and inside.
+    pub submodules: Vec<String>,
     /// `--include-dependencies`: add the changed modules' transitive dependencies.
     pub include_dependencies: bool,
 }

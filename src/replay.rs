@@ -18,10 +18,11 @@
 //! full (not hashed); the files are compared by path and stamp. A stamp is recorded from
 //! the open file before its bytes are read, and only if the file had last changed clearly
 //! before the run began ([`Stamp::settled_before`]); a run with any unsettled file, or
-//! whose evaluation read files with `file`/`fileset`, or which printed a cache notice,
-//! or which did not succeed, records nothing (and removes no earlier record, which its
+//! whose evaluation read files with `file`/`fileset`, or which did not succeed, records
+//! nothing (and removes no earlier record, which its
 //! key or stamps no longer match). `--changed-only` runs (which depend on git) are never
-//! replayed. The record ends in a checksum; a damaged one is ignored with a notice.
+//! replayed. The record ends in a checksum; a damaged one is ignored with a notice. The
+//! cache notices a run prints are left out of its record: they are about that run.
 
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;

@@ -685,10 +685,16 @@ fn generate(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow
     let mut stderr = Vec::new();
     let outcome = generate_pipeline(global, args, io.system, &io.argv, layout, &mut stderr);
     io.stderr.write_all(&stderr)?;
-    let (text, stamps) = outcome?;
+    let (text, stamps, notices) = outcome?;
     write_output(io, args.output.as_deref(), &text)?;
     if let (Some(key), Some(stamps)) = (key, stamps) {
-        if let Err(e) = key.save(io.system, started, stamps, &text, &stderr) {
+        // A cache notice is about this run (the fact cache it found damaged is rewritten
+        // now): a replay of the run must not repeat it.
+        let mut replayed = String::from_utf8_lossy(&stderr).into_owned();
+        for notice in notices {
+            replayed = replayed.replacen(&format!("notice: {notice}\n"), "", 1);
+        }
+        if let Err(e) = key.save(io.system, started, stamps, &text, replayed.as_bytes()) {
             if !global.quiet {
                 writeln!(io.stderr, "notice: cannot write the run record: {e}")?;
             }
@@ -727,6 +733,14 @@ fn replay_key(
 /// `generate` up to the text to write: the text, and the stamps of the files read when
 /// the run may be recorded for replay. Everything for stderr goes to `err`.
 #[allow(clippy::type_complexity)]
+/// The pipeline text, the stamps of the files read when the run can be replayed, and the
+/// notices printed (which a replay leaves out).
+type Generated = (
+    String,
+    Option<Vec<(String, Option<crate::system::Stamp>)>>,
+    Vec<String>,
+);
+
 fn generate_pipeline(
     global: &GlobalArgs,
     args: &GenerateArgs,
@@ -734,7 +748,7 @@ fn generate_pipeline(
     argv: &[String],
     layout: Option<crate::discover::Layout>,
     err: &mut Vec<u8>,
-) -> anyhow::Result<(String, Option<Vec<(String, Option<crate::system::Stamp>)>>)> {
+) -> anyhow::Result<Generated> {
     let pipeline_args = &args.pipeline;
     let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval, layout)?;
     ws.require_modules()?;
@@ -754,12 +768,15 @@ fn generate_pipeline(
     }
     let changes = change_input(system, &ws.root, &args.changes)?;
     let provider = select_provider(system, pipeline_args.provider.as_deref(), &ws.config.config)?;
-    let selection = Selection::new(
-        &ws.db,
-        filters,
-        plan_options(pipeline_args, provider, &ws.config.config),
-        changes,
-    );
+    let options = plan_options(pipeline_args, provider, &ws.config.config);
+    if pipeline_args.parallel_plans && !options.plan_only && !global.quiet {
+        writeln!(
+            err,
+            "notice: --parallel-plans has no effect without --plan-only: each plan waits \
+             for the applies of the modules it reads, so plans keep the dependency order"
+        )?;
+    }
+    let selection = Selection::new(&ws.db, filters, options, changes);
     let header = header(argv);
     let generation = build_pipeline(
         &ws,
@@ -784,10 +801,11 @@ fn generate_pipeline(
             writeln!(err, "{w}")?;
         }
     }
-    let replayable = ws.notices.is_empty() && !ws.db.reads_outside_modules();
+    let replayable = !ws.db.reads_outside_modules();
     let stamps = replayable.then(|| std::mem::take(&mut ws.stamps));
+    let notices = std::mem::take(&mut ws.notices);
     ws.dismiss();
-    Ok((pipeline.text.into_string(), stamps))
+    Ok((pipeline.text.into_string(), stamps, notices))
 }
 
 /// The generated file's header: terraci's version and the command line.
@@ -1196,6 +1214,7 @@ fn change_input(
     .map_err(|e| fail(exit::ERROR, e.to_string()))?;
     Ok(Some(ChangeInput {
         files: set.changed_files,
+        submodules: set.submodules,
         include_dependencies: args.include_dependencies,
     }))
 }

@@ -51,16 +51,34 @@ pub struct ChangeSet {
     /// Sorted, deduplicated paths relative to the project directory, `/`-separated.
     /// Deleted files are included, and a rename is both its old and its new path.
     pub changed_files: Vec<String>,
+    /// The paths of `changed_files` that are submodules (a moved gitlink, or uncommitted
+    /// changes inside the submodule's working tree).
+    pub submodules: Vec<String>,
 }
 
 /// Why the changed files could not be computed; each message says what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum VcsError {
-    #[error("{path} is not inside a git repository: {reason}")]
+    #[error(
+        "{path} is not inside a git repository ({reason}); --changed-only compares git \
+         commits: run it in a clone, or run without --changed-only to plan every module"
+    )]
     NotARepository { path: Utf8PathBuf, reason: String },
     #[error(
+        "the git repository of {path} uses SHA-256 object ids (`extensions.objectFormat = \
+         sha256`), which terraci cannot read; run without --changed-only to plan every \
+         module, or use a SHA-1 clone"
+    )]
+    Sha256 { path: Utf8PathBuf },
+    #[error(
+        "the git index {path} cannot be read ({reason}); terraci reads it for staged and \
+         unstaged changes. Rebuild it with `git read-tree HEAD` (your files are kept; \
+         staged changes are unstaged)"
+    )]
+    CorruptIndex { path: String, reason: String },
+    #[error(
         "unknown base ref: tried {} (from {origin}); pass an existing ref with --base-ref, \
-         or fetch the base branch (e.g. `git fetch origin main`)",
+         or {hint}",
         quote_list(tried)
     )]
     UnknownRef {
@@ -68,6 +86,8 @@ pub enum VcsError {
         tried: Vec<String>,
         /// Where the ref(s) came from: `--base-ref`, an environment variable, or the defaults.
         origin: String,
+        /// What to run to get the base, from the repository's remotes and the refs tried.
+        hint: String,
     },
     #[error(
         "the merge base of `{base}` and HEAD is not in this shallow clone; run \
@@ -77,6 +97,13 @@ pub enum VcsError {
     ShallowClone { base: String },
     #[error("git: {0}")]
     Git(String),
+}
+
+/// An error and its causes, outermost first.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    std::iter::successors(Some(err), |e| e.source())
+        .map(ToString::to_string)
+        .collect()
 }
 
 fn quote_list(items: &[String]) -> String {
@@ -94,15 +121,31 @@ fn git_err(context: &str) -> impl FnOnce(gix::Error) -> VcsError + '_ {
 
 /// Computes the changed files of `req` (spec §6).
 pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
-    let repo =
-        gix::discover(req.project_dir.as_std_path()).map_err(|err| VcsError::NotARepository {
-            path: req.project_dir.clone(),
-            reason: format!("{err}"),
-        })?;
+    let repo = gix::discover(req.project_dir.as_std_path()).map_err(|err| {
+        let chain = error_chain(&err);
+        if chain.iter().any(|m| m.contains("extensions.objectFormat")) {
+            VcsError::Sha256 {
+                path: req.project_dir.clone(),
+            }
+        } else {
+            VcsError::NotARepository {
+                path: req.project_dir.clone(),
+                reason: chain.join(": "),
+            }
+        }
+    })?;
     let prefix = project_prefix(&repo, &req.project_dir)?;
+    // The index is read by the tree diff too (for attributes), so a damaged one is named
+    // here rather than as a failure of whichever step met it first.
+    if let Err(err) = repo.index_or_empty() {
+        return Err(VcsError::CorruptIndex {
+            path: repo.index_path().display().to_string(),
+            reason: error_chain(&err).join(": "),
+        });
+    }
     let head = head_commit(&repo)?;
 
-    let mut paths = BTreeSet::new();
+    let mut paths = Paths::default();
     let (base, base_commit, merge_base) = match head {
         Some(head) => {
             let base = resolve_base(&repo, req)?;
@@ -124,15 +167,17 @@ pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
         worktree_changes(&repo, &mut paths)?;
     }
 
-    let changed_files = paths
-        .iter()
-        .filter_map(|path| rebase(path, &prefix))
-        .collect();
+    let rebased = |set: &BTreeSet<String>| {
+        set.iter()
+            .filter_map(|path| rebase(path, &prefix))
+            .collect()
+    };
     Ok(ChangeSet {
         base,
         base_commit,
         merge_base,
-        changed_files,
+        changed_files: rebased(&paths.files),
+        submodules: rebased(&paths.submodules),
     })
 }
 
@@ -229,6 +274,7 @@ fn resolve_base(repo: &gix::Repository, req: &ChangeRequest) -> Result<Base, Vcs
                 Err(VcsError::ShallowClone { base: name })
             }
             None => Err(VcsError::UnknownRef {
+                hint: fetch_hint(repo, &name, false),
                 tried: vec![name],
                 origin: origin.to_owned(),
             }),
@@ -249,9 +295,50 @@ fn resolve_base(repo: &gix::Repository, req: &ChangeRequest) -> Result<Base, Vcs
         }
     }
     Err(VcsError::UnknownRef {
+        hint: fetch_hint(repo, "origin/HEAD", true),
         tried,
         origin: origin.to_owned(),
     })
+}
+
+/// What to run so that the base `name` exists, from the repository's own remotes.
+/// `defaults`: no base was named, so the remote's default branch is what is missing.
+fn fetch_hint(repo: &gix::Repository, name: &str, defaults: bool) -> String {
+    let remotes: Vec<String> = repo
+        .remote_names()
+        .iter()
+        .map(|r| r.to_str_lossy().into_owned())
+        .collect();
+    let Some(first) = remotes.iter().find(|r| *r == "origin").or(remotes.first()) else {
+        return "create it (this repository has no remote to fetch it from)".to_owned();
+    };
+    if defaults {
+        if remotes.iter().any(|r| r == "origin") {
+            return "fetch the remote's default branch: `git fetch origin && git remote \
+                    set-head origin --auto` (sets `origin/HEAD`)"
+                .to_owned();
+        }
+        return format!(
+            "name a branch of `{first}` (this repository has no remote `origin`): \
+             `git fetch {first} <branch>` and `--base-ref {first}/<branch>`"
+        );
+    }
+    if let Some((remote, branch)) = name.split_once('/') {
+        if remotes.iter().any(|r| r == remote) {
+            return format!("fetch it: `git fetch {remote} {branch}`");
+        }
+        if remote == "origin" {
+            return format!(
+                "fetch it from another remote, as this repository has no remote `origin` \
+                 (remotes: {}): `git fetch {first} {branch}` and `--base-ref {first}/{branch}`",
+                quote_list(&remotes)
+            );
+        }
+    }
+    if is_hex_id(name) {
+        return format!("fetch the commit: `git fetch {first} {name}`");
+    }
+    format!("fetch it: `git fetch {first} {name}` and pass `--base-ref {first}/{name}`")
 }
 
 /// The branch `origin/HEAD` points at (`git clone` sets it to the remote's default
@@ -305,7 +392,7 @@ fn diff_commits(
     repo: &gix::Repository,
     old: ObjectId,
     new: ObjectId,
-    paths: &mut BTreeSet<String>,
+    paths: &mut Paths,
 ) -> Result<(), VcsError> {
     let tree_of = |id: ObjectId| {
         repo.find_commit(id)
@@ -332,8 +419,10 @@ fn diff_commits(
                 entry_mode,
                 ..
             } => {
-                if !entry_mode.is_tree() {
-                    insert(paths, location.as_ref());
+                if entry_mode.is_commit() {
+                    paths.submodule(location.as_ref());
+                } else if !entry_mode.is_tree() {
+                    paths.insert(location.as_ref());
                 }
             }
             Change::Modification {
@@ -342,8 +431,10 @@ fn diff_commits(
                 entry_mode,
                 ..
             } => {
-                if !(previous_entry_mode.is_tree() && entry_mode.is_tree()) {
-                    insert(paths, location.as_ref());
+                if previous_entry_mode.is_commit() || entry_mode.is_commit() {
+                    paths.submodule(location.as_ref());
+                } else if !(previous_entry_mode.is_tree() && entry_mode.is_tree()) {
+                    paths.insert(location.as_ref());
                 }
             }
             Change::Rewrite {
@@ -354,10 +445,10 @@ fn diff_commits(
                 ..
             } => {
                 if !source_entry_mode.is_tree() {
-                    insert(paths, source_location.as_ref());
+                    paths.insert(source_location.as_ref());
                 }
                 if !entry_mode.is_tree() {
-                    insert(paths, location.as_ref());
+                    paths.insert(location.as_ref());
                 }
             }
         }
@@ -367,7 +458,7 @@ fn diff_commits(
 
 /// Adds staged (HEAD vs index), unstaged (index vs working tree) and untracked, not
 /// ignored files.
-fn worktree_changes(repo: &gix::Repository, paths: &mut BTreeSet<String>) -> Result<(), VcsError> {
+fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), VcsError> {
     use gix::status::{index_worktree, tree_index::TrackRenames, Item};
 
     // Every untracked file is listed one by one, whatever `status.showUntrackedFiles` says.
@@ -378,9 +469,12 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut BTreeSet<String>) -> Res
     let status = repo
         .status(gix::progress::Discard)
         .map_err(git_err("cannot read the working tree status"))?
-        // Submodule contents are not project files; a moved submodule pointer still shows
-        // up as a staged or committed change of its path.
-        .index_worktree_submodules(None)
+        // A submodule whose checkout moved, or that holds modified or untracked files,
+        // is a change of its path (its files are not listed one by one).
+        .index_worktree_submodules(gix::status::Submodule::Given {
+            ignore: gix::submodule::config::Ignore::None,
+            check_dirty: true,
+        })
         .index_worktree_rewrites(None)
         .tree_index_track_renames(TrackRenames::Disabled)
         .index_worktree_options_mut(|options| options.dirwalk_options = Some(dirwalk));
@@ -395,22 +489,28 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut BTreeSet<String>) -> Res
                     source_location, ..
                 } = change
                 {
-                    insert(paths, source_location.as_ref());
+                    paths.insert(source_location.as_ref());
                 }
-                insert(paths, change.location());
+                if change.entry_mode() == gix::index::entry::Mode::COMMIT {
+                    paths.submodule(change.location());
+                } else {
+                    paths.insert(change.location());
+                }
             }
             Item::IndexWorktree(index_worktree::Item::Modification { status, .. }) => {
-                // `NeedsUpdate` means only the file's stat changed, not its content.
-                if !matches!(
-                    status,
-                    gix::status::plumbing::index_as_worktree::EntryStatus::NeedsUpdate(_)
-                ) {
-                    insert(paths, item.location());
+                use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
+                match status {
+                    // Only the file's stat changed, not its content.
+                    EntryStatus::NeedsUpdate(_) => {}
+                    EntryStatus::Change(Change::SubmoduleModification(_)) => {
+                        paths.submodule(item.location());
+                    }
+                    _ => paths.insert(item.location()),
                 }
             }
             Item::IndexWorktree(index_worktree::Item::DirectoryContents { entry, .. }) => {
                 if entry.status == gix::dir::entry::Status::Untracked {
-                    insert(paths, entry.rela_path.as_ref());
+                    paths.insert(entry.rela_path.as_ref());
                 }
             }
             Item::IndexWorktree(index_worktree::Item::Rewrite {
@@ -418,17 +518,31 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut BTreeSet<String>) -> Res
                 dirwalk_entry,
                 ..
             }) => {
-                insert(paths, source.rela_path());
-                insert(paths, dirwalk_entry.rela_path.as_ref());
+                paths.insert(source.rela_path());
+                paths.insert(dirwalk_entry.rela_path.as_ref());
             }
         }
     }
     Ok(())
 }
 
-fn insert(paths: &mut BTreeSet<String>, path: &BStr) {
-    // Non-UTF-8 names cannot match a module path; lossy is enough to still report them.
-    paths.insert(path.to_str_lossy().into_owned());
+/// Changed paths relative to the repository, and which of them are submodules.
+#[derive(Default)]
+struct Paths {
+    files: BTreeSet<String>,
+    submodules: BTreeSet<String>,
+}
+
+impl Paths {
+    fn insert(&mut self, path: &BStr) {
+        // Non-UTF-8 names cannot match a module path; lossy is enough to still report them.
+        self.files.insert(path.to_str_lossy().into_owned());
+    }
+
+    fn submodule(&mut self, path: &BStr) {
+        self.insert(path);
+        self.submodules.insert(path.to_str_lossy().into_owned());
+    }
 }
 
 /// The root of the git work tree holding `project` (the nearest directory at or above it
@@ -599,6 +713,7 @@ mod tests {
                 base_commit: main,
                 merge_base: fork,
                 changed_files: vec!["s3/main.tf".to_owned(), "vpc/main.tf".to_owned()],
+                submodules: Vec::new(),
             }
         );
     }
@@ -788,13 +903,13 @@ mod tests {
         })
         .expect_err("unknown ref");
         assert!(
-            matches!(&err, VcsError::UnknownRef { tried, origin } if tried == &["origin/nope"] && origin == "--base-ref"),
+            matches!(&err, VcsError::UnknownRef { tried, origin, .. } if tried == &["origin/nope"] && origin == "--base-ref"),
             "{err:?}"
         );
         assert_eq!(
             err.to_string(),
             "unknown base ref: tried `origin/nope` (from --base-ref); pass an existing ref with \
-             --base-ref, or fetch the base branch (e.g. `git fetch origin main`)"
+             --base-ref, or create it (this repository has no remote to fetch it from)"
         );
 
         let err = changed_files(&ChangeRequest {
@@ -945,6 +1060,7 @@ mod tests {
                     "vpc/main.tf".to_owned(),
                     "vpc/vars.tf".to_owned(),
                 ],
+                submodules: Vec::new(),
             }
         );
         let committed = changed_files(&ChangeRequest {

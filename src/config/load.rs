@@ -279,6 +279,13 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_integer_in_an_ignored_plugin_section_is_no_error() {
+        let text = "extensions:\n  cost:\n    budget: 123456789012345678901234567890\n    list: [1, -99999999999999999999999]\n";
+        let c = parse_config(text, ".terraci.yaml").expect("an ignored section loads");
+        assert_eq!(c.extensions.ignored_sections(), ["cost"]);
+    }
+
+    #[test]
     fn bad_value_type_names_the_key() {
         let err = parse_config("execution:\n  parallelism: many\n", ".terraci.yaml")
             .unwrap_err()

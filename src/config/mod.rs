@@ -216,9 +216,17 @@ impl Extensions {
 }
 
 /// Any value: accepted so existing files load, and reported as unused.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(transparent)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Ignored(#[schemars(with = "serde_json::Value")] pub serde_yaml::Value);
+
+impl<'de> Deserialize<'de> for Ignored {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Skipped, not kept: a value `serde_yaml::Value` cannot hold (an integer beyond 64
+        // bits) must not make a section that is ignored anyway a config error.
+        serde::de::IgnoredAny::deserialize(d)?;
+        Ok(Ignored(serde_yaml::Value::Null))
+    }
+}
 
 impl Eq for Ignored {}
 

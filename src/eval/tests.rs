@@ -79,6 +79,7 @@ pub(crate) fn scope() -> BTreeMap<String, Value> {
                 ),
             ),
             ("tags", map(&[("team", s("core")), ("tier", s("1"))])),
+            ("tpl", s("${a}-${b}")),
         ]),
     );
     scope.insert(
@@ -770,8 +771,9 @@ fn filesystem_functions() {
             ("templatefile(\"backend.tpl\", {env = \"prod\"})", "!vars map does not contain key \"name\""),
             ("templatefile(\"self.tpl\", {})", "!evaluation-limit"),
             ("templatefile(\"bad.tpl\", {})", "!unknown function `nope`"),
-            ("templatestring(\"$${a}-$${b}\", {a = 1, b = \"x\"})", "\"1-x\""),
-            ("templatestring(\"$${a}\", {})", "!vars map does not contain key \"a\""),
+            ("templatestring(local.tpl, {a = 1, b = \"x\"})", "\"1-x\""),
+            ("templatestring(local.tpl, {})", "!vars map does not contain key \"a\""),
+            ("templatestring(\"$${a}\", {a = 1})", "!must be a direct reference"),
         ],
         &host,
     );

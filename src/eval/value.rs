@@ -159,14 +159,20 @@ pub fn format_number(n: f64) -> String {
     if n == n.trunc() && n.abs() < 1e21 {
         return format!("{n:.0}");
     }
+    // Leading zeros (`0.00...`) are not significant: `log(2.5, 3)` keeps its 16 digits.
+    let significant = |s: &str| {
+        s.chars()
+            .filter(char::is_ascii_digit)
+            .skip_while(|c| *c == '0')
+            .count()
+    };
     let shortest = format!("{n}");
-    let digits = shortest.chars().filter(char::is_ascii_digit).count();
-    if digits <= 16 {
+    if significant(&shortest) <= 16 {
         return shortest;
     }
     let rounded: f64 = format!("{n:.14e}").parse().unwrap_or(n);
     let text = format!("{rounded}");
-    if text.chars().filter(char::is_ascii_digit).count() <= 16 {
+    if significant(&text) <= 16 {
         text
     } else {
         shortest

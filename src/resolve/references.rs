@@ -203,6 +203,18 @@ fn eval_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str) ->
     .with_anchor(attr.anchor(err.node))
 }
 
+/// An error in an expression of the block itself (`for_each`, `count`, `backend`,
+/// `config`): the reference is unresolved, and the evaluation error is the reason (spec
+/// 4.4). Errors about a root cause elsewhere (`unknown-function`, `evaluation-limit`) keep
+/// their own code.
+fn location_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str) -> Diagnostic {
+    let diagnostic = eval_error(site, attr, err, block);
+    if diagnostic.code == "evaluation-error" {
+        return unresolved(site, attr, &err.message, Some(err.node), block);
+    }
+    diagnostic
+}
+
 /// Where a module's references are evaluated.
 pub(super) struct Site<'a> {
     /// The root module the references count for.
@@ -241,7 +253,8 @@ fn expand_remote_state(
     if let Some(fe) = &rs.for_each {
         match evaluate(&fe.expr, &site.ctx(scope)) {
             Err(err) => {
-                out.diagnostics.push(eval_error(site, fe, &err, &rs.name));
+                out.diagnostics
+                    .push(location_error(site, fe, &err, &rs.name));
                 return;
             }
             Ok(v) => {
@@ -327,7 +340,7 @@ fn expand_remote_state(
         match value {
             Err(err) => {
                 out.diagnostics
-                    .push(eval_error(site, count, &err, &rs.name));
+                    .push(location_error(site, count, &err, &rs.name));
                 return;
             }
             Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 1024.0 => {
@@ -411,7 +424,7 @@ fn expand_remote_state(
                     continue;
                 }
                 Err(err) => {
-                    out.diagnostics.push(eval_error(site, b, &err, &name));
+                    out.diagnostics.push(location_error(site, b, &err, &name));
                     continue;
                 }
             },
@@ -434,7 +447,7 @@ fn expand_remote_state(
                 continue;
             }
             Err(err) => {
-                let diagnostic = eval_error(site, config_attr, &err, &name);
+                let diagnostic = location_error(site, config_attr, &err, &name);
                 // A state path whose beginning fails to evaluate (`coalesce("", "")` of
                 // variables set only in CI) may still end in known text.
                 match failed_path_tail(config_attr, backend.as_deref(), &site.ctx(scope)) {

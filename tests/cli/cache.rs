@@ -143,3 +143,55 @@ fn no_cache_writes_nothing() {
     assert_eq!(out.code, 0);
     assert!(!p.path().join(".terraci").exists());
 }
+
+#[test]
+fn terraci_no_cache_takes_the_usual_boolean_spellings() {
+    let p = Project::fixture("example");
+    for value in ["1", "true", "yes", "on", "0", "false", "no", "off", ""] {
+        let out = p.run_env(&["version"], &[("TERRACI_NO_CACHE", value)]);
+        assert_eq!(out.code, 0, "TERRACI_NO_CACHE={value:?}: {}", out.stderr);
+    }
+    let cache = p.path().join(".terraci/cache");
+    for value in ["1", "yes", "true"] {
+        let out = p.run_env(&["generate"], &[("TERRACI_NO_CACHE", value)]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(!cache.exists(), "TERRACI_NO_CACHE={value} wrote the cache");
+    }
+    for value in ["0", ""] {
+        let out = p.run_env(&["generate"], &[("TERRACI_NO_CACHE", value)]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(cache.exists(), "TERRACI_NO_CACHE={value:?} kept no cache");
+    }
+}
+
+#[test]
+fn with_both_cache_files_damaged_the_first_run_rebuilds_both() {
+    let p = Project::fixture("example");
+    let first = p.run(&["generate"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let dir = p.path().join(".terraci/cache");
+    // The record is written only once the files it stamps have settled.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let second = p.run(&["generate"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(dir.join("run.bin").exists(), "no run record to damage");
+    std::fs::write(dir.join("run.bin"), "junk").expect("damage the record");
+    std::fs::write(dir.join("facts.bin"), "junk").expect("damage the cache");
+    let damaged = p.run(&["generate"]);
+    assert_eq!(damaged.stdout, first.stdout);
+    assert!(
+        damaged.stderr.contains("ignoring the run record")
+            && damaged.stderr.contains("ignoring the fact cache"),
+        "{}",
+        damaged.stderr
+    );
+    assert_ne!(
+        std::fs::read(dir.join("run.bin")).expect("run record"),
+        b"junk",
+        "the run said it rebuilt the run record"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let again = p.run(&["generate"]);
+    assert_eq!(again.stdout, first.stdout);
+    assert_eq!(again.stderr, "", "the notices are not replayed");
+}

@@ -42,26 +42,7 @@ impl Repo {
     }
 
     fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"])
-            .args(args)
-            .current_dir(self.project.path())
-            .env("GIT_AUTHOR_NAME", "Test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.com")
-            .env("GIT_COMMITTER_NAME", "Test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.com")
-            .env("GIT_AUTHOR_DATE", "2024-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2024-01-01T00:00:00Z")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.project.path())
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        git_at(self.project.path(), args)
     }
 
     fn commit(&self, message: &str) {
@@ -426,6 +407,199 @@ fn ci_variables_pick_the_base_when_no_base_ref_is_given() {
     assert_eq!(changed(&[("GITHUB_BASE_REF", "main")]), expected);
     // Without any: origin/main, then main.
     assert_eq!(changed(&[]), expected);
+}
+
+/// `git ARGS` in `dir`, with a fixed identity and dates and no system or user config.
+fn git_at(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_AUTHOR_DATE", "2024-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2024-01-01T00:00:00Z")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A repository of its own, with one commit, to use as a submodule.
+fn submodule_origin() -> Project {
+    let origin = Project::empty();
+    origin.write("README.md", "vendored\n");
+    git_at(
+        origin.path(),
+        &["-c", "init.defaultBranch=main", "init", "-q"],
+    );
+    git_at(origin.path(), &["add", "-A"]);
+    git_at(origin.path(), &["commit", "-q", "-m", "vendored"]);
+    origin
+}
+
+/// The example with `origin` as a submodule at `<STAGE>/vpc/vendor`, added on `main`;
+/// `feature` starts from there.
+fn example_with_submodule(origin: &Project) -> Repo {
+    let repo = Repo::example();
+    repo.git(&["checkout", "-q", "main"]);
+    let url = origin.path().to_str().expect("utf-8 temp dir");
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        url,
+        &format!("{STAGE}/vpc/vendor"),
+    ]);
+    repo.commit("add the submodule");
+    repo.git(&["checkout", "-q", "-B", "feature"]);
+    repo
+}
+
+#[test]
+fn a_submodule_bump_marks_the_module_that_contains_it() {
+    let origin = submodule_origin();
+    let repo = example_with_submodule(&origin);
+    let inner = repo.project.path().join(format!("{STAGE}/vpc/vendor"));
+    git_at(&inner, &["commit", "-q", "--allow-empty", "-m", "bump"]);
+    repo.commit("bump the submodule");
+    let out = repo.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--committed-only",
+        "--explain",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("changed: vendor (submodule)"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("plan-platform-stage-eu-central-1-vpc:"));
+}
+
+#[test]
+fn uncommitted_changes_inside_a_submodule_are_seen() {
+    let origin = submodule_origin();
+    let repo = example_with_submodule(&origin);
+    repo.write(&format!("{STAGE}/vpc/vendor/README.md"), "edited\n");
+    let args = [
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--explain",
+    ];
+    let out = repo.run(&args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("changed: vendor (submodule)"),
+        "{}",
+        out.stderr
+    );
+    // Only the working tree changed.
+    let out = repo.run(&[&args[..4], &["--committed-only"]].concat());
+    assert!(
+        !out.stdout.contains("plan-platform-stage-eu-central-1-vpc:"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn git_errors_name_what_was_tried_and_what_to_run() {
+    let mut all = String::new();
+    // A damaged index: named, with the command that rebuilds it.
+    let repo = Repo::example();
+    repo.write(".git/index", "garbage");
+    all.push_str(&repo.section(&["generate", "--changed-only", "--base-ref", "main"]));
+    // The fetch hint uses the repository's remotes and the ref that was tried.
+    let repo = Repo::example();
+    repo.git(&[
+        "remote",
+        "add",
+        "upstream",
+        "https://example.invalid/live.git",
+    ]);
+    for base in ["upstream/develop", "origin/develop", "develop"] {
+        all.push_str(&repo.section(&["generate", "--changed-only", "--base-ref", base]));
+    }
+    repo.git(&["branch", "-q", "-m", "main", "trunk"]);
+    all.push_str(&repo.section(&["generate", "--changed-only"]));
+    repo.git(&["remote", "rename", "upstream", "origin"]);
+    all.push_str(&repo.section(&["generate", "--changed-only"]));
+    // A SHA-256 repository is not "not a repository".
+    let project = Project::fixture("example");
+    git_at(project.path(), &["init", "-q", "--object-format=sha256"]);
+    all.push_str(&format!(
+        "$ terraci generate --changed-only (SHA-256 repository)\n{}",
+        project.run(&["generate", "--changed-only"]).snapshot()
+    ));
+    assert_eq!(all.matches("exit: 1").count(), 7, "{all}");
+    snap!("changes_git_errors", all);
+}
+
+/// The module ids `graph --format list` prints.
+fn listed(repo: &Repo, env: &[(&str, &str)]) -> Vec<String> {
+    let mut args = vec!["graph", "--format", "list"];
+    if !repo.sub.is_empty() {
+        args.extend(["-d", repo.sub]);
+    }
+    let out = repo.project.run_env(&args, env);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stdout
+        .lines()
+        .filter_map(|l| l.split(" -> ").next())
+        .map(str::to_owned)
+        .filter(|l| l.starts_with("platform/"))
+        .collect()
+}
+
+#[test]
+fn discovery_honours_every_ignore_file_git_reads() {
+    // A `.gitignore` above the project directory, with git's anchoring relative to it.
+    let repo = Repo::fixture_in("example", "live");
+    let all = listed(&repo, &[]);
+    assert!(all.iter().any(|m| m.ends_with("/monitoring")), "{all:?}");
+    repo.write(
+        ".gitignore",
+        "monitoring/\n/live/platform/stage/eu-central-1/rds/\n",
+    );
+    let ids = listed(&repo, &[]);
+    assert!(!ids.iter().any(|m| m.contains("monitoring")), "{ids:?}");
+    assert!(!ids.iter().any(|m| m == &format!("{STAGE}/rds")), "{ids:?}");
+    assert!(ids.iter().any(|m| m == &format!("{PROD}/rds")), "{ids:?}");
+    // `!` in the project's own `.gitignore` wins over the rule above it.
+    repo.write("live/.gitignore", "!monitoring/\n");
+    assert!(listed(&repo, &[]).iter().any(|m| m.contains("monitoring")));
+
+    // `.git/info/exclude`.
+    let repo = Repo::example();
+    repo.write(".git/info/exclude", "platform/stage/eu-central-1/rds/\n");
+    let ids = listed(&repo, &[]);
+    assert!(!ids.iter().any(|m| m == &format!("{STAGE}/rds")), "{ids:?}");
+    assert!(ids.iter().any(|m| m == &format!("{STAGE}/vpc")), "{ids:?}");
+
+    // The global excludes file (`$XDG_CONFIG_HOME/git/ignore`).
+    let repo = Repo::example();
+    let xdg = Project::empty();
+    xdg.write("git/ignore", "app/\n");
+    let xdg_dir = xdg.path().to_str().expect("utf-8 temp dir");
+    let ids = listed(&repo, &[("XDG_CONFIG_HOME", xdg_dir)]);
+    assert!(!ids.iter().any(|m| m.ends_with("/app")), "{ids:?}");
+    assert!(ids.iter().any(|m| m.ends_with("/eks")), "{ids:?}");
 }
 
 #[test]

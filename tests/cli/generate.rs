@@ -99,6 +99,22 @@ fn unknown_provider_lists_the_valid_ones() {
 }
 
 #[test]
+fn parallel_plans_without_plan_only_says_it_has_no_effect() {
+    let p = Project::fixture("example");
+    let out = p.run(&["generate", "--parallel-plans"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("notice: --parallel-plans has no effect without --plan-only"),
+        "{}",
+        out.stderr
+    );
+    let out = p.run(&["generate", "--parallel-plans", "--plan-only"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("--parallel-plans"), "{}", out.stderr);
+}
+
+#[test]
 fn a_reader_that_goes_away_is_not_an_error() {
     // Enough modules that the pipeline outgrows the pipe's buffer.
     let p = crate::support::Project::empty();

@@ -756,3 +756,49 @@ fn a_config_linked_out_of_the_project_is_refused_unread() {
         }
     }
 }
+
+#[test]
+fn ignore_files_of_the_enclosing_repository_are_read_confined() {
+    // The project is a subdirectory of the checkout; the checkout's own `.gitignore` (above
+    // the project) and `.git/info/exclude` are FIFOs: never opened, nothing hangs.
+    let work = tempfile::tempdir().expect("temp dir");
+    let repo = work.path();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(repo)
+        .status()
+        .expect("git init");
+    assert!(git.success());
+    for fifo in [repo.join(".gitignore"), repo.join(".git/info/exclude")] {
+        let _ = std::fs::remove_file(&fifo);
+        std::fs::create_dir_all(fifo.parent().expect("parent")).expect("mkdir");
+        let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("no NUL");
+        // SAFETY: mkfifo reads a NUL-terminated path and creates a file.
+        assert_eq!(
+            unsafe { libc::mkfifo(c.as_ptr(), 0o644) },
+            0,
+            "mkfifo {fifo:?}"
+        );
+    }
+    let project = repo.join("infra");
+    std::fs::create_dir_all(project.join("stage/vpc")).expect("mkdir");
+    std::fs::write(
+        project.join(".terraci.yaml"),
+        "structure:\n  pattern: \"{env}/{module}\"\n",
+    )
+    .expect("config");
+    std::fs::write(project.join("stage/vpc/main.tf"), "# empty\n").expect("module");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_terraci"));
+    cmd.args(["validate", "--no-cache", "-d"])
+        .arg(&project)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", repo);
+    let run = bounded(cmd, Duration::from_secs(60));
+    assert_eq!(run.code, Some(0), "{}", run.text());
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains("modules: 1"),
+        "{}",
+        run.text()
+    );
+}

@@ -408,6 +408,14 @@ fn evaluation_errors_are_diagnostics() {
         "{guessed:?}"
     );
     assert_eq!(diagnostics_about(&g, "only known after apply").len(), 4);
+    // A location that fails to evaluate: unresolved, with the evaluation error as reason.
+    let looked_up = diagnostics_about(&g, "data.terraform_remote_state.looked_up");
+    assert_eq!(looked_up.len(), 1, "{looked_up:?}");
+    assert_eq!(looked_up[0].0, "unresolved-remote-state");
+    assert!(
+        looked_up[0].1.contains("has no attribute \"missing\""),
+        "{looked_up:?}"
+    );
     snap!("rules_evaluation", summary(&g));
 }
 

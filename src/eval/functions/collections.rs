@@ -200,6 +200,13 @@ pub(super) fn coalesce(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     if a.len() == 0 {
         return Err(a.fail("all arguments must have the same type"));
     }
+    // Terraform unifies the arguments' types first: primitives unify (to string), a
+    // primitive never unifies with a collection, a sequence never with a map.
+    let mut classes = a.values.iter().filter_map(shape).collect::<Vec<_>>();
+    classes.dedup();
+    if classes.len() > 1 {
+        return Err(a.fail("all arguments must have the same type"));
+    }
     let any_string = a.values.iter().any(|v| matches!(v, Value::String(_)));
     for i in 0..a.len() {
         match &a.values[i] {
@@ -218,9 +225,30 @@ pub(super) fn coalesce(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     Err(a.fail("no non-null, non-empty-string arguments"))
 }
 
+/// The kind of type a value has, for the unifications Terraform does before a call:
+/// 0 primitive, 1 sequence, 2 map or object; `None` for null and unknown.
+fn shape(v: &Value) -> Option<u8> {
+    match v {
+        Value::Null | Value::Unknown(_) => None,
+        Value::Bool(_) | Value::Number(_) | Value::String(_) => Some(0),
+        Value::List(_) | Value::Set(_) => Some(1),
+        Value::Map(_) => Some(2),
+    }
+}
+
 pub(super) fn coalescelist(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     if a.len() == 0 {
         return Err(a.fail("at least one argument is required"));
+    }
+    // Every argument is checked, not only those before the first non-empty one.
+    if let Some(i) = (0..a.len()).find(|&i| matches!(shape(&a.values[i]), Some(0 | 2))) {
+        return Err(a.arg_err(
+            i,
+            format!(
+                "a list or tuple is required, but have {}",
+                a.values[i].type_name()
+            ),
+        ));
     }
     for i in 0..a.len() {
         match &a.values[i] {
@@ -578,6 +606,12 @@ pub(super) fn matchkeys(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     let search = a.seq(2)?;
     if values.len() != keys.len() {
         return Err(a.fail("length of keys and values should be equal"));
+    }
+    // `keys` and `searchset` must have the same element type.
+    if let (Some(k), Some(s)) = (keys.iter().find_map(shape), search.iter().find_map(shape)) {
+        if k != s {
+            return Err(a.fail("keys and searchset must be of the same type"));
+        }
     }
     Ok(Value::List(
         values

@@ -4,6 +4,7 @@
 //! see their argument expressions). Unless a function is marked otherwise, an argument that
 //! is or contains an unknown makes the whole call unknown with that argument's reason.
 
+mod cidr;
 mod collections;
 mod encoding;
 pub(crate) use encoding::json_string;
@@ -12,10 +13,12 @@ mod format;
 mod hash;
 mod numeric;
 mod strings;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 
-use crate::facts::expr::{Expr, NodeId};
+use crate::facts::expr::{Expr, ExprKind, NodeId};
 
 use super::convert::{to_bool, to_number, to_string_primitive};
 use super::evaluator::{error, limit, Evaluator, R};
@@ -145,12 +148,18 @@ const FUNCTIONS: &[Spec] = &[
     f("sha512", &["str"], None, Deep, encoding::sha512),
     f("base64sha256", &["str"], None, Deep, encoding::base64sha256),
     f("base64sha512", &["str"], None, Deep, encoding::base64sha512),
+    // IP networks
+    f("cidrhost", &["prefix", "hostnum"], None, Deep, cidr::cidrhost),
+    f("cidrnetmask", &["prefix"], None, Deep, cidr::cidrnetmask),
+    f("cidrsubnet", &["prefix", "newbits", "netnum"], None, Deep, cidr::cidrsubnet),
+    f("cidrsubnets", &["prefix"], Some("newbits"), Deep, cidr::cidrsubnets),
     // type conversion
     f("tostring", &["v"], None, Deep, tostring),
     f("tonumber", &["v"], None, Deep, tonumber),
     f("tobool", &["v"], None, Deep, tobool),
     f("sensitive", &["value"], None, Shallow, identity),
     f("nonsensitive", &["value"], None, Shallow, identity),
+    f("ephemeralasnull", &["value"], None, Shallow, identity),
     // filesystem
     f("abspath", &["path"], None, Deep, filesystem::abspath),
     f("basename", &["path"], None, Deep, filesystem::basename),
@@ -165,6 +174,56 @@ const FUNCTIONS: &[Spec] = &[
     f("plantimestamp", &[], None, Deep, impure),
     f("uuid", &[], None, Deep, impure),
     f("bcrypt", &["str"], Some("cost"), Deep, impure),
+];
+
+/// Terraform 1.11 functions terraci does not evaluate, and why. A call is `unknown-function`
+/// with the reason; `tests::terraform` holds this list and [`FUNCTIONS`] against
+/// `terraform metadata functions -json`. (Impure functions such as `timestamp` are in
+/// [`FUNCTIONS`]: they evaluate to an unknown value.)
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("base64gzip", "its gzip output is not reproduced"),
+    (
+        "filebase64",
+        "it reads a file's bytes, which terraci reads only as text",
+    ),
+    (
+        "filebase64sha256",
+        "it hashes a file's bytes, which terraci reads only as text",
+    ),
+    (
+        "filebase64sha512",
+        "it hashes a file's bytes, which terraci reads only as text",
+    ),
+    (
+        "filemd5",
+        "it hashes a file's bytes, which terraci reads only as text",
+    ),
+    (
+        "filesha1",
+        "it hashes a file's bytes, which terraci reads only as text",
+    ),
+    (
+        "filesha256",
+        "it hashes a file's bytes, which terraci reads only as text",
+    ),
+    (
+        "filesha512",
+        "it hashes a file's bytes, which terraci reads only as text",
+    ),
+    ("formatdate", "time functions are not evaluated"),
+    ("issensitive", "sensitivity is not tracked statically"),
+    ("rsadecrypt", "decryption needs a private key"),
+    (
+        "textdecodebase64",
+        "character encodings other than UTF-8 are not supported",
+    ),
+    (
+        "textencodebase64",
+        "character encodings other than UTF-8 are not supported",
+    ),
+    ("timeadd", "time functions are not evaluated"),
+    ("timecmp", "time functions are not evaluated"),
+    ("uuidv5", "name-based UUIDs are not evaluated"),
 ];
 
 /// Arguments of one call, with Terraform-style messages for bad ones.
@@ -293,13 +352,25 @@ pub(crate) fn call(
     match name {
         "try" => return call_try(ev, node, args),
         "can" => return call_can(ev, node, args),
+        // Terraform takes the template only from a reference (`local.tpl`): a template
+        // written in place would be rendered before the call, so it is refused.
+        "templatestring" if !args.first().is_some_and(is_reference) => {
+            return Err(error(
+                node,
+                "Invalid value for \"template\" parameter: invalid template expression: must be a direct reference to a single string from elsewhere, containing valid Terraform template syntax.",
+            ));
+        }
         _ => {}
     }
     let Some(spec) = FUNCTIONS.iter().find(|s| s.name == name) else {
+        let message = match UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+            Some((_, why)) => format!("function `{name}` is not evaluated by terraci: {why}"),
+            None => format!("unknown function `{name}`"),
+        };
         return Err(crate::eval::EvalError {
             node,
             code: "unknown-function",
-            message: format!("unknown function `{name}`"),
+            message,
         });
     };
     let mut values = Vec::with_capacity(args.len());
@@ -392,6 +463,14 @@ fn check_size(node: NodeId, name: &str, v: &Value) -> R<()> {
         ));
     }
     Ok(())
+}
+
+fn is_reference(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Variable(_) => true,
+        ExprKind::Traversal(root, _) => matches!(root.kind, ExprKind::Variable(_)),
+        _ => false,
+    }
 }
 
 fn call_try(ev: &mut Evaluator<'_, '_>, node: NodeId, args: &[Expr]) -> R<Value> {

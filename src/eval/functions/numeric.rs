@@ -87,7 +87,8 @@ pub(super) fn parseint(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
 }
 
 pub(super) fn signum(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
-    let n = a.number(0)?;
+    // Terraform converts the argument to an integer first: `signum(2.5)` is an error.
+    let n = a.int(0)? as f64;
     Ok(Value::Number(if n > 0.0 {
         1.0
     } else if n < 0.0 {

@@ -95,12 +95,26 @@ pub(super) fn split(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     Ok(Value::List(parts))
 }
 
+/// Go's case mapping is rune by rune: a letter whose other case is longer than one
+/// character (`ß` -> `SS`) stays as it is.
+fn map_runes<I: Iterator<Item = char>>(s: &str, f: impl Fn(char) -> I) -> String {
+    s.chars()
+        .map(|c| {
+            let mut mapped = f(c);
+            match (mapped.next(), mapped.next()) {
+                (Some(m), None) => m,
+                _ => c,
+            }
+        })
+        .collect()
+}
+
 pub(super) fn lower(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
-    Ok(Value::String(a.string(0)?.to_lowercase()))
+    Ok(Value::String(map_runes(&a.string(0)?, char::to_lowercase)))
 }
 
 pub(super) fn upper(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
-    Ok(Value::String(a.string(0)?.to_uppercase()))
+    Ok(Value::String(map_runes(&a.string(0)?, char::to_uppercase)))
 }
 
 /// Go's `strings.Title`: upper-case every letter that follows a separator.
