@@ -98,11 +98,31 @@ pub struct PlanOptions {
     /// No jobs for modules whose id holds `${{`: GitHub evaluates that as an expression
     /// wherever it appears, and there is no way to escape it.
     pub refuse_expressions: bool,
+    /// No jobs for modules whose id holds a GitLab variable reference (`$NAME`,
+    /// `${NAME}`): GitLab expands those in `artifacts`, `cache` and `resource_group`,
+    /// where no escape is documented (a directory named `$CI_JOB_TOKEN` would put the
+    /// token into artifact paths and the job log).
+    pub refuse_variables: bool,
 }
 
 /// Whether GitHub would evaluate part of `s` as an expression.
 pub fn holds_expression(s: &str) -> bool {
     s.contains("${{")
+}
+
+/// Whether `s` holds what GitLab expands as a variable: `$` then a letter, `_` or `{`.
+pub fn holds_variable(s: &str) -> bool {
+    s.as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'$' && (w[1].is_ascii_alphabetic() || w[1] == b'_' || w[1] == b'{'))
+}
+
+impl PlanOptions {
+    /// Whether the module `id` gets no jobs for its name alone.
+    pub fn refuses(&self, id: &str) -> bool {
+        (self.refuse_expressions && holds_expression(id))
+            || (self.refuse_variables && holds_variable(id))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -502,7 +522,7 @@ pub fn job_plan(
         let Some(names) = names.modules.get(i) else {
             continue;
         };
-        let refused = selection.plan_options(db).refuse_expressions && holds_expression(id);
+        let refused = selection.plan_options(db).refuses(id);
         if !refused && filters.allows(id, &names.components) {
             node_of[i] = Some(targets.len() as u32);
             targets.push(i);

@@ -544,20 +544,27 @@ impl Workspace {
         Ok(())
     }
 
-    /// An `unsafe-name` error for each root module that gets no GitHub jobs because its
-    /// id holds `${{` ([`crate::ir::holds_expression`]).
-    pub fn refused_for_expressions(&self) -> Vec<Diagnostic> {
+    /// An `unsafe-name` error for each root module that gets no jobs because its path is
+    /// one the provider cannot write safely ([`crate::ir::PlanOptions::refuses`]).
+    pub fn refused_for_names(&self, options: crate::ir::PlanOptions) -> Vec<Diagnostic> {
         let db = &self.db;
         self.project
             .modules(db)
             .iter()
             .map(|m| m.info(db))
-            .filter(|i| i.is_root() && crate::ir::holds_expression(&i.id))
+            .filter(|i| i.is_root() && options.refuses(&i.id))
             .map(|i| {
+                let why = if options.refuse_expressions {
+                    "its path holds `${{`, which GitHub evaluates as an expression and which \
+                     cannot be escaped"
+                } else {
+                    "its path holds a GitLab variable reference (`$NAME` or `${...}`), which \
+                     GitLab expands in artifact and cache paths and resource groups, with no \
+                     documented escape"
+                };
                 Diagnostic::error(
                     "unsafe-name",
-                    "the module gets no jobs: its path holds `${{`, which GitHub evaluates \
-                     as an expression and which cannot be escaped; rename the directory",
+                    format!("the module gets no jobs: {why}; rename the directory"),
                 )
                 .with_module(i.id.clone())
             })
@@ -826,6 +833,7 @@ pub fn plan_options(
         plan_only: args.plan_only || provider.config_plan_only(config),
         parallel_plans: args.parallel_plans,
         refuse_expressions: provider == crate::render::Provider::Github,
+        refuse_variables: provider == crate::render::Provider::Gitlab,
     }
 }
 
@@ -871,8 +879,9 @@ pub fn build_pipeline(
     let selection = request.selection;
     let affected = crate::changes::affected(&ws.db, ws.project, selection);
     diagnostics.extend(ws.finish_diagnostics(affected.diagnostics.iter().cloned()));
-    if selection.plan_options(&ws.db).refuse_expressions {
-        diagnostics.extend(ws.refused_for_expressions());
+    let options = selection.plan_options(&ws.db);
+    if options.refuse_expressions || options.refuse_variables {
+        diagnostics.extend(ws.refused_for_names(options));
     }
     let plan = match job_plan(&ws.db, ws.project, selection) {
         Ok(plan) => plan,

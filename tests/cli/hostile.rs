@@ -313,6 +313,7 @@ fn gitlab_ci_local_cds_into_exactly_each_directory() {
     let h = hostile();
     let run = terraci(&h, &["generate", "--no-cache"]);
     assert_eq!(run.code, Some(0), "{}", run.text());
+    let generate_stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     let pipeline = String::from_utf8(run.stdout).expect("UTF-8");
     assert!(
         !pipeline.contains(['\u{85}', '\u{2028}', '\u{2029}']),
@@ -390,14 +391,30 @@ fn gitlab_ci_local_cds_into_exactly_each_directory() {
         assert_eq!(module_path, &format!("env/{module}"), "{sub} in {pwd:?}");
         seen.entry(module).or_default().push(sub.clone());
     }
-    for name in &names {
+    // A name GitLab would expand as a variable (`$CI_JOB_TOKEN`, `${HOME}x`) gets no jobs.
+    let (refused, kept): (Vec<&str>, Vec<&str>) = names.iter().partition(|n| gitlab_variable(n));
+    assert_eq!(refused.len(), 3, "{refused:?}");
+    for name in &kept {
         let subs = seen
             .get(*name)
             .unwrap_or_else(|| panic!("no job ran in env/{name:?}: {seen:?}"));
         assert!(subs.contains(&"plan".to_owned()), "{name:?}: {subs:?}");
         assert!(subs.contains(&"apply".to_owned()), "{name:?}: {subs:?}");
     }
-    assert_eq!(seen.len(), names.len(), "{seen:?}");
+    assert_eq!(seen.len(), kept.len(), "{seen:?}");
+    let err = &generate_stderr;
+    let unsafe_names = err
+        .lines()
+        .filter(|l| l.starts_with("error[unsafe-name]") && l.contains("GitLab variable"))
+        .count();
+    assert_eq!(unsafe_names, refused.len(), "{err}");
+}
+
+/// What GitLab expands as a variable in a name: `$` then a letter, `_` or `{`.
+fn gitlab_variable(name: &str) -> bool {
+    name.as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'$' && (w[1].is_ascii_alphabetic() || w[1] == b'_' || w[1] == b'{'))
 }
 
 #[test]
@@ -598,7 +615,8 @@ fn random_directory_names_give_sound_cd_lines() {
         assert_eq!(landed, want, "{key}: {script:?}");
         checked += 1;
     }
-    assert_eq!(checked, names.len());
+    let refused = names.iter().filter(|n| gitlab_variable(n)).count();
+    assert_eq!(checked, names.len() - refused);
 }
 
 /// A project of one module, `env/vpc`.
