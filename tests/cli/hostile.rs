@@ -328,22 +328,27 @@ fn gitlab_ci_local_cds_into_exactly_each_directory() {
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn();
-    if let Ok(mut py) = py {
+    // `.ci/clients.sh` installs PyYAML: without it this check must fail, not pass.
+    let mut py = py.expect("python3 runs");
+    {
         use std::io::Write as _;
         py.stdin
             .take()
             .expect("piped")
             .write_all(pipeline.as_bytes())
             .expect("write");
-        let out = py.wait_with_output().expect("python3");
-        if out.status.success() {
-            let yaml11: serde_json::Value =
-                serde_json::from_slice(&out.stdout).expect("json from PyYAML");
-            let yaml12: serde_json::Value = serde_json::to_value(&yaml12).expect("YAML as JSON");
-            assert_eq!(yaml11, yaml12, "YAML 1.1 and 1.2 readers disagree");
-        }
     }
+    let out = py.wait_with_output().expect("python3");
+    assert!(
+        out.status.success(),
+        "PyYAML could not read the pipeline (is it installed? `.ci/clients.sh`): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml11: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json from PyYAML");
+    let yaml12: serde_json::Value = serde_json::to_value(&yaml12).expect("YAML as JSON");
+    assert_eq!(yaml11, yaml12, "YAML 1.1 and 1.2 readers disagree");
 
     let work = tempfile::tempdir().expect("temp dir");
     let mut names: Vec<&str> = NAMES.to_vec();
