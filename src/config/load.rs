@@ -79,8 +79,111 @@ pub fn load_config(
     let text = String::from_utf8(bytes)
         .map_err(|_| ConfigError::Invalid(format!("{path}: the file is not valid UTF-8")))?;
     let display = path.file_name().unwrap_or(path.as_str());
-    let config = parse_config(&text, display)?;
-    finish(config, Some(path.to_owned()), Vec::new())
+    let (config, warnings) = parse_config_with_warnings(&text, display)?;
+    finish(config, Some(path.to_owned()), warnings)
+}
+
+/// [`parse_config`], except that under `extensions` a section or a section's key that
+/// terraci does not know (a TerraCi plugin's, a newer TerraCi key) is left out with a
+/// warning saying it has no effect, as TerraCi ignores what no plugin claims. Core keys
+/// stay strict: a typo there is an error with a suggestion.
+pub fn parse_config_with_warnings(
+    text: &str,
+    file: &str,
+) -> Result<(Config, Vec<String>), ConfigError> {
+    let first = match parse_config(text, file) {
+        Ok(config) => return Ok((config, Vec::new())),
+        Err(e) => e,
+    };
+    let Ok(mut value) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
+        return Err(first);
+    };
+    if value.apply_merge().is_err() {
+        return Err(first);
+    }
+    let warnings = strip_unknown_extension_keys(&mut value);
+    if warnings.is_empty() {
+        return Err(first);
+    }
+    match serde_yaml::from_value::<Config>(value) {
+        Ok(config) => Ok((config, warnings)),
+        // Something else is wrong too: the first error says where.
+        Err(_) => Err(first),
+    }
+}
+
+/// Removes the keys under `extensions` (and under each known section) that the
+/// config's types do not have; a warning for each.
+fn strip_unknown_extension_keys(value: &mut serde_yaml::Value) -> Vec<String> {
+    let schema: serde_json::Value =
+        serde_json::from_str(&super::config_schema()).expect("the schema is JSON");
+    let defs = &schema["$defs"];
+    let keys_of = |def: &serde_json::Value| -> Vec<String> {
+        def["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    // The definition a property refers to (`$ref` directly or through `anyOf`).
+    let def_of = |property: &serde_json::Value| -> Option<serde_json::Value> {
+        let reference = property["$ref"].as_str().map(str::to_owned).or_else(|| {
+            property["anyOf"]
+                .as_array()?
+                .iter()
+                .find_map(|v| v["$ref"].as_str().map(str::to_owned))
+        })?;
+        let name = reference.strip_prefix("#/$defs/")?;
+        Some(defs[name].clone())
+    };
+    let extensions_def = &defs["Extensions"];
+    let sections = keys_of(extensions_def);
+    let mut warnings = Vec::new();
+    let Some(extensions) = value
+        .get_mut("extensions")
+        .and_then(serde_yaml::Value::as_mapping_mut)
+    else {
+        return warnings;
+    };
+    let names: Vec<serde_yaml::Value> = extensions.keys().cloned().collect();
+    for name in names {
+        let Some(key) = name.as_str().map(str::to_owned) else {
+            continue;
+        };
+        if !sections.contains(&key) {
+            extensions.remove(&name);
+            warnings.push(format!(
+                "extensions.{key} is not a section terraci knows (a TerraCi plugin's?); it has no effect"
+            ));
+            continue;
+        }
+        let Some(def) = def_of(&extensions_def["properties"][&key]) else {
+            continue;
+        };
+        let fields = keys_of(&def);
+        if fields.is_empty() {
+            continue;
+        }
+        let Some(section) = extensions
+            .get_mut(&name)
+            .and_then(serde_yaml::Value::as_mapping_mut)
+        else {
+            continue;
+        };
+        let inner: Vec<serde_yaml::Value> = section.keys().cloned().collect();
+        for field in inner {
+            let Some(f) = field.as_str() else { continue };
+            if !fields.iter().any(|k| k == f) {
+                let hint = closest(f, &fields)
+                    .map(|best| format!(" (did you mean `{best}`?)"))
+                    .unwrap_or_default();
+                warnings.push(format!(
+                    "extensions.{key}.{f} is not a key terraci knows; it has no effect{hint}"
+                ));
+                section.remove(&field);
+            }
+        }
+    }
+    warnings
 }
 
 fn finish(
@@ -243,6 +346,25 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_keys_under_extensions_are_warnings_core_keys_stay_strict() {
+        let text = "structure:\n  pattern: \"{env}/{module}\"\nextensions:\n  github:\n    auto_approve: true\n    runs_on: self-hosted\n  gitlab:\n    imgae: x\n  diskblob:\n    path: /tmp\n";
+        let (config, warnings) = parse_config_with_warnings(text, ".terraci.yaml").expect("loads");
+        assert_eq!(
+            warnings,
+            [
+                "extensions.github.auto_approve is not a key terraci knows; it has no effect",
+                "extensions.gitlab.imgae is not a key terraci knows; it has no effect (did you mean `image`?)",
+                "extensions.diskblob is not a section terraci knows (a TerraCi plugin's?); it has no effect",
+            ]
+        );
+        let github = config.extensions.github.expect("github section");
+        assert_eq!(github.runs_on.as_deref(), Some("self-hosted"));
+        // A typo in a core key is still an error.
+        let typo = "structur:\n  pattern: x\nextensions:\n  diskblob: {}\n";
+        assert!(parse_config_with_warnings(typo, ".terraci.yaml").is_err());
+    }
 
     #[test]
     fn unknown_top_level_key_is_named_with_position_and_suggestion() {
