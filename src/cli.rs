@@ -265,8 +265,11 @@ pub enum GraphFormat {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct GraphArgs {
-    #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
+    #[arg(short = 'F', long, value_enum, default_value_t = GraphFormat::Dot)]
     pub format: GraphFormat,
+    /// Only the modules these filters select (and the edges between them)
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Print counts: modules, edges, levels, cycles
     #[arg(long)]
     pub stats: bool,

@@ -1400,6 +1400,20 @@ fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> anyhow::Resu
         ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
     }
     let mut view = ws.graph_view(diagnostics);
+    let select = &args.select;
+    if !(select.exclude.is_empty() && select.include.is_empty() && select.filter.is_empty()) {
+        let filters = ws.filters(select)?;
+        let db = &ws.db;
+        let keep: BTreeSet<String> = ws
+            .project
+            .modules(db)
+            .iter()
+            .map(|m| m.info(db))
+            .filter(|i| i.is_root() && filters.allows(&i.id, &i.components))
+            .map(|i| i.id.clone())
+            .collect();
+        view.restrict(&keep);
+    }
     if let Some(m) = &args.module {
         let graph = dependency_graph(&ws.db, ws.project);
         let id = m.trim_end_matches('/').to_owned();

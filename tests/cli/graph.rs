@@ -62,3 +62,34 @@ fn cycles_are_printed_as_paths() {
     assert_eq!(out.code, 0);
     snap!("graph_cycle_levels", out.snapshot());
 }
+
+#[test]
+fn graph_takes_the_selection_flags_and_short_format() {
+    let p = crate::support::Project::fixture("example");
+    let out = p.run(&[
+        "graph",
+        "-F",
+        "list",
+        "-f",
+        "environment=stage",
+        "-x",
+        "**/rds",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains("platform/prod/"), "{}", out.stdout);
+    assert!(!out.stdout.contains("/rds"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("platform/stage/eu-central-1/app"),
+        "{}",
+        out.stdout
+    );
+    let all = p.run(&["graph", "--format", "list"]);
+    assert!(
+        all.stdout.contains("platform/prod/eu-central-1/rds"),
+        "{}",
+        all.stdout
+    );
+    // A filter key that is no pattern segment is an error, as for generate.
+    let bad = p.run(&["graph", "-f", "nope=x"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+}
