@@ -169,6 +169,26 @@ fn bounded(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `a, b, c and 4 more`: the first few of `items` (in their order, control characters
+/// escaped), for messages that stand for many modules at once.
+pub fn first_few<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    const SHOWN: usize = 3;
+    let mut shown = Vec::with_capacity(SHOWN);
+    let mut more = 0usize;
+    for item in items {
+        if shown.len() < SHOWN {
+            shown.push(crate::escape::printable(item).into_owned());
+        } else {
+            more += 1;
+        }
+    }
+    let mut text = shown.join(", ");
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text
+}
+
 /// Every diagnostic code terraci emits, with a one-line explanation.
 pub const CODES: &[(&str, &str)] = &[
     ("syntax-error", "a Terraform file could not be parsed; the module keeps what parsed"),

@@ -939,25 +939,17 @@ fn local_state_warning(ws: &Workspace, plan: &crate::ir::JobPlan) -> Option<Diag
         })
         .collect();
     let first = inside.first()?;
-    const SHOWN: usize = 3;
-    let shown: Vec<&str> = inside.iter().take(SHOWN).copied().collect();
-    let more = inside.len().saturating_sub(SHOWN);
-    let more = if more > 0 {
-        format!(" and {more} more")
-    } else {
-        String::new()
-    };
     Some(
         Diagnostic::warning(
             "local-state",
             format!(
-                "{} inside the checkout (no backend block, or a `local` backend with a relative path): {}{more}; each CI job starts from a fresh checkout, so the state an apply writes is lost; give {} a remote backend (or an absolute local `path` on storage the jobs share)",
+                "{} inside the checkout (no backend block, or a `local` backend with a relative path): {}; each CI job starts from a fresh checkout, so the state an apply writes is lost; give {} a remote backend (or an absolute local `path` on storage the jobs share)",
                 if inside.len() == 1 {
                     "1 module of the pipeline keeps its state".to_owned()
                 } else {
                     format!("{} modules of the pipeline keep their state", inside.len())
                 },
-                crate::escape::printable(&shown.join(", ")),
+                crate::diagnostic::first_few(inside.iter().copied()),
                 if inside.len() == 1 { "it" } else { "them" }
             ),
         )

@@ -235,23 +235,11 @@ fn stale_plans_warning(tasks: &[jobs::Task], out: &mut dyn Write) -> std::io::Re
     if stale.is_empty() {
         return Ok(());
     }
-    const SHOWN: usize = 3;
-    let shown: Vec<String> = stale
-        .iter()
-        .take(SHOWN)
-        .map(|m| crate::escape::printable(m).into_owned())
-        .collect();
-    let more = stale.len().saturating_sub(SHOWN);
-    let more = if more > 0 {
-        format!(" and {more} more")
-    } else {
-        String::new()
-    };
     writeln!(
         out,
-        "warning: {} module(s) read modules this run applies first, so their plan files were made against the state before those applies: {}{more}; `local-exec run` plans each module after the modules it reads are applied",
+        "warning: {} module(s) read modules this run applies first, so their plan files were made against the state before those applies: {}; `local-exec run` plans each module after the modules it reads are applied",
         stale.len(),
-        shown.join(", ")
+        crate::diagnostic::first_few(stale.iter().copied())
     )
 }
 

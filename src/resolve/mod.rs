@@ -382,20 +382,11 @@ pub fn group_root_causes(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
             continue;
         }
         let (mods, count) = &modules[&var];
-        const SHOWN: usize = 3;
-        let mut names: Vec<&str> = mods.iter().take(SHOWN).map(String::as_str).collect();
-        let more = mods.len().saturating_sub(SHOWN);
-        let more = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
-        names.sort();
         let mut d = d;
         d.message = format!(
-            "`var.{var}` has no default, no tfvars value and no --var in {} modules ({}{more}): {count} remote state locations cannot be resolved and make no edge; set it in `variables:` of .terraci.yaml for those modules, or pass --var {var}=VALUE",
+            "`var.{var}` has no default, no tfvars value and no --var in {} modules ({}): {count} remote state locations cannot be resolved and make no edge; set it in `variables:` of .terraci.yaml for those modules, or pass --var {var}=VALUE",
             mods.len(),
-            names.join(", "),
+            crate::diagnostic::first_few(mods.iter().map(String::as_str)),
         );
         out.push(d);
     }
@@ -404,7 +395,7 @@ pub fn group_root_causes(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
 
 #[cfg(test)]
 mod tests {
-    use crate::cli::{EvalArgs, GlobalArgs};
+    use crate::cli::EvalArgs;
     use crate::graph::dependency_graph;
     use crate::run::{load_workspace, Workspace};
     use crate::system::MemorySystem;
@@ -417,18 +408,8 @@ mod tests {
     }
 
     fn load(fs: &MemorySystem) -> Workspace {
-        let global = GlobalArgs {
-            config: None,
-            dir: Some("/p".into()),
-            verbose: 0,
-            quiet: false,
-            color: crate::cli::ColorChoice::Never,
-            log_level: "warn".into(),
-            no_cache: true,
-            cache_dir: None,
-            max_file_size: crate::system::DEFAULT_MAX_FILE_SIZE,
-        };
-        load_workspace(fs, &global, &EvalArgs::default()).expect("in-memory project loads")
+        load_workspace(fs, &crate::testing::global_args(), &EvalArgs::default())
+            .expect("in-memory project loads")
     }
 
     fn edges(ws: &Workspace) -> Vec<String> {
