@@ -243,9 +243,7 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {
     pub id: String,
-    /// Its known identity fields other than the location.
-    pub fields: BTreeMap<String, String>,
-    /// Every identity field is known.
+    /// Every identity field is known (the fields are in [`IdentityIndex::identities`]).
     pub complete: bool,
 }
 
@@ -273,6 +271,11 @@ pub struct IdentityIndex {
 }
 
 impl IdentityIndex {
+    /// The known identity fields of module `id` (none when its backend gives none).
+    pub fn fields_of(&self, id: &str) -> Option<&BTreeMap<String, String>> {
+        self.identities.get(id).map(|i| &i.fields)
+    }
+
     pub fn add(&mut self, id: &str, identity: &StateIdentity) {
         self.ids.insert(id.to_owned());
         let name = hint_name(id.rsplit('/').next().unwrap_or(id));
@@ -301,12 +304,6 @@ impl IdentityIndex {
         };
         let owner = Owner {
             id: id.to_owned(),
-            fields: identity
-                .fields
-                .iter()
-                .filter(|(k, _)| Some(k.as_str()) != location_field)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
             complete: !identity.partial,
         };
         if let Some(prefix) = &identity.workspace_prefix {

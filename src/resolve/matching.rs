@@ -205,10 +205,14 @@ fn match_identity(
     let mut complete = Vec::new();
     let mut partial = Vec::new();
     for owner in owners_at(index, &identity.backend, &location) {
-        let conflict = owner.fields.iter().find(|(k, v)| {
-            Some(k.as_str()) != location_field
-                && identity.fields.get(*k).is_some_and(|mine| mine != *v)
-        });
+        let conflict = index
+            .fields_of(&owner.id)
+            .into_iter()
+            .flatten()
+            .find(|(k, v)| {
+                Some(k.as_str()) != location_field
+                    && identity.fields.get(*k).is_some_and(|mine| mine != *v)
+            });
         if let Some((field, theirs)) = conflict {
             let mine = &identity.fields[field];
             // Backends without a location field have nothing "almost" matching.
