@@ -32,8 +32,8 @@ pub fn is_local_source(source: &str) -> bool {
     source.starts_with("./") || source.starts_with("../")
 }
 
-/// Whether a module makes any call that terraci would follow or note.
-pub(super) fn has_local_calls(facts: &ModuleFacts) -> bool {
+/// Whether a module makes any call (followed when local, noted otherwise).
+pub(super) fn has_module_calls(facts: &ModuleFacts) -> bool {
     !facts.module_calls.is_empty()
 }
 
@@ -136,7 +136,7 @@ pub(super) fn expand_calls(
             continue;
         };
         let child_facts = module_facts(db, child);
-        if child_facts.remote_states.is_empty() && !has_local_calls(child_facts) {
+        if child_facts.remote_states.is_empty() && !has_module_calls(child_facts) {
             continue;
         }
         let Some(instances) = call_instances(call, caller, out) else {

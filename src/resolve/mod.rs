@@ -259,21 +259,14 @@ fn with_hint(mut d: Diagnostic, from: &str, index: &IdentityIndex) -> Diagnostic
     if !matches!(d.code, "unresolved-remote-state" | "unmatched-remote-state") {
         return d;
     }
-    let Some(name) = d
-        .message
-        .split("`data.terraform_remote_state.")
-        .nth(1)
-        .and_then(|rest| rest.split(['`', '[']).next())
-        .map(str::to_owned)
-        .or_else(|| d.anchor.as_ref().and_then(|a| a.item.block.get(2).cloned()))
-    else {
-        return d;
+    // The block the diagnostic points into: `data "terraform_remote_state" NAME`.
+    let name = match d.anchor.as_ref().map(|a| a.item.block.as_slice()) {
+        Some([data, kind, name]) if data == "data" && kind == "terraform_remote_state" => {
+            identity::hint_name(name)
+        }
+        _ => return d,
     };
-    if let Some([one]) = index
-        .by_name
-        .get(&identity::hint_name(&name))
-        .map(Vec::as_slice)
-    {
+    if let Some([one]) = index.by_name.get(&name).map(Vec::as_slice) {
         if one != from && !d.message.contains(one.as_str()) {
             d.message.push_str(&format!(
                 " (hint: the block is named like the module `{one}`)"

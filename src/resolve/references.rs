@@ -67,7 +67,7 @@ pub struct ModuleReferences {
 pub fn module_references(db: &dyn Db, project: Project, module: Module) -> ModuleReferences {
     let facts = module_facts(db, module);
     let mut out = ModuleReferences::default();
-    if facts.remote_states.is_empty() && !super::calls::has_local_calls(facts) {
+    if facts.remote_states.is_empty() && !super::calls::has_module_calls(facts) {
         return out;
     }
     let info = module.info(db);
