@@ -251,12 +251,15 @@ pub fn error_part(text: &str) -> String {
         .map(|line| {
             let line = strip_ansi(line);
             // Terraform frames each diagnostic with `╷`, `│ ` and `╵`.
-            let line = match line.chars().next() {
-                Some('│' | '╷' | '╵') => line.chars().skip(1).collect::<String>(),
-                _ => line,
+            let framed: String = match line.chars().next() {
+                Some('│' | '╷' | '╵') => line.chars().skip(1).collect(),
+                _ => return line.trim_end().to_owned(),
             };
-            let line = line.strip_prefix(' ').unwrap_or(&line);
-            line.trim_end().to_owned()
+            framed
+                .strip_prefix(' ')
+                .unwrap_or(&framed)
+                .trim_end()
+                .to_owned()
         })
         .collect();
     let start = clean
