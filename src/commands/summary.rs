@@ -55,10 +55,10 @@ pub fn summary(global: &GlobalArgs, args: &SummaryArgs, io: &mut Io<'_>) -> anyh
         &modules,
         &edges,
         Utf8Path::new(service_dir),
-        context.head.as_deref(),
+        &context.commits,
     );
     ws.dismiss();
-    for warning in &summary.warnings {
+    for warning in summary.warnings.iter().filter(|_| !quiet) {
         writeln!(io.stderr, "warning[summary-report]: {warning}")?;
     }
     if summary.modules.is_empty() {
@@ -72,7 +72,7 @@ pub fn summary(global: &GlobalArgs, args: &SummaryArgs, io: &mut Io<'_>) -> anyh
         return Ok(exit::OK);
     }
     let (wanted, label_warnings) = labels::resolve(&settings.labels, &summary.modules);
-    for warning in &label_warnings {
+    for warning in label_warnings.iter().filter(|_| !quiet) {
         writeln!(io.stderr, "warning[summary-label]: {warning}")?;
     }
     let options = |managed: Option<&[String]>| RenderOptions {

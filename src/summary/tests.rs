@@ -380,7 +380,7 @@ fn the_environment_decides_where_the_comment_goes() {
     system.set_env("CI_MERGE_REQUEST_IID", "7");
     system.set_env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", "bbb");
     system.set_env("CI_JOB_TOKEN", "job");
-    assert_eq!(detect(&system).head.as_deref(), Some("bbb"));
+    assert_eq!(detect(&system).commits, ["bbb", "aaa"]);
     let Ok(Target::GitLab(t)) = detect(&system).target else {
         panic!("a GitLab merge request")
     };
@@ -405,7 +405,7 @@ fn github_reads_the_pull_request_from_the_event() {
     system.set_env("GITHUB_REPOSITORY", "acme/infra");
     system.set_env("GITHUB_TOKEN", "ghs_x");
     let context = detect(&system);
-    assert_eq!(context.head.as_deref(), Some("cafe"));
+    assert_eq!(context.commits, ["cafe"]);
     let Ok(Target::GitHub(t)) = context.target else {
         panic!("a GitHub pull request")
     };
@@ -436,13 +436,14 @@ fn collect_from(system: &MemorySystem, head: Option<&str>) -> Summary {
         ("a/prod/eu/two".to_owned(), "a/prod/eu/one".to_owned()),
         ("a/prod/eu/none".to_owned(), "a/prod/eu/one".to_owned()),
     ];
+    let current: Vec<String> = head.into_iter().map(str::to_owned).collect();
     collect(
         system,
         &policy,
         &modules,
         &edges,
         Utf8Path::new(".terraci"),
-        head,
+        &current,
     )
 }
 

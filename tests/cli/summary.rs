@@ -614,15 +614,23 @@ fn on_changes_only_posts_nothing_when_nothing_changes() {
 fn a_plan_for_an_older_commit_is_marked_stale() {
     let server = Server::start();
     let p = project();
+    // A pipeline for a newer push (a merged-results pipeline: its own commit is the
+    // merge, the MR's head is the source branch's)...
     let mut env = server.gitlab_env();
+    env.retain(|(k, _)| *k != "CI_COMMIT_SHA");
     env.push((
         "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA",
         "2222222222222222222222222222222222222222".into(),
     ));
-    // One module was planned again for the head; the others are from the older commit.
+    env.push((
+        "CI_COMMIT_SHA",
+        "3333333333333333333333333333333333333333".into(),
+    ));
+    // ...where one module was planned for the merge commit and the others come from an
+    // older commit.
     p.write(
         "platform/prod/eu-central-1/eks/plan.result.json",
-        r#"{"exit_code": 2, "commit": "2222222222222222222222222222222222222222"}"#,
+        r#"{"exit_code": 2, "commit": "3333333333333333333333333333333333333333"}"#,
     );
     let out = run(&p, &["summary"], &env);
     assert_eq!(out.code, 0, "{}", out.stderr);
