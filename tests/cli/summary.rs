@@ -656,3 +656,56 @@ fn a_plan_for_an_older_commit_is_marked_stale() {
     );
     assert!(body.contains("**5** stale"), "{body}");
 }
+
+/// Each scenario's actions, outputs and exit code, the parts of a plan that do not vary
+/// between runs (ids and timestamps do).
+fn plan_facts(dir: &Path) -> Vec<String> {
+    let mut facts = Vec::new();
+    for scenario in [
+        "create", "update", "replace", "delete", "nochange", "failed",
+    ] {
+        let result: Value = serde_json::from_slice(
+            &std::fs::read(dir.join(scenario).join("plan.result.json")).expect("result"),
+        )
+        .expect("result JSON");
+        facts.push(format!("{scenario}: exit {}", result["exit_code"]));
+        let Ok(bytes) = std::fs::read(dir.join(scenario).join("plan.json")) else {
+            facts.push(format!("{scenario}: no plan.json"));
+            continue;
+        };
+        let plan: Value = serde_json::from_slice(&bytes).expect("plan JSON");
+        facts.push(format!(
+            "{scenario}: terraform {}",
+            plan["terraform_version"]
+        ));
+        for r in plan["resource_changes"].as_array().into_iter().flatten() {
+            facts.push(format!(
+                "{scenario}: {} {}",
+                r["address"], r["change"]["actions"]
+            ));
+        }
+        for (name, o) in plan["output_changes"].as_object().into_iter().flatten() {
+            facts.push(format!("{scenario}: output {name} {}", o["actions"]));
+        }
+    }
+    facts
+}
+
+#[test]
+fn the_plan_fixtures_are_what_terraform_makes() {
+    // regen.sh writes beside itself: run a copy in a temp dir and compare with the
+    // committed fixtures.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/summary/plans");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(fixtures.join("regen.sh"), dir.path().join("regen.sh")).expect("copy");
+    let out = std::process::Command::new("bash")
+        .arg(dir.path().join("regen.sh"))
+        .output()
+        .expect("run regen.sh (terraform on PATH)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(plan_facts(dir.path()), plan_facts(&fixtures));
+}
