@@ -151,19 +151,14 @@ pub fn summary(global: &GlobalArgs, args: &SummaryArgs, io: &mut Io<'_>) -> anyh
                     posted.comment_id.map(|i| i.to_string()).unwrap_or_default(),
                     posted.endpoint
                 )?;
-                for label in &posted.labels_added {
-                    writeln!(
-                        io.stderr,
-                        "summary: added label {}",
-                        crate::escape::printable(label)
-                    )?;
-                }
-                for label in &posted.labels_removed {
-                    writeln!(
-                        io.stderr,
-                        "summary: removed label {}",
-                        crate::escape::printable(label)
-                    )?;
+                for (verb, list) in [
+                    ("added", &posted.labels_added),
+                    ("removed", &posted.labels_removed),
+                ] {
+                    for label in list {
+                        let label = crate::escape::printable(label);
+                        writeln!(io.stderr, "summary: {verb} label {label}")?;
+                    }
                 }
             }
         }

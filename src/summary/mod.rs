@@ -179,26 +179,20 @@ fn read_module(
         return None;
     }
     let mut errors = Vec::new();
-    let result = match result {
-        Ok(Some(bytes)) => plan::parse_result(&bytes)
-            .map_err(|e| errors.push(format!("{}/plan.result.json: {e}", module.id)))
-            .ok(),
-        Ok(None) => None,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
-    let plan = match plan_json {
-        Ok(Some(bytes)) => plan::parse_plan(&bytes)
-            .map_err(|e| errors.push(format!("{}/plan.json: {e}", module.id)))
-            .ok(),
-        Ok(None) => None,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
+    let result = parse_read(
+        result,
+        "plan.result.json",
+        plan::parse_result,
+        module,
+        &mut errors,
+    );
+    let plan = parse_read(
+        plan_json,
+        "plan.json",
+        plan::parse_plan,
+        module,
+        &mut errors,
+    );
     let failed_exit = result
         .as_ref()
         .is_some_and(|r| r.exit_code != 0 && r.exit_code != 2);
@@ -238,6 +232,26 @@ fn read_module(
         plan,
         error,
     })
+}
+
+/// Parses what [`read_file`] gave; a problem goes to `errors`, naming the file.
+fn parse_read<T>(
+    read: Result<Option<Vec<u8>>, String>,
+    name: &str,
+    parse: fn(&[u8]) -> Result<T, String>,
+    module: &ModuleRef,
+    errors: &mut Vec<String>,
+) -> Option<T> {
+    match read {
+        Ok(Some(bytes)) => parse(&bytes)
+            .map_err(|e| errors.push(format!("{}/{name}: {e}", module.id)))
+            .ok(),
+        Ok(None) => None,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    }
 }
 
 /// The part of a failed plan's output that says why: from the first `Error:` line (box
