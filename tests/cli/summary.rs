@@ -709,3 +709,34 @@ fn the_plan_fixtures_are_what_terraform_makes() {
     );
     assert_eq!(plan_facts(dir.path()), plan_facts(&fixtures));
 }
+
+#[test]
+fn on_changes_only_still_edits_an_earlier_comment_when_the_changes_are_gone() {
+    let server = Server::start();
+    let p = project();
+    let first = run(&p, &["summary"], &server.gitlab_env());
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let (id, _) = server.ours()[0].clone();
+    // The next push undoes everything: the comment must not keep showing the changes.
+    p.write(
+        ".terraci.yaml",
+        "extensions:\n  summary:\n    on_changes_only: true\n",
+    );
+    std::fs::remove_file(p.path().join(".terraci/policy-report.json")).expect("rm");
+    for module in [
+        "platform/prod/eu-central-1/vpc",
+        "platform/prod/eu-central-1/eks",
+        "platform/prod/eu-central-1/s3",
+        "platform/stage/eu-central-1/db",
+        "platform/stage/eu-central-1/queue",
+    ] {
+        copy_plan(&p, module, "nochange");
+    }
+    let second = run(&p, &["summary"], &server.gitlab_env());
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let ours = server.ours();
+    assert_eq!(ours.len(), 1);
+    assert_eq!(ours[0].0, id);
+    assert!(ours[0].1.contains("**6** without changes"), "{}", ours[0].1);
+    assert_eq!(server.count("POST"), 1);
+}
