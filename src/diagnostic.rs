@@ -237,4 +237,6 @@ pub const CODES: &[(&str, &str)] = &[
     ("unsafe-path", "a symlink that leaves the project (or repository), a device, FIFO or socket: never opened"),
     ("unsafe-name", "a module path that cannot be written safely: not UTF-8, or `${{` in a GitHub workflow; the module gets no jobs"),
     ("file-too-large", "a file over the size bound (`--max-file-size`, default 16 MiB) is not read"),
+    ("summary-report", "summary: a `<service_dir>/*-report.json` cannot be read or is not a report; it is left out of the comment"),
+    ("summary-label", "summary: a label template gives no label for a module or resource (a placeholder without a value, an empty label, a comma or control character); that label is skipped"),
 ];

@@ -37,13 +37,6 @@ pub fn render_github(
 ) -> Result<Rendered, RenderError> {
     let github = config.extensions.github.clone().unwrap_or_default();
     let mut warnings = Vec::new();
-    if github.pr.is_some() {
-        warnings.push(RenderWarning::new(
-            "config-warning",
-            "extensions.github.pr (pull-request comments) is not implemented by terraci; \
-             the section is ignored",
-        ));
-    }
 
     let mut doc = Mapping::new();
     doc.insert(

@@ -279,13 +279,6 @@ impl JobTexts {
 
 fn ignored_keys(gitlab: &GitLab) -> Vec<RenderWarning> {
     let mut warnings = Vec::new();
-    if gitlab.mr.is_some() {
-        warnings.push(RenderWarning::new(
-            "config-warning",
-            "extensions.gitlab.mr (merge-request comments) is not implemented by terraci; \
-             the section is ignored",
-        ));
-    }
     if gitlab.plan_enabled == Some(false) {
         warnings.push(RenderWarning::new(
             "config-warning",
