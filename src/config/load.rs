@@ -159,31 +159,101 @@ fn strip_unknown_extension_keys(value: &mut serde_yaml::Value) -> Vec<String> {
         let Some(def) = def_of(&extensions_def["properties"][&key]) else {
             continue;
         };
-        let fields = keys_of(&def);
-        if fields.is_empty() {
-            continue;
-        }
-        let Some(section) = extensions
-            .get_mut(&name)
-            .and_then(serde_yaml::Value::as_mapping_mut)
-        else {
-            continue;
-        };
-        let inner: Vec<serde_yaml::Value> = section.keys().cloned().collect();
-        for field in inner {
-            let Some(f) = field.as_str() else { continue };
-            if !fields.iter().any(|k| k == f) {
-                let hint = closest(f, &fields)
-                    .map(|best| format!(" (did you mean `{best}`?)"))
-                    .unwrap_or_default();
-                warnings.push(format!(
-                    "extensions.{key}.{f} is not a key terraci knows; it has no effect{hint}"
-                ));
-                section.remove(&field);
-            }
+        if let Some(section) = extensions.get_mut(&name) {
+            strip_unknown(
+                section,
+                &def,
+                defs,
+                &format!("extensions.{key}"),
+                &mut warnings,
+            );
         }
     }
     warnings
+}
+
+/// Removes the keys of `value` that `def` (a schema object definition) does not have,
+/// at every depth: nested objects and the objects of sequences are walked with their own
+/// definitions. A definition without `properties` (a free map such as `variables`) keeps
+/// every key. Each removal is a warning naming the dotted path.
+fn strip_unknown(
+    value: &mut serde_yaml::Value,
+    def: &serde_json::Value,
+    defs: &serde_json::Value,
+    path: &str,
+    warnings: &mut Vec<String>,
+) {
+    // The object definition behind `$ref`, `anyOf` (an `Option`) or `items` (a list).
+    fn resolve(def: &serde_json::Value, defs: &serde_json::Value) -> Option<serde_json::Value> {
+        if let Some(name) = def["$ref"]
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+        {
+            return resolve(&defs[name], defs);
+        }
+        if let Some(options) = def["anyOf"].as_array().or_else(|| def["oneOf"].as_array()) {
+            return options.iter().find_map(|o| resolve(o, defs));
+        }
+        def["properties"].is_object().then(|| def.clone())
+    }
+    match value {
+        serde_yaml::Value::Sequence(items) => {
+            let Some(item_def) = def.get("items").and_then(|i| resolve(i, defs)) else {
+                return;
+            };
+            for (i, item) in items.iter_mut().enumerate() {
+                strip_unknown(item, &item_def, defs, &format!("{path}[{i}]"), warnings);
+            }
+        }
+        serde_yaml::Value::Mapping(map) => {
+            let Some(def) = resolve(def, defs) else {
+                return;
+            };
+            let Some(properties) = def["properties"].as_object() else {
+                return;
+            };
+            let fields: Vec<String> = properties.keys().cloned().collect();
+            let keys: Vec<serde_yaml::Value> = map.keys().cloned().collect();
+            for field in keys {
+                let Some(f) = field.as_str().map(str::to_owned) else {
+                    continue;
+                };
+                match properties.get(&f) {
+                    Some(property) => {
+                        if let Some(inner) = map.get_mut(&field) {
+                            let list = property
+                                .get("items")
+                                .is_some()
+                                .then(|| property.clone())
+                                .or_else(|| {
+                                    property["anyOf"].as_array().and_then(|o| {
+                                        o.iter().find(|v| v.get("items").is_some()).cloned()
+                                    })
+                                });
+                            let inner_def = list.unwrap_or_else(|| property.clone());
+                            strip_unknown(
+                                inner,
+                                &inner_def,
+                                defs,
+                                &format!("{path}.{f}"),
+                                warnings,
+                            );
+                        }
+                    }
+                    None => {
+                        let hint = closest(&f, &fields)
+                            .map(|best| format!(" (did you mean `{best}`?)"))
+                            .unwrap_or_default();
+                        warnings.push(format!(
+                            "{path}.{f} is not a key terraci knows; it has no effect{hint}"
+                        ));
+                        map.remove(&field);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 fn finish(

@@ -256,15 +256,37 @@ fn config_error(text: &str) -> String {
 fn config_mistakes_name_the_key_and_line() {
     let text = "extensions:\n  gitlab:\n    overwrites:\n      - type: plan\n        tags: [a]\n      - type: aply\n";
     insta::assert_snapshot!(config_error(text), @r#"extensions.gitlab.overwrites[1].type: expected plan or apply, got "aply" (at .terraci.yaml:6:15)"#);
-    let text = "extensions:\n  gitlab:\n    job_defaults:\n      tgas: [a]\n";
-    insta::assert_snapshot!(config_error(text), @"unknown key `extensions.gitlab.job_defaults.tgas` at .terraci.yaml:4:7, did you mean `tags`?");
     let text = "extensions:\n  gitlab:\n    cache:\n      policy: pull-pull\n";
     insta::assert_snapshot!(config_error(text), @"extensions.gitlab.cache.policy: unknown variant `pull-pull`, expected one of `pull`, `push`, `pull-push` (at .terraci.yaml:4:15)");
-    let text = "extensions:\n  github:\n    job_defaults:\n      steps_before:\n        - name: x\n          uses: a/b@v1\n          whith: {k: v}\n";
-    insta::assert_snapshot!(config_error(text), @"unknown key `extensions.github.job_defaults.steps_before[0].whith` at .terraci.yaml:7:11, did you mean `with`?");
     let text =
         "extensions:\n  gitlab:\n    overwrites:\n      - type: apply\n        when: later\n";
     insta::assert_snapshot!(config_error(text), @"extensions.gitlab.overwrites[0].when: unknown variant `later`, expected one of `on_success`, `on_failure`, `always`, `never`, `manual`, `delayed` (at .terraci.yaml:5:15)");
+}
+
+/// Under `extensions`, a key terraci does not know is a warning at any depth (TerraCi
+/// ignores it), with the closest key; the rest of the section still applies.
+#[test]
+fn unknown_keys_under_extensions_warn_at_any_depth() {
+    let system = MemorySystem::new();
+    let path = Utf8Path::new("/p/.terraci.yaml");
+    system.write_file(
+        path,
+        "extensions:\n  gitlab:\n    job_defaults:\n      tgas: [a]\n      tags: [b]\n    mr:\n      comment:\n        enabeld: false\n  github:\n    job_defaults:\n      steps_before:\n        - name: x\n          uses: a/b@v1\n          whith: {k: v}\n",
+    );
+    let loaded = load_config(&system, Some(path)).expect("loads");
+    assert_eq!(
+        loaded.warnings,
+        [
+            "extensions.gitlab.job_defaults.tgas is not a key terraci knows; it has no effect (did you mean `tags`?)",
+            "extensions.gitlab.mr.comment.enabeld is not a key terraci knows; it has no effect (did you mean `enabled`?)",
+            "extensions.github.job_defaults.steps_before[0].whith is not a key terraci knows; it has no effect (did you mean `with`?)",
+        ]
+    );
+    let gitlab = loaded.config.extensions.gitlab.expect("gitlab");
+    assert_eq!(
+        gitlab.job_defaults.and_then(|d| d.tags),
+        Some(vec!["b".to_owned()])
+    );
 }
 
 #[test]
