@@ -113,12 +113,16 @@ pub fn build_pipeline(
             plan,
             changed_files,
         };
-        crate::render::report::dry_run(&report, || ws.graph_view(diagnostics.clone()), args.format)
-            .map(|text| Pipeline {
-                text: text.into(),
-                warnings: Vec::new(),
-            })
-            .map_err(anyhow::Error::from)
+        crate::render::report::dry_run(
+            &report,
+            || ws.graph_view(diagnostics.clone(), true),
+            args.format,
+        )
+        .map(|text| Pipeline {
+            text: text.into(),
+            warnings: Vec::new(),
+        })
+        .map_err(anyhow::Error::from)
     } else {
         render_pipeline(ws, plan, request)
     };

@@ -528,8 +528,13 @@ impl Workspace {
             .collect()
     }
 
-    pub fn graph_view(&self, diagnostics: Vec<Diagnostic>) -> GraphView {
+    /// The graph as the renderers print it. `sources`: each edge's and external
+    /// reference's source block with its file and line, which only the JSON formats
+    /// print; finding a line parses the file with spans (the full parser, which nothing
+    /// else of a run needs), so the text formats go without.
+    pub fn graph_view(&self, diagnostics: Vec<Diagnostic>, sources: bool) -> GraphView {
         let db = &self.db;
+        let with_sources = sources;
         let graph = dependency_graph(db, self.project);
         let modules: Vec<ModuleView> = self
             .project
@@ -550,7 +555,11 @@ impl Workspace {
             .map(|((from, to), sources)| EdgeView {
                 from,
                 to,
-                sources: sources.iter().map(|s| source_view(db, s)).collect(),
+                sources: if with_sources {
+                    sources.iter().map(|s| source_view(db, s)).collect()
+                } else {
+                    Vec::new()
+                },
             })
             .collect();
         let shown: BTreeSet<&str> = modules.iter().map(|m| m.id.as_str()).collect();
@@ -561,21 +570,25 @@ impl Workspace {
             .map(|(from, to)| (from.clone(), to.clone()))
             .collect();
         let roots = crate::graph::roots(db, self.project);
-        let external_state = roots
-            .ids
-            .iter()
-            .zip(&roots.modules)
-            .flat_map(|(id, &m)| {
-                crate::resolve::resolved_dependencies(db, self.project, m)
-                    .external
-                    .iter()
-                    .map(move |(state, s)| ExternalView {
-                        from: id.clone(),
-                        state: state.clone(),
-                        source: source_view(db, s),
-                    })
-            })
-            .collect();
+        let external_state = if !with_sources {
+            Vec::new()
+        } else {
+            roots
+                .ids
+                .iter()
+                .zip(&roots.modules)
+                .flat_map(|(id, &m)| {
+                    crate::resolve::resolved_dependencies(db, self.project, m)
+                        .external
+                        .iter()
+                        .map(move |(state, s)| ExternalView {
+                            from: id.clone(),
+                            state: state.clone(),
+                            source: source_view(db, s),
+                        })
+                })
+                .collect()
+        };
         GraphView {
             modules,
             edges,

@@ -20,7 +20,8 @@ pub(super) fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> a
     if args.format != GraphFormat::Json {
         ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
     }
-    let mut view = ws.graph_view(diagnostics);
+    let json = args.format == GraphFormat::Json && !args.stats;
+    let mut view = ws.graph_view(diagnostics, json);
     let select = &args.select;
     if !(select.exclude.is_empty() && select.include.is_empty() && select.filter.is_empty()) {
         let filters = ws.filters(select)?;

@@ -33,7 +33,7 @@ pub fn summary(global: &GlobalArgs, args: &SummaryArgs, io: &mut Io<'_>) -> anyh
     let context = post::detect(io.system);
     let settings = config.extensions.effective_summary(context.provider);
 
-    let view = ws.graph_view(Vec::new());
+    let view = ws.graph_view(Vec::new(), false);
     let modules: Vec<ModuleRef> = view
         .modules
         .iter()

@@ -89,7 +89,7 @@ pub(super) fn validate(
     }
     writeln!(out, "levels: {}", graph.level_count())?;
     if global.verbose > 0 {
-        write!(out, "{}", render_levels(&ws.graph_view(Vec::new())))?;
+        write!(out, "{}", render_levels(&ws.graph_view(Vec::new(), false)))?;
         let libraries = crate::changes::library_usage(db, ws.project);
         if !libraries.is_empty() {
             writeln!(out, "Libraries:")?;
