@@ -8,6 +8,7 @@ pub mod changes;
 pub mod chunk;
 pub mod cli;
 pub mod config;
+pub mod contrib;
 pub mod db;
 pub mod diagnostic;
 pub mod discover;

@@ -834,6 +834,10 @@ pub fn plan_options(
         parallel_plans: args.parallel_plans,
         refuse_expressions: provider == crate::render::Provider::Github,
         refuse_variables: provider == crate::render::Provider::Gitlab,
+        runner: match provider {
+            crate::render::Provider::Gitlab => crate::ir::Runner::Gitlab,
+            crate::render::Provider::Github => crate::ir::Runner::Github,
+        },
     }
 }
 
