@@ -19,10 +19,11 @@ use clap::Parser;
 use divan::Bencher;
 use salsa::Setter;
 use terraci::cli::{Cli, Command as Sub, GlobalArgs};
+use terraci::commands::Io;
 use terraci::files::{FileContents, Selection};
 use terraci::ir::PlanOptions;
-use terraci::run::{load_workspace, Io, Workspace};
 use terraci::system::OsSystem;
+use terraci::workspace::{load_workspace, Workspace};
 
 // The binary's allocator (see main.rs), so that figures match it.
 #[global_allocator]
@@ -87,7 +88,7 @@ fn generate(dir: &Utf8Path, cache: bool) {
         argv: argv.iter().map(|s| (*s).to_owned()).collect(),
     };
     assert_eq!(
-        terraci::run::run(cli, &mut io),
+        terraci::commands::run(cli, &mut io),
         0,
         "generate failed in {dir}"
     );

@@ -341,7 +341,7 @@ mod tests {
     const EKS: &str = "data \"terraform_remote_state\" \"net\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\nmodule \"q\" {\n  source = \"../../lib/queue\"\n}\n";
     const APP: &str = "data \"terraform_remote_state\" \"eks\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/eks/terraform.tfstate\"\n  }\n}\n";
 
-    fn project() -> crate::run::Workspace {
+    fn project() -> crate::workspace::Workspace {
         workspace(&[
             (".terraci.yaml", CONFIG),
             ("stage/vpc/main.tf", VPC),
@@ -363,7 +363,7 @@ mod tests {
         })
     }
 
-    fn reasons(ws: &crate::run::Workspace, selection: Selection) -> Vec<String> {
+    fn reasons(ws: &crate::workspace::Workspace, selection: Selection) -> Vec<String> {
         affected(&ws.db, ws.project, selection)
             .affected
             .iter()

@@ -23,13 +23,13 @@ fn main() -> ExitCode {
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     }
     let stdout = std::io::stdout();
-    let mut io = terraci::run::Io {
+    let mut io = terraci::commands::Io {
         system: &terraci::system::OsSystem,
         stdout: &mut stdout.lock(),
         // Not locked for the whole run: local-exec's progress display draws from its own
         // thread, which would wait for the lock forever (a terminal froze at 0/N).
         stderr: &mut std::io::stderr(),
-        argv: terraci::run::display_argv(&argv),
+        argv: terraci::commands::display_argv(&argv),
     };
-    ExitCode::from(terraci::run::run(cli, &mut io))
+    ExitCode::from(terraci::commands::run(cli, &mut io))
 }

@@ -358,9 +358,9 @@ mod tests {
             let cli = crate::cli::Cli::try_parse_from(&argv).expect("valid command line");
             let (mut out, mut err) = (Vec::new(), Vec::new());
             fs.take_reads();
-            let code = crate::run::run(
+            let code = crate::commands::run(
                 cli,
-                &mut crate::run::Io {
+                &mut crate::commands::Io {
                     system: fs,
                     stdout: &mut out,
                     stderr: &mut err,

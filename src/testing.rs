@@ -1,8 +1,8 @@
 //! Test support: a project in a `MemorySystem`, loaded into a database.
 
 use crate::cli::{EvalArgs, GlobalArgs};
-use crate::run::{load_workspace, Workspace};
 use crate::system::MemorySystem;
+use crate::workspace::{load_workspace, Workspace};
 
 /// Loads `files` (paths relative to the project root `/p`) as a workspace.
 pub fn workspace(files: &[(&str, &str)]) -> Workspace {
@@ -47,7 +47,7 @@ mod incremental {
     const DNS: &str = "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"stage/dns/terraform.tfstate\"\n  }\n}\n";
     const EKS: &str = "# reads the vpc\ndata \"terraform_remote_state\" \"net\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\n";
 
-    fn edges(ws: &crate::run::Workspace) -> Vec<String> {
+    fn edges(ws: &crate::workspace::Workspace) -> Vec<String> {
         dependency_graph(&ws.db, ws.project)
             .edges()
             .map(|(a, b)| format!("{a} -> {b}"))

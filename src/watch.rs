@@ -9,7 +9,7 @@
 //!   fast path (a comment edit stops at the facts and reuses everything after them);
 //! - a new or deleted Terraform file or directory, or a `.gitignore`: discovery runs
 //!   again and is reconciled with the inputs by path and id
-//!   ([`crate::run::set_module_inputs`]), so unchanged files keep their memos;
+//!   ([`crate::workspace::set_module_inputs`]), so unchanged files keep their memos;
 //! - the config file: reloaded; discovery runs again only when the pattern or the library
 //!   paths changed;
 //! - a `--var-file`: read again into the project's evaluation settings;
@@ -37,12 +37,13 @@ use crate::files::{FileContents, FileKind, Selection};
 use crate::filter::Filters;
 use crate::graph::dependency_graph;
 use crate::ir::PlanOptions;
+use crate::pipeline::{build_pipeline, header, plan_options, select_provider, PipelineRequest};
+use crate::render::report::cycle_text;
 use crate::render::{Header, Provider};
-use crate::run::{
-    build_pipeline, config_diagnostics, cycle_text, eval_settings, header, load_workspace,
-    plan_options, select_provider, set_module_inputs, PipelineRequest, Workspace,
-};
 use crate::system::{ChangeEvents, System};
+use crate::workspace::{
+    config_diagnostics, eval_settings, load_workspace, set_module_inputs, Workspace,
+};
 
 /// The pipeline file when `-o` is not given, relative to the project directory.
 pub fn default_output(provider: Provider) -> &'static str {

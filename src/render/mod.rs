@@ -11,6 +11,7 @@
 mod github;
 mod gitlab;
 pub mod graph;
+pub mod report;
 mod yaml;
 
 #[cfg(test)]

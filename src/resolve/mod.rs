@@ -342,7 +342,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// One diagnostic per root cause: `unresolved-remote-state` warnings that all come from
 /// the same variable without a value, in two or more modules, become one warning that
 /// lists the modules (count and first few) and says how to set it. It keeps the first
-/// one's position. Expects `diags` sorted (as [`crate::run::Workspace::finish_diagnostics`]
+/// one's position. Expects `diags` sorted (as [`crate::workspace::Workspace::finish_diagnostics`]
 /// leaves them); the result keeps that order.
 pub fn group_root_causes(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let cause = |d: &Diagnostic| {
@@ -390,8 +390,8 @@ pub fn group_root_causes(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
 mod tests {
     use crate::cli::EvalArgs;
     use crate::graph::dependency_graph;
-    use crate::run::{load_workspace, Workspace};
     use crate::system::MemorySystem;
+    use crate::workspace::{load_workspace, Workspace};
 
     const CONFIG: &str = "structure:\n  pattern: \"{env}/{module}\"\n";
     const APP: &str = "data \"terraform_remote_state\" \"dep\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = chomp(file(\"${path.module}/dep.txt\"))\n  }\n}\n";

@@ -566,13 +566,13 @@ fn generated(fs: &MemorySystem) -> String {
     use clap::Parser as _;
     let cli = crate::cli::Cli::parse_from(["terraci", "generate", "-d", "/p", "--no-cache"]);
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let mut io = crate::run::Io {
+    let mut io = crate::commands::Io {
         system: fs,
         stdout: &mut out,
         stderr: &mut err,
         argv: argv(),
     };
-    assert_eq!(crate::run::run(cli, &mut io), 0, "{}", redact(&err));
+    assert_eq!(crate::commands::run(cli, &mut io), 0, "{}", redact(&err));
     String::from_utf8(out).expect("UTF-8")
 }
 

@@ -1,0 +1,62 @@
+//! `graph`: the dependency graph in one of its formats, or its statistics.
+
+use std::collections::BTreeSet;
+
+use crate::cli::{GlobalArgs, GraphArgs, GraphFormat};
+use crate::exit::{self, fail};
+use crate::graph::dependency_graph;
+use crate::render::graph::{
+    render_dot, render_json, render_levels, render_list, render_mermaid, render_plantuml,
+    render_stats,
+};
+use crate::workspace::load_workspace;
+
+use super::{write_output, Io};
+
+pub(super) fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let ws = load_workspace(io.system, global, &args.eval)?;
+    ws.require_modules()?;
+    let diagnostics = ws.all_diagnostics();
+    if args.format != GraphFormat::Json {
+        ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+    }
+    let mut view = ws.graph_view(diagnostics);
+    let select = &args.select;
+    if !(select.exclude.is_empty() && select.include.is_empty() && select.filter.is_empty()) {
+        let filters = ws.filters(select)?;
+        let db = &ws.db;
+        let keep: BTreeSet<String> = ws
+            .project
+            .modules(db)
+            .iter()
+            .map(|m| m.info(db))
+            .filter(|i| i.is_root() && filters.allows(&i.id, &i.components))
+            .map(|i| i.id.clone())
+            .collect();
+        view.restrict(&keep);
+    }
+    if let Some(m) = &args.module {
+        let graph = dependency_graph(&ws.db, ws.project);
+        let id = m.trim_end_matches('/').to_owned();
+        if !graph.modules.contains(&id) {
+            return Err(fail(exit::ERROR, format!("no module `{id}`")));
+        }
+        let keep = graph.transitive(&[id], !args.dependents);
+        view.restrict(&keep);
+    }
+    let text = if args.stats {
+        render_stats(&view)
+    } else {
+        match args.format {
+            GraphFormat::Dot => render_dot(&view),
+            GraphFormat::Plantuml => render_plantuml(&view),
+            GraphFormat::Mermaid => render_mermaid(&view),
+            GraphFormat::List => render_list(&view),
+            GraphFormat::Levels => render_levels(&view),
+            GraphFormat::Json => render_json(&view),
+        }
+    };
+    write_output(io, args.output.as_deref(), &text)?;
+    ws.dismiss();
+    Ok(exit::OK)
+}

@@ -1,0 +1,81 @@
+//! `local-exec`: the job plan run on this machine, in dependency order.
+
+use crate::cli::{ExecMode, GlobalArgs, LocalExecArgs};
+use crate::exit::{self, fail};
+use crate::files::Selection;
+use crate::graph::dependency_graph;
+use crate::ir::{job_plan, PlanOptions};
+use crate::pipeline::change_input;
+use crate::render::report::cycle_text;
+use crate::workspace::load_workspace;
+
+use super::Io;
+
+pub(super) fn local_exec(
+    global: &GlobalArgs,
+    args: &LocalExecArgs,
+    io: &mut Io<'_>,
+) -> anyhow::Result<u8> {
+    use crate::exec::{ExecOptions, Mode, ProgressStyle};
+    let ws = load_workspace(io.system, global, &args.eval)?;
+    ws.require_modules()?;
+    let mut select = args.select.clone();
+    select.include.extend(
+        args.module
+            .iter()
+            .map(|m| m.trim_end_matches('/').to_owned()),
+    );
+    let filters = ws.filters(&select)?;
+    let diagnostics = ws.all_diagnostics();
+    ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+    let graph = dependency_graph(&ws.db, ws.project);
+    // A `-m` that names no module is a typo, as in `graph -m`, not an empty run.
+    for m in &args.module {
+        let m = m.trim_end_matches('/');
+        if !graph
+            .modules
+            .iter()
+            .any(|id| crate::filter::glob_matches(m, id))
+        {
+            return Err(fail(
+                exit::ERROR,
+                format!("no module `{}`", crate::escape::printable(m)),
+            ));
+        }
+    }
+    if !graph.cycles.is_empty() {
+        return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
+    }
+    let changes = change_input(io.system, &ws.root, &args.changes)?;
+    let selection = Selection::new(&ws.db, filters, PlanOptions::default(), changes);
+    let plan = job_plan(&ws.db, ws.project, selection)
+        .clone()
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let ci = io.system.env_var("CI").is_some();
+    let options = ExecOptions {
+        project_dir: ws.root.clone(),
+        mode: match args.mode {
+            ExecMode::Plan => Mode::Plan,
+            ExecMode::Apply => Mode::Apply,
+            ExecMode::Run => Mode::Run,
+        },
+        parallelism: args
+            .parallelism
+            .unwrap_or(ws.config.config.execution.parallelism)
+            .max(1),
+        dry_run: args.dry_run,
+        binary: args.binary.clone(),
+        log_dir: ".terraci/logs".into(),
+        progress: ProgressStyle::detect(global.quiet || ci),
+        env: Vec::new(),
+    };
+    let summary = crate::exec::run(&plan, &options, io.stdout)
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    Ok(if summary.interrupted {
+        130
+    } else if summary.failed() {
+        exit::ERROR
+    } else {
+        exit::OK
+    })
+}

@@ -1,0 +1,112 @@
+//! The commands: one file each; this one dispatches a parsed command line and holds the
+//! small ones. All IO goes through [`Io`]: the `System` and the two writers.
+
+mod generate;
+mod graph;
+mod local_exec;
+mod validate;
+mod watch;
+
+use std::io::Write;
+
+use anyhow::Context as _;
+use camino::Utf8Path;
+
+use crate::cli::{Cli, Command, GlobalArgs};
+use crate::diagnostic::CODES;
+use crate::exit::{self, fail, Failure};
+use crate::system::System;
+use crate::workspace::project_dir;
+
+pub struct Io<'a> {
+    pub system: &'a dyn System,
+    pub stdout: &'a mut dyn Write,
+    pub stderr: &'a mut dyn Write,
+    /// The command line as typed, for the generated file's header.
+    pub argv: Vec<String>,
+}
+
+/// Runs a parsed command line; returns the exit code.
+pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
+    match dispatch(cli, io) {
+        Ok(code) => code,
+        // The reader of stdout went away (`terraci generate | head -1`): nothing is
+        // wrong with the run, and there is no one left to tell.
+        Err(err)
+            if err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            exit::OK
+        }
+        Err(err) => {
+            let code = err
+                .downcast_ref::<Failure>()
+                .map_or(exit::ERROR, |f| f.code);
+            let _ = writeln!(io.stderr, "error: {err:#}");
+            code
+        }
+    }
+}
+
+fn dispatch(cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    match &cli.command {
+        Command::Version => {
+            writeln!(io.stdout, "terraci {}", env!("CARGO_PKG_VERSION"))?;
+            Ok(exit::OK)
+        }
+        Command::ExplainCodes => {
+            for (code, text) in CODES {
+                writeln!(io.stdout, "{code:<26} {text}")?;
+            }
+            Ok(exit::OK)
+        }
+        Command::Generate(args) => generate::generate(&cli.global, args, io),
+        Command::Watch(args) => watch::watch(&cli.global, args, io),
+        Command::Validate(args) => validate::validate(&cli.global, args, io),
+        Command::Graph(args) => graph::graph(&cli.global, args, io),
+        Command::LocalExec(args) => local_exec::local_exec(&cli.global, args, io),
+        Command::Init(args) => init(&cli.global, args, io),
+        Command::Schema(args) => schema(args, io),
+        Command::Completion(args) => completion(args, io),
+    }
+}
+
+fn init(global: &GlobalArgs, args: &crate::cli::InitArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let dir = project_dir(io.system, global)?;
+    crate::init::init(io.system, &dir, global, args, io.stdout, io.stderr)
+        .map_err(|e| fail(e.exit_code(), e.to_string()))?;
+    Ok(exit::OK)
+}
+
+fn schema(args: &crate::cli::SchemaArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    write_output(io, args.output.as_deref(), &crate::config::config_schema())?;
+    Ok(exit::OK)
+}
+
+fn completion(args: &crate::cli::CompletionArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(args.shell, &mut cmd, "terraci", io.stdout);
+    Ok(exit::OK)
+}
+
+fn write_output(io: &mut Io<'_>, path: Option<&Utf8Path>, text: &str) -> anyhow::Result<()> {
+    match path {
+        Some(p) => {
+            let abs = io.system.absolute(p)?;
+            io.system
+                .write_atomic(&abs, text.as_bytes())
+                .with_context(|| format!("cannot write {p}"))?;
+        }
+        None => io.stdout.write_all(text.as_bytes())?,
+    }
+    Ok(())
+}
+
+/// The command line for the generated file's header: `terraci` plus the arguments.
+pub fn display_argv(argv: &[String]) -> Vec<String> {
+    std::iter::once("terraci".to_owned())
+        .chain(argv.iter().skip(1).cloned())
+        .collect()
+}

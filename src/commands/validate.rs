@@ -1,0 +1,117 @@
+//! `validate`: the project's diagnostics, counts and levels; exit 3 when it is invalid.
+
+use std::collections::BTreeMap;
+
+use crate::cli::{GlobalArgs, ValidateArgs};
+use crate::diagnostic::Severity;
+use crate::exit;
+use crate::files::Role;
+use crate::graph::dependency_graph;
+use crate::render::graph::render_levels;
+use crate::render::report::cycle_text;
+use crate::workspace::load_workspace;
+
+use super::Io;
+
+pub(super) fn validate(
+    global: &GlobalArgs,
+    args: &ValidateArgs,
+    io: &mut Io<'_>,
+) -> anyhow::Result<u8> {
+    let ws = load_workspace(io.system, global, &args.eval)?;
+    ws.require_modules()?;
+    let filters = ws.filters(&args.select)?;
+    let mut diagnostics = ws.all_diagnostics();
+    let db = &ws.db;
+    diagnostics.extend(ws.finish_diagnostics(crate::changes::unused_libraries(db, ws.project)));
+    let graph = dependency_graph(db, ws.project);
+    let infos: Vec<_> = ws.project.modules(db).iter().map(|m| m.info(db)).collect();
+    let roots = infos.iter().filter(|i| i.is_root()).count();
+    let libraries = infos.iter().filter(|i| i.role == Role::Library).count();
+    let submodules = infos
+        .iter()
+        .filter(|i| i.is_root() && i.submodule.is_some())
+        .count();
+    let targets = infos
+        .iter()
+        .filter(|i| i.is_root() && filters.allows(&i.id, &i.components))
+        .count();
+    let errors = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning)
+        .count();
+    let mut by_code: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in &diagnostics {
+        *by_code.entry(d.code).or_default() += 1;
+    }
+    let failed = !graph.cycles.is_empty() || errors > 0 || (args.strict && warnings > 0);
+    if args.format == crate::cli::ValidateFormat::Json {
+        let doc = serde_json::json!({
+            "pattern": ws.config.pattern.to_string(),
+            "modules": roots,
+            "submodules": submodules,
+            "libraries": libraries,
+            "targets": targets,
+            "edges": graph.edge_count(),
+            "levels": graph.cycles.is_empty().then(|| graph.level_count()),
+            "cycles": graph.cycles,
+            "errors": errors,
+            "warnings": warnings,
+            "by_code": by_code,
+            "diagnostics": diagnostics.iter().map(crate::render::graph::diagnostic_json).collect::<Vec<_>>(),
+            "valid": !failed,
+        });
+        let text = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
+        writeln!(io.stdout, "{text}")?;
+        return Ok(if failed { exit::VALIDATION } else { exit::OK });
+    }
+    let out = &mut *io.stdout;
+    writeln!(out, "pattern: {}", ws.config.pattern)?;
+    writeln!(
+        out,
+        "modules: {roots} ({submodules} submodules), libraries: {libraries}, targets after filters: {targets}"
+    )?;
+    writeln!(out, "edges: {}", graph.edge_count())?;
+    ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+    writeln!(out, "diagnostics: {errors} errors, {warnings} warnings")?;
+    for (code, n) in &by_code {
+        writeln!(out, "  {code}: {n}")?;
+    }
+    if !graph.cycles.is_empty() {
+        writeln!(out, "cycles: {}", graph.cycles.len())?;
+        writeln!(io.stderr, "error: {}", cycle_text(&graph.cycles))?;
+        return Ok(exit::VALIDATION);
+    }
+    writeln!(out, "levels: {}", graph.level_count())?;
+    if global.verbose > 0 {
+        write!(out, "{}", render_levels(&ws.graph_view(Vec::new())))?;
+        let libraries = crate::changes::library_usage(db, ws.project);
+        if !libraries.is_empty() {
+            writeln!(out, "Libraries:")?;
+        }
+        for (id, usage) in libraries {
+            use crate::changes::LibraryUse;
+            match usage {
+                LibraryUse::By(by) if by.len() == 1 => writeln!(out, "  {id} (used by 1 module)")?,
+                LibraryUse::By(by) => writeln!(out, "  {id} (used by {} modules)", by.len())?,
+                LibraryUse::PartOf(lib) => writeln!(out, "  {id} (part of {lib})")?,
+                LibraryUse::Unused => writeln!(out, "  {id} (unused)")?,
+            }
+        }
+    }
+    if args.strict && (warnings > 0 || errors > 0) {
+        writeln!(
+            io.stderr,
+            "error: validation failed (--strict): {errors} errors, {warnings} warnings"
+        )?;
+        return Ok(exit::VALIDATION);
+    }
+    if errors > 0 {
+        return Ok(exit::VALIDATION);
+    }
+    Ok(exit::OK)
+}

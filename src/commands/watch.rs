@@ -1,0 +1,35 @@
+//! `watch`: the first pipeline, then one regeneration per batch of file events.
+
+use crate::cli::{GlobalArgs, WatchArgs};
+use crate::exit::{self, fail};
+use crate::workspace::project_dir;
+
+use super::Io;
+
+/// `watch`: the first pipeline, then one regeneration per batch of file events until
+/// SIGINT or SIGTERM (exit 0).
+pub(super) fn watch(global: &GlobalArgs, args: &WatchArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    if args.changed_only {
+        return Err(fail(
+            exit::USAGE,
+            "watch regenerates the whole pipeline on every change; --changed-only is for `generate`",
+        ));
+    }
+    let root = project_dir(io.system, global)?;
+    let mut outside = Vec::new();
+    if let Some(config) = &global.config {
+        outside.push(io.system.absolute(config)?);
+    }
+    for f in &args.pipeline.eval.var_file {
+        outside.push(io.system.absolute(f)?);
+    }
+    // Watching starts before the project is read, so an edit made while it loads is
+    // seen; the signal handler is in place from here on, so Ctrl-C always exits 0.
+    let mut events = io
+        .system
+        .watch(&root, &outside)
+        .map_err(|e| fail(exit::ERROR, format!("cannot watch `{root}`: {e}")))?;
+    let mut watch = crate::watch::Watch::start(io.system, global, args, &io.argv, io.stderr)?;
+    watch.run(events.as_mut(), io.stderr)?;
+    Ok(exit::OK)
+}

@@ -1,0 +1,270 @@
+//! A pipeline from a loaded workspace: the selection's affected modules, the job plan and
+//! the provider's text (or the `--dry-run` report), before anything is printed. Shared by
+//! `generate` and `watch`.
+
+use std::collections::BTreeSet;
+
+use camino::Utf8Path;
+
+use crate::cli::{ChangeArgs, OutputFormat, PipelineArgs};
+use crate::diagnostic::Diagnostic;
+use crate::exit::{self, fail};
+use crate::files::{ChangeInput, Selection};
+use crate::ir::{job_plan, PlanOptions};
+use crate::system::System;
+use crate::workspace::Workspace;
+
+/// The generated file's header: terraci's version and the command line.
+pub fn header(argv: &[String]) -> crate::render::Header {
+    crate::render::Header {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        command_line: argv.join(" "),
+    }
+}
+
+/// `--plan-only` and `--parallel-plans`, with the provider's `plan_only` from the config.
+pub fn plan_options(
+    args: &PipelineArgs,
+    provider: crate::render::Provider,
+    config: &crate::config::Config,
+) -> PlanOptions {
+    PlanOptions {
+        plan_only: args.plan_only || provider.config_plan_only(config),
+        parallel_plans: args.parallel_plans,
+        refuse_expressions: provider == crate::render::Provider::Github,
+        refuse_variables: provider == crate::render::Provider::Gitlab,
+        runner: match provider {
+            crate::render::Provider::Gitlab => crate::ir::Runner::Gitlab,
+            crate::render::Provider::Github => crate::ir::Runner::Github,
+        },
+    }
+}
+
+/// What a pipeline is built from besides the workspace: decided once by `generate`,
+/// once per regeneration by `watch`.
+pub struct PipelineRequest<'a> {
+    pub args: &'a PipelineArgs,
+    pub provider: crate::render::Provider,
+    pub selection: Selection,
+    /// `--explain` (ignored with `--dry-run`, whose output already says it).
+    pub explain: bool,
+    pub header: &'a crate::render::Header,
+    /// Job texts of the previous render, kept by `watch` (GitLab only).
+    pub job_texts: Option<&'a crate::render::JobTexts>,
+}
+
+/// A pipeline built from a workspace, before anything is printed or written.
+pub struct Generation {
+    /// Every diagnostic, sorted: printed first.
+    pub diagnostics: Vec<Diagnostic>,
+    /// `--explain` text for stderr, printed after the diagnostics.
+    pub explain: Option<String>,
+    /// The text to write, or why there is none (clashing job names, a config value that
+    /// cannot be rendered, GitHub's size limit).
+    pub output: anyhow::Result<Pipeline>,
+}
+
+pub struct Pipeline {
+    pub text: crate::render::PipelineText,
+    /// Renderer warnings (`needs-limit`, `config-warning`...), printed unless `-q`.
+    pub warnings: Vec<crate::render::RenderWarning>,
+}
+
+/// The pure part of `generate`: affected modules, job plan and rendered text (or the
+/// `--dry-run` report) of a loaded workspace. `diagnostics` are the project's
+/// ([`Workspace::all_diagnostics`]); the caller has refused a graph with cycles.
+pub fn build_pipeline(
+    ws: &Workspace,
+    mut diagnostics: Vec<Diagnostic>,
+    request: &PipelineRequest<'_>,
+) -> Generation {
+    let args = request.args;
+    let selection = request.selection;
+    let affected = crate::changes::affected(&ws.db, ws.project, selection);
+    diagnostics.extend(ws.finish_diagnostics(affected.diagnostics.iter().cloned()));
+    let options = selection.plan_options(&ws.db);
+    if options.refuse_expressions || options.refuse_variables {
+        diagnostics.extend(ws.refused_for_names(options));
+    }
+    let plan = match job_plan(&ws.db, ws.project, selection) {
+        Ok(plan) => plan,
+        Err(e) => {
+            return Generation {
+                diagnostics,
+                explain: None,
+                output: Err(fail(exit::ERROR, e.to_string())),
+            }
+        }
+    };
+    diagnostics.extend(local_state_warning(ws, plan));
+    let changed_files = selection
+        .changes(&ws.db)
+        .as_ref()
+        .map(|c| c.files.as_slice());
+    let explain = (request.explain && !args.dry_run).then(|| {
+        let mut text = Vec::new();
+        crate::render::report::explain(affected, plan, changed_files, &mut text)
+            .expect("writing to a Vec cannot fail");
+        String::from_utf8_lossy(&text).into_owned()
+    });
+    let output = if args.dry_run {
+        let report = crate::render::report::DryRun {
+            modules: crate::graph::dependency_graph(&ws.db, ws.project)
+                .modules
+                .len(),
+            diagnostics: &diagnostics,
+            affected,
+            plan,
+            changed_files,
+        };
+        crate::render::report::dry_run(&report, || ws.graph_view(diagnostics.clone()), args.format)
+            .map(|text| Pipeline {
+                text: text.into(),
+                warnings: Vec::new(),
+            })
+            .map_err(anyhow::Error::from)
+    } else {
+        render_pipeline(ws, plan, request)
+    };
+    Generation {
+        diagnostics,
+        explain,
+        output,
+    }
+}
+
+/// One warning for the modules of the pipeline whose state lives in the checkout (no
+/// backend block, or a `local` backend with a relative path): each CI job starts from a
+/// fresh checkout, so what an apply writes is gone before the next job reads it.
+fn local_state_warning(ws: &Workspace, plan: &crate::ir::JobPlan) -> Option<Diagnostic> {
+    let modules: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
+    let inside: Vec<&str> = modules
+        .into_iter()
+        .filter(|id| {
+            ws.modules.get(*id).is_some_and(|&m| {
+                let identity = crate::resolve::state_identity(&ws.db, ws.project, m);
+                identity.backend == "local"
+                    && identity
+                        .fields
+                        .get("path")
+                        .is_some_and(|p| !p.starts_with('/'))
+            })
+        })
+        .collect();
+    let first = inside.first()?;
+    Some(
+        Diagnostic::warning(
+            "local-state",
+            format!(
+                "{} inside the checkout (no backend block, or a `local` backend with a relative path): {}; each CI job starts from a fresh checkout, so the state an apply writes is lost; give {} a remote backend (or an absolute local `path` on storage the jobs share)",
+                if inside.len() == 1 {
+                    "1 module of the pipeline keeps its state".to_owned()
+                } else {
+                    format!("{} modules of the pipeline keep their state", inside.len())
+                },
+                crate::diagnostic::first_few(inside.iter().copied()),
+                if inside.len() == 1 { "it" } else { "them" }
+            ),
+        )
+        .with_module(*first),
+    )
+}
+
+/// The provider's pipeline file, as YAML or (`--format json`) JSON.
+fn render_pipeline(
+    ws: &Workspace,
+    plan: &crate::ir::JobPlan,
+    request: &PipelineRequest<'_>,
+) -> anyhow::Result<Pipeline> {
+    let config = &ws.config.config;
+    if let (crate::render::Provider::Gitlab, Some(texts), OutputFormat::Yaml) =
+        (request.provider, request.job_texts, request.args.format)
+    {
+        let (text, warnings) =
+            crate::render::render_gitlab_parts(plan, config, request.header, texts)
+                .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+        return Ok(Pipeline { text, warnings });
+    }
+    let rendered = match request.provider {
+        crate::render::Provider::Gitlab => {
+            crate::render::render_gitlab_with(plan, config, request.header, request.job_texts)
+        }
+        crate::render::Provider::Github => {
+            crate::render::render_github(plan, config, request.header, request.args.force)
+        }
+    }
+    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let text = match request.args.format {
+        OutputFormat::Yaml => rendered.text,
+        OutputFormat::Json => {
+            let value: serde_json::Value = serde_yaml::from_str(&rendered.text)?;
+            let mut s = serde_json::to_string_pretty(&value)?;
+            s.push('\n');
+            s
+        }
+    };
+    Ok(Pipeline {
+        text: text.into(),
+        warnings: rendered.warnings,
+    })
+}
+
+/// Provider order of spec §7.4.
+pub fn select_provider(
+    system: &dyn System,
+    flag: Option<&str>,
+    config: &crate::config::Config,
+) -> anyhow::Result<crate::render::Provider> {
+    use crate::render::Provider;
+    if let Some(p) = flag
+        .map(str::to_owned)
+        .or_else(|| system.env_var("TERRACI_PROVIDER"))
+    {
+        return p
+            .parse::<Provider>()
+            .map_err(|e| fail(exit::USAGE, e.to_string()));
+    }
+    if system.env_var("GITHUB_ACTIONS").as_deref() == Some("true") {
+        return Ok(Provider::Github);
+    }
+    if system.env_var("GITLAB_CI").is_some() || system.env_var("CI_SERVER_URL").is_some() {
+        return Ok(Provider::Gitlab);
+    }
+    match (&config.extensions.gitlab, &config.extensions.github) {
+        (None, Some(_)) => Ok(Provider::Github),
+        _ => Ok(Provider::Gitlab),
+    }
+}
+
+/// `--changed-only`: the changed files from git, as an input value; `None` without it.
+pub fn change_input(
+    system: &dyn System,
+    root: &Utf8Path,
+    args: &ChangeArgs,
+) -> anyhow::Result<Option<ChangeInput>> {
+    if !args.changed_only {
+        if args.base_ref.is_some() || args.committed_only || args.include_dependencies {
+            return Err(fail(
+                exit::USAGE,
+                "--base-ref, --committed-only and --include-dependencies need --changed-only",
+            ));
+        }
+        return Ok(None);
+    }
+    let env = crate::vcs::ENV_VARS
+        .iter()
+        .filter_map(|name| system.env_var(name).map(|v| ((*name).to_owned(), v)))
+        .collect();
+    let set = crate::vcs::changed_files(&crate::vcs::ChangeRequest {
+        project_dir: root.to_owned(),
+        base_ref: args.base_ref.clone(),
+        committed_only: args.committed_only,
+        env,
+    })
+    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    Ok(Some(ChangeInput {
+        files: set.changed_files,
+        submodules: set.submodules,
+        include_dependencies: args.include_dependencies,
+    }))
+}

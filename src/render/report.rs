@@ -1,0 +1,173 @@
+//! Text reports of a run for the terminal: the cycle message, `--explain`, and
+//! `generate --dry-run` (text and JSON).
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use crate::cli::OutputFormat;
+use crate::diagnostic::Diagnostic;
+use crate::render::graph::{diagnostic_json, GraphView};
+
+/// The message of a graph with cycles, one `a -> b -> a` line per cycle.
+pub fn cycle_text(cycles: &[Vec<String>]) -> String {
+    let mut out = String::from("circular dependency detected");
+    for c in cycles {
+        let mut path: Vec<_> = c.iter().map(|m| crate::escape::printable(m)).collect();
+        path.push(crate::escape::printable(&c[0]));
+        out.push_str("\n  ");
+        out.push_str(&path.join(" -> "));
+    }
+    out
+}
+
+/// `--explain`: one line per module in the pipeline with why it is there.
+pub fn explain(
+    affected: &crate::changes::Affected,
+    plan: &crate::ir::JobPlan,
+    changed_files: Option<&[String]>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let Some(files) = changed_files else {
+        writeln!(out, "every module is in the pipeline (no --changed-only)")?;
+        return Ok(());
+    };
+    if plan.is_empty() {
+        writeln!(
+            out,
+            "no module is affected by the {} changed file(s)",
+            files.len()
+        )?;
+    }
+    let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
+    for (id, reasons) in &affected.affected {
+        if targets.contains(id.as_str()) {
+            let reasons = crate::escape::printable(&reasons.join("; ")).into_owned();
+            writeln!(out, "{}: {reasons}", crate::escape::printable(id))?;
+        }
+    }
+    Ok(())
+}
+
+/// What a `--dry-run` report is made of.
+pub struct DryRun<'a> {
+    /// Root modules in the graph.
+    pub modules: usize,
+    pub diagnostics: &'a [Diagnostic],
+    pub affected: &'a crate::changes::Affected,
+    pub plan: &'a crate::ir::JobPlan,
+    /// `--changed-only`: the changed files.
+    pub changed_files: Option<&'a [String]>,
+}
+
+/// `--dry-run`: modules, affected, levels and jobs, as text or (with the graph view of
+/// the project, which `view` builds) JSON.
+pub fn dry_run(
+    report: &DryRun<'_>,
+    view: impl FnOnce() -> GraphView,
+    format: OutputFormat,
+) -> serde_json::Result<String> {
+    let DryRun {
+        modules,
+        diagnostics,
+        affected,
+        plan,
+        changed_files: changed_files_list,
+    } = *report;
+    let text = match format {
+        OutputFormat::Json => {
+            let graph_view = view();
+            let mut value = serde_json::to_value(&graph_view)?;
+            let obj = value.as_object_mut().expect("graph view is an object");
+            obj.insert(
+                "diagnostics".into(),
+                serde_json::Value::Array(diagnostics.iter().map(diagnostic_json).collect()),
+            );
+            obj.insert(
+                "changed_files".into(),
+                serde_json::to_value(changed_files_list)?,
+            );
+            obj.insert(
+                "changed_modules".into(),
+                serde_json::to_value(&affected.changed_modules)?,
+            );
+            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
+            obj.insert(
+                "affected".into(),
+                serde_json::Value::Array(
+                    affected
+                        .affected
+                        .iter()
+                        .filter(|(id, _)| targets.contains(id.as_str()))
+                        .map(|(id, reasons)| serde_json::json!({"id": id, "reasons": reasons}))
+                        .collect(),
+                ),
+            );
+            obj.insert(
+                "jobs".into(),
+                serde_json::Value::Array(
+                    plan.jobs
+                        .iter()
+                        .map(|j| {
+                            serde_json::json!({
+                                "name": j.name,
+                                "needs": j.needs.iter().map(|n| n.job.clone()).collect::<Vec<_>>(),
+                            })
+                        })
+                        .collect(),
+                ),
+            );
+            let mut s = serde_json::to_string_pretty(&value)?;
+            s.push('\n');
+            s
+        }
+        OutputFormat::Yaml => {
+            let mut s = String::new();
+            // Text for a terminal: control characters in names are escaped.
+            use crate::escape::printable;
+            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
+            s.push_str(&format!("modules: {modules}\n"));
+            if let Some(files) = changed_files_list {
+                s.push_str(&format!("changed files: {}\n", files.len()));
+                for f in files {
+                    s.push_str(&format!("  {}\n", printable(f)));
+                }
+                let changed = &affected.changed_modules;
+                s.push_str(&format!("changed modules: {}\n", changed.len()));
+                for m in changed {
+                    s.push_str(&format!("  {}\n", printable(m)));
+                }
+            }
+            s.push_str(&format!("affected: {}\n", targets.len()));
+            for (id, reasons) in &affected.affected {
+                if targets.contains(id.as_str()) {
+                    if reasons.is_empty() {
+                        s.push_str(&format!("  {}\n", printable(id)));
+                    } else {
+                        s.push_str(&format!(
+                            "  {}: {}\n",
+                            printable(id),
+                            printable(&reasons.join("; "))
+                        ));
+                    }
+                }
+            }
+            s.push_str(&format!("levels: {}\n", plan.levels));
+            s.push_str(&format!("jobs: {}\n", plan.jobs.len()));
+            for j in plan.jobs.iter() {
+                let needs: Vec<&str> = j.needs.iter().map(|n| &*n.job).collect();
+                if needs.is_empty() {
+                    s.push_str(&format!("  [{}] {}\n", j.level, printable(&j.name)));
+                } else {
+                    s.push_str(&format!(
+                        "  [{}] {} <- {}\n",
+                        j.level,
+                        printable(&j.name),
+                        printable(&needs.join(", "))
+                    ));
+                }
+            }
+            s
+        }
+    };
+    Ok(text)
+}

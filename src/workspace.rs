@@ -1,0 +1,562 @@
+//! The project loader: config -> discovery -> database inputs, with the fact cache
+//! attached and saved. Every command starts from a [`Workspace`]; `watch` keeps one and
+//! updates its inputs ([`set_module_inputs`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context as _};
+use camino::Utf8PathBuf;
+use salsa::Setter as _;
+
+use crate::cli::{EvalArgs, GlobalArgs, SelectArgs};
+use crate::config::{find_config_file, load_config, LoadedConfig};
+use crate::db::Database;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::discover::{discover_in, walk, DiscoveredModule};
+use crate::exit::{self, fail};
+use crate::files::{EvalSettings, File, Module, ModuleInfo, Project, Role};
+use crate::filter::Filters;
+use crate::graph::dependency_graph;
+use crate::render::graph::{EdgeView, ExternalView, GraphView, ModuleView, SourceView};
+use crate::system::System;
+
+/// A loaded project: the database with every input set.
+pub struct Workspace {
+    pub db: Database,
+    pub project: Project,
+    pub root: Utf8PathBuf,
+    /// What discovery may read: regular files inside `root`.
+    pub policy: crate::system::ReadPolicy,
+    pub config: LoadedConfig,
+    /// Project-relative path -> file input.
+    pub files: BTreeMap<String, File>,
+    pub modules: BTreeMap<String, Module>,
+    /// Discovery and config diagnostics (outside queries).
+    pub diagnostics: Vec<Diagnostic>,
+    /// Notes for stderr that are not diagnostics (an unusable fact cache).
+    pub notices: Vec<String>,
+    /// Every file read, project-relative, with the version read where the system can
+    /// stamp it (for [`crate::replay`]).
+    pub stamps: Vec<(String, Option<crate::system::Stamp>)>,
+    /// `-v`: info diagnostics (notes) are reported too.
+    pub notes: bool,
+    saving: PendingSave,
+}
+
+pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<Utf8PathBuf> {
+    let dir = global.dir.clone().unwrap_or_else(|| Utf8PathBuf::from("."));
+    let abs = system.absolute(&dir)?;
+    if !system.is_dir(&abs) {
+        return Err(fail(
+            exit::ERROR,
+            format!("project directory `{dir}` does not exist"),
+        ));
+    }
+    Ok(abs)
+}
+
+/// Discovers and loads the project, computes every module's facts and references on all
+/// cores, and starts writing the fact cache on another thread: the caller goes on with
+/// the graph meanwhile and calls [`Workspace::wait_for_cache`] before printing notices.
+/// `layout` is a walk of the project directory already made (by the replay check).
+pub fn load_workspace_overlapped(
+    system: &dyn System,
+    global: &GlobalArgs,
+    eval: &EvalArgs,
+    layout: Option<crate::discover::Layout>,
+) -> anyhow::Result<Workspace> {
+    let root = project_dir(system, global)?;
+    let config_path = find_config_file(system, &root, global.config.as_deref());
+    let config = load_config(system, config_path.as_deref())
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let mut diagnostics = config_diagnostics(&config);
+    let layout = layout.unwrap_or_else(|| walk(system, &root));
+    let policy = crate::system::ReadPolicy::new(system, &root, global.max_file_size);
+    let discovered = discover_in(
+        system,
+        &policy,
+        layout,
+        &config.pattern,
+        &config.config.library_modules.paths,
+    );
+    diagnostics.extend(discovered.diagnostics);
+
+    let eval_settings = eval_settings(system, eval)?;
+    let repository = crate::system::ReadPolicy::new(
+        system,
+        &crate::vcs::repository_root(system, &root),
+        global.max_file_size,
+    );
+    let mut db = Database::with_system(system.shared(), repository);
+    let mut files = BTreeMap::new();
+    let mut modules = BTreeMap::new();
+    let stamps = discovered
+        .modules
+        .iter()
+        .flat_map(|m| m.files.iter().map(|f| (f.path.to_string(), f.stamp)))
+        .collect();
+    let (module_inputs, _) =
+        set_module_inputs(&mut db, discovered.modules, &mut files, &mut modules);
+    let project = Project::builder(
+        root.clone(),
+        Arc::new(config.config.clone()),
+        config.pattern.clone(),
+        module_inputs,
+        eval_settings,
+        Arc::default(),
+    )
+    .durability(salsa::Durability::HIGH)
+    .new(&db);
+    let cache =
+        crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
+    if let Some(settings) = &cache {
+        settings
+            .check(system, &root)
+            .map_err(|why| fail(exit::ERROR, why))?;
+    }
+    let mut notices = Vec::new();
+    if let Some(settings) = &cache {
+        notices.extend(crate::cache::attach(&db, system, settings));
+    }
+    crate::parallel::warm_up(&mut db, project);
+    let saving = PendingSave(cache.map(|settings| {
+        // A clone of the database shares the memos: the writer reads the facts that
+        // warm-up computed while this thread goes on to the graph.
+        let (db, files, system) = (db.clone(), files.clone(), system.shared());
+        std::thread::spawn(move || {
+            crate::cache::save(&db, &*system, &settings, &files)
+                .err()
+                .map(|e| format!("cannot write the fact cache in `{}`: {e}", settings.dir))
+        })
+    }));
+    Ok(Workspace {
+        db,
+        project,
+        root,
+        policy,
+        config,
+        files,
+        modules,
+        diagnostics,
+        notices,
+        stamps,
+        notes: global.verbose > 0,
+        saving,
+    })
+}
+
+/// Loads a workspace with its fact cache written (see [`load_workspace_overlapped`]).
+pub fn load_workspace(
+    system: &dyn System,
+    global: &GlobalArgs,
+    eval: &EvalArgs,
+) -> anyhow::Result<Workspace> {
+    let mut ws = load_workspace_overlapped(system, global, eval, None)?;
+    ws.wait_for_cache();
+    Ok(ws)
+}
+
+/// The fact cache being written on another thread; joined by
+/// [`Workspace::wait_for_cache`], by [`Workspace::dismiss`] or when dropped, so the
+/// process never exits halfway through the write.
+pub struct PendingSave(Option<std::thread::JoinHandle<Option<String>>>);
+
+impl PendingSave {
+    /// Waits for the writer; its notice if the cache could not be written.
+    fn join(&mut self) -> Option<String> {
+        let handle = self.0.take()?;
+        match handle.join() {
+            Ok(notice) => notice,
+            Err(_) => Some("the fact cache writer failed; the cache was not updated".into()),
+        }
+    }
+}
+
+impl Drop for PendingSave {
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
+}
+
+/// The config's warnings as diagnostics.
+pub fn config_diagnostics(config: &LoadedConfig) -> Vec<Diagnostic> {
+    config
+        .warnings
+        .iter()
+        .map(|w| Diagnostic::warning("config-warning", w.clone()))
+        .collect()
+}
+
+/// `--workspace`, `--var-file` (read now) and `--var` as an input value.
+pub fn eval_settings(system: &dyn System, eval: &EvalArgs) -> anyhow::Result<EvalSettings> {
+    let mut var_files = Vec::new();
+    for f in &eval.var_file {
+        let bytes = system
+            .read(&system.absolute(f)?)
+            .with_context(|| format!("cannot read --var-file {f}"))?;
+        let text = String::from_utf8(bytes).map_err(|_| anyhow!("--var-file {f} is not UTF-8"))?;
+        if let Err(e) = crate::resolve::var_file_assignments(f.as_str(), &text) {
+            return Err(fail(exit::ERROR, format!("--var-file {f}:{e}")));
+        }
+        var_files.push((f.to_string(), text));
+    }
+    let mut vars = Vec::new();
+    for v in &eval.var {
+        let (name, value) = v
+            .split_once('=')
+            .ok_or_else(|| fail(exit::USAGE, format!("--var `{v}`: expected NAME=VALUE")))?;
+        vars.push((name.to_owned(), value.to_owned()));
+    }
+    Ok(EvalSettings {
+        workspace: eval.workspace.clone(),
+        var_files,
+        vars,
+    })
+}
+
+/// Sets discovered modules as inputs and returns them in id order, with whether any
+/// input was created or changed. A path or id already in `files`/`modules` keeps its
+/// input, updated only where it differs, so its memos stay valid (watch mode re-runs
+/// discovery on the same database); the maps end up holding exactly what was discovered.
+/// Inputs start out `HIGH` durability: a file the user has not touched in this process is
+/// unlikely to change. An edit sets the file `LOW`, so after its first edit, salsa
+/// checks the memos that read only untouched files in O(1) each instead of walking
+/// their dependencies (the first edit of a file still walks them once: it was `HIGH`).
+pub fn set_module_inputs(
+    db: &mut Database,
+    discovered: Vec<DiscoveredModule>,
+    files: &mut BTreeMap<String, File>,
+    modules: &mut BTreeMap<String, Module>,
+) -> (Vec<Module>, bool) {
+    let mut old_files = std::mem::take(files);
+    let mut old_modules = std::mem::take(modules);
+    let mut list = Vec::with_capacity(discovered.len());
+    let mut changed = false;
+    for m in discovered {
+        let file_inputs: Vec<File> = m
+            .files
+            .into_iter()
+            .map(|f| {
+                let key = f.path.to_string();
+                let file = match old_files.remove(&key) {
+                    Some(file) => {
+                        if file.kind(db) != f.kind {
+                            file.set_kind(db).to(f.kind);
+                            changed = true;
+                        }
+                        if *file.contents(db) != f.contents {
+                            file.set_contents(db)
+                                .with_durability(salsa::Durability::LOW)
+                                .to(f.contents);
+                            changed = true;
+                        }
+                        file
+                    }
+                    None => {
+                        changed = true;
+                        File::builder(f.path, f.kind, f.contents)
+                            .durability(salsa::Durability::HIGH)
+                            .new(db)
+                    }
+                };
+                files.insert(key, file);
+                file
+            })
+            .collect();
+        let id = m.info.id.clone();
+        let module = match old_modules.remove(&id) {
+            Some(module) => {
+                if *module.info(db) != m.info {
+                    module.set_info(db).to(m.info);
+                    changed = true;
+                }
+                if *module.files(db) != file_inputs {
+                    module.set_files(db).to(file_inputs);
+                    changed = true;
+                }
+                module
+            }
+            None => {
+                changed = true;
+                Module::builder(m.info, file_inputs)
+                    .durability(salsa::Durability::HIGH)
+                    .new(db)
+            }
+        };
+        modules.insert(id, module);
+        list.push(module);
+    }
+    (list, changed || !old_modules.is_empty())
+}
+
+impl Workspace {
+    /// Ends a one-shot command without tearing the database down: the process exits
+    /// next, and freeing every memo one by one cost a sixth of a cold run.
+    pub fn dismiss(mut self) {
+        self.wait_for_cache();
+        std::mem::forget(self);
+    }
+
+    /// Waits until the fact cache is written; a failure becomes a notice.
+    pub fn wait_for_cache(&mut self) {
+        if let Some(notice) = self.saving.join() {
+            self.notices.push(notice);
+        }
+    }
+
+    /// Resolves anchors to positions, sorts and deduplicates.
+    pub fn finish_diagnostics(
+        &self,
+        diags: impl IntoIterator<Item = Diagnostic>,
+    ) -> Vec<Diagnostic> {
+        let mut out: Vec<Diagnostic> = diags
+            .into_iter()
+            // Notes (a module call terraci cannot follow...) are for `-v`.
+            .filter(|d| self.notes || d.severity != Severity::Info)
+            .map(|mut d| {
+                if let Some(anchor) = d.anchor.take() {
+                    d.file = Some(anchor.file.path(&self.db).to_string());
+                    if let Some((line, col)) = crate::parse::locate(&self.db, &anchor) {
+                        d.line = Some(line);
+                        d.column = Some(col);
+                    }
+                }
+                d
+            })
+            .collect();
+        out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        out.dedup();
+        out
+    }
+
+    /// Every diagnostic of the project: discovery, facts, scopes, resolution.
+    pub fn all_diagnostics(&self) -> Vec<Diagnostic> {
+        let db = &self.db;
+        let mut all = self.diagnostics.clone();
+        for chunk in crate::chunk::chunks(db, self.project) {
+            all.extend(crate::chunk::chunk_diagnostics(db, chunk).iter().cloned());
+        }
+        all.extend(
+            dependency_graph(db, self.project)
+                .diagnostics
+                .iter()
+                .cloned(),
+        );
+        all.extend(crate::resolve::config_rule_diagnostics(db, self.project));
+        crate::resolve::group_root_causes(self.finish_diagnostics(all))
+    }
+
+    /// Refuses a project in which the pattern finds no module (TerraCi: "no modules
+    /// found"): a pattern deeper than the tree would otherwise give an empty pipeline
+    /// that passes CI while planning nothing. The message names the pattern and the
+    /// deepest directories that hold Terraform files.
+    pub fn require_modules(&self) -> anyhow::Result<()> {
+        let infos: Vec<&ModuleInfo> = self
+            .project
+            .modules(&self.db)
+            .iter()
+            .map(|m| m.info(&self.db))
+            .collect();
+        if infos.iter().any(|i| i.is_root()) {
+            return Ok(());
+        }
+        let pattern = &self.config.pattern;
+        let levels = |n: usize| {
+            if n == 1 {
+                "1 level".to_owned()
+            } else {
+                format!("{n} levels")
+            }
+        };
+        let mut message = format!(
+            "no modules found: pattern `{pattern}` needs module directories {} deep",
+            levels(pattern.depth())
+        );
+        let depth = |i: &&ModuleInfo| i.id.split('/').count();
+        match infos.iter().map(depth).max() {
+            None => message.push_str(
+                ", and no directory holds Terraform files (`*.tf`, `*.tf.json`, `*.tofu`, `*.tofu.json`)",
+            ),
+            Some(deepest) => {
+                let dirs: Vec<String> = infos
+                    .iter()
+                    .filter(|i| depth(i) == deepest)
+                    .map(|i| format!("`{}`", i.id))
+                    .collect();
+                let shown = dirs.len().min(5);
+                let more = match dirs.len() - shown {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                message.push_str(&format!(
+                    "; the deepest directories with Terraform files are {} deep: {}{more}",
+                    levels(deepest),
+                    dirs[..shown].join(", ")
+                ));
+                let ids: Vec<&str> = infos
+                    .iter()
+                    .map(|i| i.id.as_str())
+                    .filter(|id| !id.is_empty())
+                    .collect();
+                if let Some(p) = crate::discover::propose_pattern(&ids) {
+                    message.push_str(&format!(
+                        "; the pattern `{}` fits this tree (`terraci init --force` writes it)",
+                        p.pattern
+                    ));
+                }
+            }
+        }
+        Err(fail(exit::ERROR, message))
+    }
+
+    fn source_line(&self, d: &Diagnostic) -> Option<String> {
+        let file = self.files.get(d.file.as_deref()?)?;
+        let text = file.contents(&self.db).text()?;
+        // A byte order mark has no column: the caret is placed as if it were not there.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let line = d.line? as usize;
+        text.lines().nth(line.checked_sub(1)?).map(str::to_owned)
+    }
+
+    pub fn print_diagnostics(
+        &self,
+        diags: &[Diagnostic],
+        quiet: bool,
+        err: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        if !quiet {
+            for n in &self.notices {
+                writeln!(err, "notice: {n}")?;
+            }
+        }
+        for d in diags {
+            if quiet && d.severity != Severity::Error {
+                continue;
+            }
+            write!(err, "{}", d.render_human(self.source_line(d).as_deref()))?;
+        }
+        Ok(())
+    }
+
+    /// An `unsafe-name` error for each root module that gets no jobs because its path is
+    /// one the provider cannot write safely ([`crate::ir::PlanOptions::refuses`]).
+    pub fn refused_for_names(&self, options: crate::ir::PlanOptions) -> Vec<Diagnostic> {
+        let db = &self.db;
+        self.project
+            .modules(db)
+            .iter()
+            .map(|m| m.info(db))
+            .filter(|i| i.is_root() && options.refuses(&i.id))
+            .map(|i| {
+                let why = if options.refuse_expressions {
+                    "its path holds `${{`, which GitHub evaluates as an expression and which \
+                     cannot be escaped"
+                } else {
+                    "its path holds a GitLab variable reference (`$NAME` or `${...}`), which \
+                     GitLab expands in artifact and cache paths and resource groups, with no \
+                     documented escape"
+                };
+                Diagnostic::error(
+                    "unsafe-name",
+                    format!("the module gets no jobs: {why}; rename the directory"),
+                )
+                .with_module(i.id.clone())
+            })
+            .collect()
+    }
+
+    pub fn graph_view(&self, diagnostics: Vec<Diagnostic>) -> GraphView {
+        let db = &self.db;
+        let graph = dependency_graph(db, self.project);
+        let modules: Vec<ModuleView> = self
+            .project
+            .modules(db)
+            .iter()
+            .map(|m| m.info(db))
+            .filter(|i| i.role != Role::Plain)
+            .map(|i| ModuleView {
+                id: i.id.clone(),
+                path: i.id.clone(),
+                components: i.components.clone(),
+                library: i.role == Role::Library,
+                submodule: i.submodule.is_some(),
+            })
+            .collect();
+        let edges = crate::graph::edge_sources(db, self.project)
+            .into_iter()
+            .map(|((from, to), sources)| EdgeView {
+                from,
+                to,
+                sources: sources.iter().map(|s| source_view(db, s)).collect(),
+            })
+            .collect();
+        let shown: BTreeSet<&str> = modules.iter().map(|m| m.id.as_str()).collect();
+        let uses = crate::changes::library_links(db, self.project)
+            .iter()
+            .flat_map(|(from, tos)| tos.iter().map(move |to| (from, to)))
+            .filter(|(from, to)| shown.contains(from.as_str()) && shown.contains(to.as_str()))
+            .map(|(from, to)| (from.clone(), to.clone()))
+            .collect();
+        let roots = crate::graph::roots(db, self.project);
+        let external_state = roots
+            .ids
+            .iter()
+            .zip(&roots.modules)
+            .flat_map(|(id, &m)| {
+                crate::resolve::resolved_dependencies(db, self.project, m)
+                    .external
+                    .iter()
+                    .map(move |(state, s)| ExternalView {
+                        from: id.clone(),
+                        state: state.clone(),
+                        source: source_view(db, s),
+                    })
+            })
+            .collect();
+        GraphView {
+            modules,
+            edges,
+            external_state,
+            levels: graph.levels(),
+            cycles: graph.cycles.clone(),
+            diagnostics,
+            uses,
+        }
+    }
+
+    pub fn filters(&self, select: &SelectArgs) -> anyhow::Result<Filters> {
+        let mut filters = Filters {
+            exclude: self.config.config.exclude.clone(),
+            include: self.config.config.include.clone(),
+            segments: BTreeMap::new(),
+        };
+        filters.exclude.extend(select.exclude.iter().cloned());
+        filters.include.extend(select.include.iter().cloned());
+        for f in &select.filter {
+            filters
+                .add_segment_filter(f, self.config.pattern.segments())
+                .map_err(|e| fail(exit::USAGE, e))?;
+        }
+        Ok(filters)
+    }
+}
+
+/// Where an edge (or an external reference) came from, for the JSON views.
+fn source_view(db: &dyn crate::db::Db, s: &crate::resolve::EdgeSource) -> SourceView {
+    SourceView {
+        name: s.name.clone(),
+        file: s
+            .anchor
+            .as_ref()
+            .map_or(".terraci.yaml".to_owned(), |a| a.file.path(db).to_string()),
+        line: s
+            .anchor
+            .as_ref()
+            .and_then(|a| crate::parse::locate(db, a))
+            .map_or(0, |(l, _)| l),
+        rule: s.rule.as_str(),
+        via: s.via.clone(),
+    }
+}
