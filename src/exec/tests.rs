@@ -97,6 +97,8 @@ impl Project {
             log_dir: ".terraci/logs".into(),
             progress: ProgressStyle::Plain,
             env,
+            terraci: None,
+            commit: String::new(),
         }
     }
 
@@ -384,7 +386,7 @@ fn dry_run_prints_the_commands_in_dependency_order() {
 fn the_summary_table_lists_every_job_with_its_time() {
     let result = |job: &str, kind, status, ms| ModuleResult {
         job: job.into(),
-        kind,
+        kind: Some(kind),
         module: "platform/prod/eu-central-1/vpc".into(),
         status,
         duration: Duration::from_millis(ms),

@@ -697,12 +697,12 @@ fn contributed_job_text(
     }
     let hint = if &*job.name == crate::contrib::SUMMARY_JOB {
         format!(
-            "set extensions.gitlab.mr.summary_job.image (or `image` in an overwrites entry of type {}) to an image that has it",
+            "set extensions.gitlab.mr.summary_job.image (or image in an overwrites entry of type {}) to an image that has it",
             job.name
         )
     } else {
         format!(
-            "set `image` in an extensions.gitlab.overwrites entry of type {} to an image that has it",
+            "set image in an extensions.gitlab.overwrites entry of type {} to an image that has it",
             job.name
         )
     };
@@ -1302,6 +1302,9 @@ mod tests {
                 .collect(),
             segments: segments.iter().map(|s| (*s).to_owned()).collect(),
             plan_only: false,
+            contributed: Vec::new(),
+            plan_results: init,
+            service_dir: ".terraci".into(),
         }
     }
 
