@@ -96,8 +96,15 @@ impl Entry<'_> {
     fn selected(&self, mode: Mode) -> bool {
         match self {
             Entry::Module(j) => selected(mode, j.kind),
-            // Contributed jobs read plans (and reports): they run with the plans.
-            Entry::Contributed(j) => j.spec.local && mode != Mode::Apply,
+            // Contributed jobs read plans (and reports): they run with the plans; review
+            // jobs (the summary) only in `plan`, where the plans are what is reviewed.
+            Entry::Contributed(j) => {
+                j.spec.local
+                    && match j.spec.when {
+                        crate::contrib::When::ReviewAlways => mode == Mode::Plan,
+                        crate::contrib::When::OnSuccess => mode != Mode::Apply,
+                    }
+            }
         }
     }
 }
@@ -254,6 +261,30 @@ fn task(plan: &JobPlan, job: &Job, needs: Vec<usize>, options: &ExecOptions) -> 
     }
 }
 
+/// What a plan that keeps its results does, as the shell lines a CI job runs.
+fn plan_results_lines(text: &mut String, plan: &CommandLine, commit: &str) {
+    let show = CommandLine {
+        program: plan.program.clone(),
+        args: vec!["show".into(), "-json".into(), PLAN_FILE.into()],
+    };
+    let hex: String = commit.chars().filter(char::is_ascii_hexdigit).collect();
+    let _ = writeln!(
+        text,
+        "  rc=0; {} > plan.txt 2>&1 || rc=$?; cat plan.txt",
+        plan.display()
+    );
+    let _ = writeln!(
+        text,
+        "  if [ \"$rc\" -eq 0 ] || [ \"$rc\" -eq 2 ]; then {} > plan.json || {{ rc=$?; rm -f plan.json; }}; fi",
+        show.display()
+    );
+    let _ = writeln!(
+        text,
+        "  printf '{{\"exit_code\": %d, \"commit\": \"%s\"}}\\n' \"$rc\" '{hex}' > plan.result.json"
+    );
+    let _ = writeln!(text, "  [ \"$rc\" -eq 0 ] || [ \"$rc\" -eq 2 ]");
+}
+
 /// `--dry-run`: each task as a shell block, in the order a single worker would run them.
 pub(super) fn print_dry_run(
     tasks: &[Task],
@@ -287,7 +318,11 @@ pub(super) fn print_dry_run(
             let _ = writeln!(text, "  export {key}={}", sh_word(value));
         }
         for command in &task.commands {
-            let _ = writeln!(text, "  {}", command.display());
+            if task.plan_results && command.args.first().map(String::as_str) == Some("plan") {
+                plan_results_lines(&mut text, command, &options.commit);
+            } else {
+                let _ = writeln!(text, "  {}", command.display());
+            }
         }
         text.push_str(")\n");
     }

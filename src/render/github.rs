@@ -15,10 +15,11 @@ use serde_yaml::{Mapping, Value};
 use super::yaml::{write_document, Style};
 use super::{
     job_commands, job_variables, string, string_map, strings, to_value, Header, RenderError,
-    RenderWarning, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE,
+    RenderWarning, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
 };
 use crate::config::{Binary, Config, GitHub, GitHubJobConfig, GitHubStep, Image, OverwriteType};
 use crate::contrib::When;
+use crate::escape::sh_word;
 use crate::ir::{ContributedJob, Job, JobKind, JobPlan};
 
 /// GitHub rejects workflow files larger than this.
@@ -64,6 +65,24 @@ pub fn render_github(
         "TERRAFORM_BINARY".to_owned(),
         plan.binary.command().to_owned(),
     );
+    if plan.plan_results && !plan.is_empty() {
+        // Written once for every plan job (a workflow is limited in size): the commit a
+        // plan is made for (a pull request's head, not its merge commit) and the script
+        // that keeps the plan as data, which each plan step evaluates.
+        env.insert(
+            "TERRACI_COMMIT".to_owned(),
+            "${{ github.event.pull_request.head.sha || github.sha }}".to_owned(),
+        );
+        let mut script = String::new();
+        for line in job_commands(plan, JobKind::Plan, "TERRACI_COMMIT")
+            .into_iter()
+            .skip(usize::from(plan.init_enabled))
+        {
+            script.push_str(&line);
+            script.push('\n');
+        }
+        env.insert(PLAN_SCRIPT_VAR.to_owned(), script);
+    }
     env.extend(github.env.clone());
     doc.insert(string("env"), string_map(&env));
 
@@ -118,6 +137,9 @@ pub fn render_github(
     }
     Ok(Rendered { text, warnings })
 }
+
+/// The workflow variable holding the plan script of plan jobs that keep plan results.
+const PLAN_SCRIPT_VAR: &str = "TERRACI_PLAN_SCRIPT";
 
 /// The environment apply jobs run in unless `job_defaults`/`overwrites` name one.
 pub const DEFAULT_APPLY_ENVIRONMENT: &str = "terraform";
@@ -347,21 +369,19 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         JobKind::Apply => "Apply",
     };
     let mut run = String::new();
-    for command in job_commands(plan, job.kind, "TERRACI_COMMIT") {
-        run.push_str(&command);
-        run.push('\n');
+    if job.kind == JobKind::Plan && plan.plan_results {
+        if plan.init_enabled {
+            run.push_str(&format!("{} init\n", plan.binary.command()));
+        }
+        run.push_str(&format!("eval \"${PLAN_SCRIPT_VAR}\"\n"));
+    } else {
+        for command in job_commands(plan, job.kind, "TERRACI_COMMIT") {
+            run.push_str(&command);
+            run.push('\n');
+        }
     }
     let mut run_step = step(&[("name", &format!("{verb} {}", job.module))]);
     run_step.insert(string("working-directory"), string(&*job.module));
-    if job.kind == JobKind::Plan && plan.plan_results {
-        // The commit the plan was made for: a pull request's head, not its merge commit.
-        let mut env = Mapping::new();
-        env.insert(
-            string("TERRACI_COMMIT"),
-            string("${{ github.event.pull_request.head.sha || github.sha }}"),
-        );
-        run_step.insert(string("env"), Value::Mapping(env));
-    }
     run_step.insert(string("run"), string(run));
     steps.push(run_step);
     steps.extend(user_steps(user.steps_after.as_deref()));
@@ -372,11 +392,13 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         ]);
         let mut with = Mapping::new();
         with.insert(string("name"), string(artifact_name(job)));
-        let paths: Vec<String> = super::plan_files(plan)
-            .iter()
-            .map(|f| format!("{}/{f}", job.module))
-            .collect();
-        with.insert(string("path"), string(paths.join("\n")));
+        // `plan.*`: the plan file and, kept as data, plan.txt, plan.json, plan.result.json.
+        let files = if plan.plan_results {
+            "plan.*"
+        } else {
+            PLAN_FILE
+        };
+        with.insert(string("path"), string(format!("{}/{files}", job.module)));
         // Plan results are kept also when the plan failed: the review must see it.
         with.insert(
             string("if-no-files-found"),
@@ -489,7 +511,10 @@ fn render_contributed(
     let mut permissions = IndexMap::from([("contents".to_owned(), "read".to_owned())]);
     permissions.extend(job.spec.permissions.iter().cloned());
     m.insert(string("permissions"), string_map(&permissions));
-    let mut env = IndexMap::from([("GITHUB_TOKEN".to_owned(), "${{ github.token }}".to_owned())]);
+    let mut env = IndexMap::from([(
+        "GITHUB_TOKEN".to_owned(),
+        "${{ secrets.GITHUB_TOKEN }}".to_owned(),
+    )]);
     env.extend(user.env.clone());
     m.insert(string("env"), string_map(&env));
 
@@ -497,29 +522,49 @@ fn render_contributed(
         ("name", "Checkout"),
         ("uses", "actions/checkout@v4"),
     ])];
+    // Plans: every plan artifact in one step (each into a directory of its name), then
+    // each put into its module directory; a plan that did not run has none.
+    let planned: Vec<&Job> = job.needs.iter().filter_map(|n| plan.job(&n.job)).collect();
+    if !planned.is_empty() {
+        let into = format!("{}/plans", plan.service_dir.trim_end_matches('/'));
+        let mut s = step(&[
+            ("name", "Download plans"),
+            ("uses", "actions/download-artifact@v4"),
+        ]);
+        let mut with = Mapping::new();
+        with.insert(string("pattern"), string("terraci-plan-*"));
+        with.insert(string("path"), string(into.as_str()));
+        s.insert(string("with"), Value::Mapping(with));
+        s.insert(string("continue-on-error"), Value::Bool(true));
+        steps.push(s);
+        let mut run = format!(
+            "put() {{ if [ -d {}/\"$1\" ]; then cp -R {}/\"$1\"/. \"$2\"/; fi; }}\n",
+            sh_word(&into),
+            sh_word(&into)
+        );
+        for planned in &planned {
+            run.push_str(&format!(
+                "put {} {}\n",
+                sh_word(&artifact_name(planned)),
+                sh_word(&planned.module)
+            ));
+        }
+        let mut s = step(&[("name", "Put the plans into their modules")]);
+        s.insert(string("run"), string(run));
+        steps.push(s);
+    }
     for need in &job.needs {
-        let download = match plan.job(&need.job) {
-            Some(planned) => Some((
-                format!("Download plan of {}", planned.module),
-                artifact_name(planned),
-                planned.module.to_string(),
-            )),
-            None => plan
-                .contributed_job(&need.job)
-                .and_then(|c| c.spec.produces.as_deref())
-                .map(|producer| {
-                    (
-                        format!("Download {producer} report"),
-                        report_artifact(producer),
-                        plan.service_dir.clone(),
-                    )
-                }),
-        };
-        if let Some((name, artifact, path)) = download {
-            let mut s = step(&[("name", &name), ("uses", "actions/download-artifact@v4")]);
+        let report = plan
+            .contributed_job(&need.job)
+            .and_then(|c| c.spec.produces.as_deref());
+        if let Some(producer) = report {
+            let mut s = step(&[
+                ("name", &format!("Download {producer} report")),
+                ("uses", "actions/download-artifact@v4"),
+            ]);
             let mut with = Mapping::new();
-            with.insert(string("name"), string(artifact));
-            with.insert(string("path"), string(path));
+            with.insert(string("name"), string(report_artifact(producer)));
+            with.insert(string("path"), string(plan.service_dir.as_str()));
             s.insert(string("with"), Value::Mapping(with));
             s.insert(string("continue-on-error"), Value::Bool(true));
             steps.push(s);

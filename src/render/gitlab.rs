@@ -789,7 +789,7 @@ impl KindSettings {
         let files = super::plan_files(plan);
         let artifacts = match (kind, &user.artifacts) {
             (JobKind::Plan, None) => Artifacts::PlanFile(files),
-            (JobKind::Plan, Some(user)) => Artifacts::WithPlanFile(user.clone(), files),
+            (JobKind::Plan, Some(user)) => Artifacts::WithPlanFile(Box::new(user.clone()), files),
             (JobKind::Apply, user) => {
                 let mut m = Mapping::new();
                 if let Some(user) = user {
@@ -816,7 +816,7 @@ enum Artifacts {
     /// Plan jobs without user `artifacts`: the plan files, for a day.
     PlanFile(&'static [&'static str]),
     /// Plan jobs with user `artifacts`: the plan files are added to them job by job.
-    WithPlanFile(GitLabArtifacts, &'static [&'static str]),
+    WithPlanFile(Box<GitLabArtifacts>, &'static [&'static str]),
     /// Apply jobs: the user's `artifacts` as text (nothing without), the same for all.
     Fixed(String),
 }
@@ -840,7 +840,7 @@ impl Artifacts {
                 }
             }
             Artifacts::WithPlanFile(user, files) => {
-                let mut merged = user.clone();
+                let mut merged = (**user).clone();
                 with_plan_files(&mut merged, &job.module, files);
                 let mut m = Mapping::new();
                 m.insert(string("artifacts"), to_value(&merged));
