@@ -81,6 +81,19 @@ in the project directory. Stops cleanly (exit 0) on Ctrl-C or SIGTERM."
     Graph(GraphArgs),
     /// Run the pipeline on this machine: terraform init/plan/apply per module, in order
     LocalExec(LocalExecArgs),
+    /// Post the plan results as one merge-request / pull-request comment (or print it)
+    #[command(
+        long_about = "Post the plan results as one merge-request / pull-request comment (or print it).\n\n\
+Reads what each plan job left in its module directory (plan.result.json, plan.json, plan.txt) \
+and the reports in the service directory (<service_dir>/*-report.json), and writes one Markdown \
+comment: per environment a table of the modules with changes, failed or stale plans and their \
+counts, per-module details, a graph of the affected modules and one section per report. In a \
+GitLab merge request pipeline (CI_SERVER_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, GITLAB_TOKEN \
+or CI_JOB_TOKEN) or a GitHub pull request (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH) it \
+edits its earlier comment or posts one, and syncs the labels it manages; elsewhere it prints the \
+comment. Exit 0 on success or when there is nothing to post, 1 on error."
+    )]
+    Summary(SummaryArgs),
     /// Print every diagnostic code with its meaning
     ExplainCodes,
     /// Write a starter .terraci.yaml
@@ -282,6 +295,12 @@ pub struct GraphArgs {
     /// Write to FILE
     #[arg(short = 'o', long)]
     pub output: Option<Utf8PathBuf>,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct SummaryArgs {
     #[command(flatten)]
     pub eval: EvalArgs,
 }

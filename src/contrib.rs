@@ -292,8 +292,13 @@ pub fn summary_contribution() -> Contribution {
 /// `extensions.summary.enabled: false`, or for GitLab `extensions.gitlab.mr.comment.enabled:
 /// false`, for GitHub `extensions.github.pr.comment.enabled: false`.
 pub fn summary_enabled(config: &Config, runner: Runner) -> bool {
-    let _ = (config, runner);
-    true
+    use crate::config::CommentProvider;
+    let provider = match runner {
+        Runner::Local => return config.extensions.summary_enabled(),
+        Runner::Gitlab => CommentProvider::GitLab,
+        Runner::Github => CommentProvider::GitHub,
+    };
+    config.extensions.effective_summary(Some(provider)).enabled
 }
 
 /// The contributions of the extensions `config` enables, for pipelines of `runner`.

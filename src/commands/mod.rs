@@ -4,6 +4,7 @@
 mod generate;
 mod graph;
 mod local_exec;
+mod summary;
 mod validate;
 mod watch;
 
@@ -67,6 +68,7 @@ fn dispatch(cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
         Command::Validate(args) => validate::validate(&cli.global, args, io),
         Command::Graph(args) => graph::graph(&cli.global, args, io),
         Command::LocalExec(args) => local_exec::local_exec(&cli.global, args, io),
+        Command::Summary(args) => summary::summary(&cli.global, args, io),
         Command::Init(args) => init(&cli.global, args, io),
         Command::Schema(args) => schema(args, io),
         Command::Completion(args) => completion(args, io),

@@ -185,8 +185,8 @@ pub struct Extensions {
     pub cost: Option<Ignored>,
     /// TerraCi's policy plugin: not implemented by terraci, accepted with a warning.
     pub policy: Option<Ignored>,
-    /// TerraCi's summary plugin: not implemented by terraci, accepted with a warning.
-    pub summary: Option<Ignored>,
+    /// The merge-request / pull-request comment of `terraci summary` (on by default).
+    pub summary: Option<SummarySettings>,
     /// TerraCi's tfupdate plugin: not implemented by terraci, accepted with a warning.
     pub tfupdate: Option<Ignored>,
     /// TerraCi's update plugin: not implemented by terraci, accepted with a warning.
@@ -202,7 +202,6 @@ impl Extensions {
         for (name, present) in [
             ("cost", self.cost.is_some()),
             ("policy", self.policy.is_some()),
-            ("summary", self.summary.is_some()),
             ("tfupdate", self.tfupdate.is_some()),
             ("update", self.update.is_some()),
             ("localexec", self.localexec.is_some()),
@@ -407,8 +406,8 @@ pub struct GitLab {
     pub job_defaults: Option<GitLabJobConfig>,
     /// Applied after `job_defaults` to the jobs of one type, in order.
     pub overwrites: Vec<GitLabOverwrite>,
-    /// TerraCi's merge-request comments; not implemented, accepted with a warning.
-    pub mr: Option<Ignored>,
+    /// Merge-request comment and labels of `terraci summary`, and its job.
+    pub mr: Option<GitLabMr>,
     /// Older TerraCi keys, now under `execution`; accepted with a warning.
     pub terraform_binary: Option<Ignored>,
     pub plan_enabled: Option<Ignored>,
@@ -631,8 +630,8 @@ pub struct GitHub {
     pub job_defaults: Option<GitHubJobConfig>,
     /// Applied after `job_defaults` to the jobs of one type, in order.
     pub overwrites: Vec<GitHubOverwrite>,
-    /// TerraCi's pull-request comments; not implemented, accepted with a warning.
-    pub pr: Option<Ignored>,
+    /// Pull-request comment and labels of `terraci summary`, and its job.
+    pub pr: Option<GitHubPr>,
 }
 
 /// One step of `steps_before` / `steps_after`, passed through.
@@ -723,5 +722,229 @@ impl GitHubOverwrite {
             steps_before: self.steps_before.clone(),
             steps_after: self.steps_after.clone(),
         }
+    }
+}
+
+/// `extensions.summary`: what `terraci summary` writes, for every CI provider.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SummarySettings {
+    /// The summary job and comment (default true; `false` turns both off).
+    pub enabled: Option<bool>,
+    /// Post no comment when no module has changes or failed and no report warns.
+    pub on_changes_only: bool,
+    /// A `<details>` section per module with its resource changes (default true).
+    pub include_details: Option<bool>,
+    /// Labels for the merge request / pull request. Placeholders: each pattern segment
+    /// (`{service}`, `{environment}`...), `{env}`, `{module_id}`, `{module_path}`,
+    /// `{status}` (per changed or failed module), and `{resource_type}`,
+    /// `{resource_name}`, `{resource_address}`, `{resource_action}` (per changed
+    /// resource).
+    pub labels: Vec<String>,
+}
+
+/// `comment:` of `extensions.gitlab.mr` / `extensions.github.pr`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CommentSettings {
+    /// Post the comment (default true).
+    pub enabled: Option<bool>,
+    /// Post no comment when nothing changes (as `extensions.summary.on_changes_only`).
+    pub on_changes_only: bool,
+    /// Per-module `<details>` (default true; as `extensions.summary.include_details`).
+    pub include_details: Option<bool>,
+}
+
+/// `extensions.gitlab.mr` and `extensions.github.pr`: the comment, the labels and the
+/// provider's summary job (`J`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    default,
+    bound(deserialize = "J: Deserialize<'de>")
+)]
+#[schemars(rename = "ReviewSettings_{J}")]
+pub struct ReviewSettings<J> {
+    pub comment: Option<CommentSettings>,
+    /// Labels; placeholders as in `extensions.summary.labels`.
+    pub labels: Vec<String>,
+    /// The `terraci-summary` job.
+    pub summary_job: Option<J>,
+}
+
+impl<J> Default for ReviewSettings<J> {
+    fn default() -> Self {
+        ReviewSettings {
+            comment: None,
+            labels: Vec::new(),
+            summary_job: None,
+        }
+    }
+}
+
+/// `extensions.gitlab.mr`.
+pub type GitLabMr = ReviewSettings<GitLabSummaryJob>;
+/// `extensions.github.pr`.
+pub type GitHubPr = ReviewSettings<GitHubSummaryJob>;
+
+/// `extensions.gitlab.mr.summary_job`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitLabSummaryJob {
+    /// Image of the job; it must contain terraci.
+    pub image: Option<Image>,
+    /// Runner tags of the job.
+    pub tags: Vec<String>,
+}
+
+/// `extensions.github.pr.summary_job`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitHubSummaryJob {
+    /// Runner label of the job (default: `runs_on`).
+    pub runs_on: Option<String>,
+}
+
+/// Which provider's comment settings apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentProvider {
+    GitLab,
+    GitHub,
+}
+
+/// The summary settings in effect for one provider: `extensions.summary` combined with
+/// the provider's `comment` section (either can turn the comment off or details off;
+/// either can ask for changes only) and both label lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveSummary {
+    pub enabled: bool,
+    pub on_changes_only: bool,
+    pub include_details: bool,
+    pub labels: Vec<String>,
+}
+
+impl Extensions {
+    /// Whether the summary job and command are on (`extensions.summary.enabled`,
+    /// default true).
+    pub fn summary_enabled(&self) -> bool {
+        self.summary
+            .as_ref()
+            .and_then(|s| s.enabled)
+            .unwrap_or(true)
+    }
+
+    /// The summary settings for `provider` (`None`: no provider, as outside CI).
+    pub fn effective_summary(&self, provider: Option<CommentProvider>) -> EffectiveSummary {
+        let summary = self.summary.clone().unwrap_or_default();
+        let (comment, labels) = match provider {
+            Some(CommentProvider::GitLab) => self
+                .gitlab
+                .as_ref()
+                .and_then(|g| g.mr.as_ref())
+                .map(|mr| (mr.comment.clone(), mr.labels.clone())),
+            Some(CommentProvider::GitHub) => self
+                .github
+                .as_ref()
+                .and_then(|g| g.pr.as_ref())
+                .map(|pr| (pr.comment.clone(), pr.labels.clone())),
+            None => None,
+        }
+        .unwrap_or_default();
+        let comment = comment.unwrap_or_default();
+        let mut all_labels = summary.labels.clone();
+        for label in labels {
+            if !all_labels.contains(&label) {
+                all_labels.push(label);
+            }
+        }
+        EffectiveSummary {
+            enabled: summary.enabled.unwrap_or(true) && comment.enabled.unwrap_or(true),
+            on_changes_only: summary.on_changes_only || comment.on_changes_only,
+            include_details: summary.include_details.unwrap_or(true)
+                && comment.include_details.unwrap_or(true),
+            labels: all_labels,
+        }
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::load::parse_config_with_warnings;
+    use super::*;
+
+    #[test]
+    fn summary_settings_default_on_with_details() {
+        let c = parse_config("", ".terraci.yaml").expect("empty loads");
+        let effective = c
+            .extensions
+            .effective_summary(Some(CommentProvider::GitLab));
+        assert!(c.extensions.summary_enabled());
+        assert_eq!(
+            effective,
+            EffectiveSummary {
+                enabled: true,
+                on_changes_only: false,
+                include_details: true,
+                labels: Vec::new(),
+            }
+        );
+    }
+
+    #[test]
+    fn terraci_summary_and_mr_sections_load_and_combine() {
+        let text = "extensions:\n  summary:\n    on_changes_only: true\n    labels: [terraform]\n  gitlab:\n    mr:\n      comment:\n        enabled: true\n        include_details: false\n      labels: [\"env:{environment}\", terraform]\n      summary_job:\n        image: registry.example.com/terraci:1\n        tags: [docker]\n  github:\n    pr:\n      comment:\n        enabled: false\n      summary_job:\n        runs_on: self-hosted\n";
+        let (c, warnings) = parse_config_with_warnings(text, ".terraci.yaml").expect("loads");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let gitlab = c
+            .extensions
+            .effective_summary(Some(CommentProvider::GitLab));
+        assert!(gitlab.enabled && gitlab.on_changes_only && !gitlab.include_details);
+        assert_eq!(gitlab.labels, ["terraform", "env:{environment}"]);
+        let github = c
+            .extensions
+            .effective_summary(Some(CommentProvider::GitHub));
+        assert!(!github.enabled && github.include_details);
+        assert_eq!(github.labels, ["terraform"]);
+        let mr = c.extensions.gitlab.as_ref().and_then(|g| g.mr.as_ref());
+        let job = mr
+            .and_then(|m| m.summary_job.as_ref())
+            .expect("summary_job");
+        assert_eq!(
+            job.image.as_ref().map(Image::name),
+            Some("registry.example.com/terraci:1")
+        );
+        assert_eq!(job.tags, ["docker"]);
+        let pr = c.extensions.github.as_ref().and_then(|g| g.pr.as_ref());
+        assert_eq!(
+            pr.and_then(|p| p.summary_job.as_ref())
+                .and_then(|j| j.runs_on.as_deref()),
+            Some("self-hosted")
+        );
+    }
+
+    #[test]
+    fn summary_disabled_turns_the_comment_off_everywhere() {
+        let c = parse_config("extensions:\n  summary:\n    enabled: false\n", "c").expect("loads");
+        assert!(!c.extensions.summary_enabled());
+        assert!(!c.extensions.effective_summary(None).enabled);
+        assert!(
+            !c.extensions
+                .effective_summary(Some(CommentProvider::GitHub))
+                .enabled
+        );
+    }
+
+    #[test]
+    fn a_typo_inside_the_mr_comment_is_an_error_naming_the_key() {
+        let text =
+            "extensions:\n  gitlab:\n    mr:\n      comment:\n        on_change_only: true\n";
+        let err = parse_config_with_warnings(text, ".terraci.yaml")
+            .expect_err("a typo in a typed section")
+            .to_string();
+        assert!(
+            err.contains("extensions.gitlab.mr.comment.on_change_only"),
+            "{err}"
+        );
+        assert!(err.contains("on_changes_only"), "{err}");
     }
 }

@@ -39,13 +39,6 @@ pub fn render_github(
 ) -> Result<Rendered, RenderError> {
     let github = config.extensions.github.clone().unwrap_or_default();
     let mut warnings = Vec::new();
-    if github.pr.is_some() {
-        warnings.push(RenderWarning::new(
-            "config-warning",
-            "extensions.github.pr (pull-request comments) is not implemented by terraci; \
-             the section is ignored",
-        ));
-    }
 
     let mut doc = Mapping::new();
     doc.insert(
@@ -452,8 +445,10 @@ fn contributed_config(github: &GitHub, job: &ContributedJob) -> GitHubJobConfig 
 
 /// `extensions.github.pr.summary_job.runs_on` for the summary job.
 fn summary_runs_on(github: &GitHub, job: &ContributedJob) -> Option<String> {
-    let _ = (github, job);
-    None
+    if &*job.name != crate::contrib::SUMMARY_JOB {
+        return None;
+    }
+    github.pr.as_ref()?.summary_job.as_ref()?.runs_on.clone()
 }
 
 /// The artifact of a report producer.

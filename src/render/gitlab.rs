@@ -296,13 +296,6 @@ impl JobTexts {
 
 fn ignored_keys(gitlab: &GitLab) -> Vec<RenderWarning> {
     let mut warnings = Vec::new();
-    if gitlab.mr.is_some() {
-        warnings.push(RenderWarning::new(
-            "config-warning",
-            "extensions.gitlab.mr (merge-request comments) is not implemented by terraci; \
-             the section is ignored",
-        ));
-    }
     for (key, present, instead) in [
         (
             "terraform_binary",
@@ -662,8 +655,14 @@ fn summary_job_settings(
     gitlab: &GitLab,
     job: &ContributedJob,
 ) -> Option<(Option<Image>, Option<Vec<String>>)> {
-    let _ = gitlab;
-    (&*job.name == crate::contrib::SUMMARY_JOB).then_some((None, None))
+    if &*job.name != crate::contrib::SUMMARY_JOB {
+        return None;
+    }
+    let settings = gitlab.mr.as_ref()?.summary_job.as_ref()?;
+    Some((
+        settings.image.clone(),
+        (!settings.tags.is_empty()).then(|| settings.tags.clone()),
+    ))
 }
 
 /// A contributed job's text: `stage` of its level, `needs` (each with its artifacts and

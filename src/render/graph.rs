@@ -288,7 +288,7 @@ fn plantuml_label(id: &str) -> String {
 
 /// A Mermaid label in `["..."]`: quotes, markup and `#` as Mermaid's `#...;` entities,
 /// line breaks and controls as `\u{..}` text.
-fn mermaid_label(id: &str) -> String {
+pub(crate) fn mermaid_label(id: &str) -> String {
     let mut out = String::new();
     for c in crate::escape::printable(id).chars() {
         match c {

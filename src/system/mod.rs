@@ -194,6 +194,16 @@ pub trait System: Send + Sync {
     }
     /// [`System::write_atomic`] of the concatenation of `parts`.
     fn write_atomic_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool>;
+    /// Adds `bytes` to the end of the file at `path`, creating it (a log another program
+    /// reads, such as GitHub's step summary). Systems without appends rewrite the file.
+    fn append(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        let old = match self.read(path) {
+            Ok(old) => old,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        self.write_atomic_parts(path, &[&old, bytes]).map(|_| ())
+    }
     /// Replaces `path` with `bytes` through a temp file and a rename, without syncing to
     /// disk: for caches, whose readers check their integrity themselves.
     fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {

@@ -249,6 +249,14 @@ impl System for OsSystem {
         result
     }
 
+    fn append(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        file.write_all(bytes)
+    }
+
     fn write_atomic_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         // Through a symlink to its target: renaming over the link would replace the link.

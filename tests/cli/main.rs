@@ -15,6 +15,7 @@ mod real_terraform;
 mod robustness;
 mod rules;
 mod seeds;
+mod summary;
 mod terminal;
 mod text;
 mod validate;
