@@ -538,10 +538,16 @@ fn render_contributed(
             sh_word(&into)
         );
         for planned in &planned {
+            // A directory named `-x` must not read as an option of `cp`.
+            let module = if planned.module.starts_with('-') {
+                format!("./{}", planned.module)
+            } else {
+                planned.module.to_string()
+            };
             run.push_str(&format!(
                 "put {} {}\n",
                 sh_word(&artifact_name(planned)),
-                sh_word(&planned.module)
+                sh_word(&module)
             ));
         }
         let mut s = step(&[("name", "Put the plans into their modules")]);
