@@ -482,7 +482,11 @@ pub fn contribute(
     let gates_apply = !plan.plan_only && set.jobs().iter().any(|c| c.gates_applies);
     if gates_apply {
         let gate = set.jobs().iter().find(|c| c.gates_applies);
-        if let Some(gate) = gate.filter(|g| !g.consumes_plans()) {
+        let blind = set
+            .jobs()
+            .iter()
+            .find(|c| c.gates_applies && !c.consumes_plans());
+        if let Some(gate) = blind {
             return Err(ContributionError {
                 code: "contribution-invalid",
                 message: format!(
@@ -658,6 +662,121 @@ mod tests {
     fn needs_never_name_a_job_outside_the_pipeline() {
         let p = plan(&[target("b", &["a"])], PlanOptions::default());
         assert_eq!(summary(&p), ["0 plan-b <- []", "1 apply-b <- [plan-b]"]);
+    }
+
+    fn gate(name: &str) -> crate::contrib::Contribution {
+        crate::contrib::Contribution {
+            name: name.into(),
+            commands: vec![vec!["terraci".into(), "policy".into(), "check".into()]],
+            consumes: vec![crate::contrib::Input::PlanResults],
+            produces: Some("policy".into()),
+            gates_applies: true,
+            when: crate::contrib::When::OnSuccess,
+            permissions: vec![],
+            local: true,
+        }
+    }
+
+    fn with(
+        p: JobPlan,
+        jobs: Vec<crate::contrib::Contribution>,
+    ) -> Result<JobPlan, IrError> {
+        let set = crate::contrib::ContributionSet::new(jobs).unwrap();
+        contribute(p, &set, ".terraci")
+    }
+
+    fn all(p: &JobPlan) -> Vec<String> {
+        let mut lines = summary(p);
+        lines.extend(p.contributed.iter().map(|j| {
+            let needs: Vec<&str> = j.needs.iter().map(|n| &*n.job).collect();
+            format!("{} {} <- [{}]", j.level, j.name, needs.join(", "))
+        }));
+        lines
+    }
+
+    #[test]
+    fn the_summary_needs_every_plan_after_the_last() {
+        let p = plan(
+            &[target("eks", &["vpc"]), target("vpc", &[])],
+            PlanOptions::default(),
+        );
+        let p = with(p, vec![crate::contrib::summary_contribution()]).unwrap();
+        assert_eq!(
+            all(&p),
+            [
+                "0 plan-vpc <- []",
+                "1 apply-vpc <- [plan-vpc]",
+                "2 plan-eks <- [apply-vpc]",
+                "3 apply-eks <- [plan-eks, apply-vpc]",
+                "3 terraci-summary <- [plan-vpc, plan-eks]",
+            ]
+        );
+        assert!(p.plan_results);
+        assert_eq!(p.levels, 4);
+        assert!(p.contributed[0].needs.iter().all(|n| n.artifacts));
+    }
+
+    #[test]
+    fn no_module_jobs_no_contributed_jobs() {
+        let p = with(
+            plan(&[], PlanOptions::default()),
+            vec![crate::contrib::summary_contribution()],
+        )
+        .unwrap();
+        assert!(p.contributed.is_empty() && p.is_empty());
+    }
+
+    #[test]
+    fn applies_wait_for_a_gate_and_a_reader_of_reports_for_its_producer() {
+        let p = plan(&[target("a", &[]), target("b", &[])], PlanOptions::default());
+        let p = with(
+            p,
+            vec![crate::contrib::summary_contribution(), gate("policy-check")],
+        )
+        .unwrap();
+        assert_eq!(
+            all(&p),
+            [
+                "0 plan-a <- []",
+                "0 plan-b <- []",
+                "2 apply-a <- [plan-a, policy-check]",
+                "2 apply-b <- [plan-b, policy-check]",
+                "1 policy-check <- [plan-a, plan-b]",
+                "2 terraci-summary <- [plan-a, plan-b, policy-check]",
+            ]
+        );
+        assert_eq!(p.levels, 3);
+    }
+
+    #[test]
+    fn invalid_contributions_stop_the_plan_with_a_code() {
+        // A gate reads every plan, but plan-b waits for apply-a: a cycle.
+        let p = plan(&[target("a", &[]), target("b", &["a"])], PlanOptions::default());
+        let err = with(p, vec![gate("policy-check")]).unwrap_err();
+        assert_eq!(err.diagnostic().map(|d| d.code), Some("contribution-cycle"));
+        assert_eq!(
+            err.to_string(),
+            "the contributed job `policy-check` gates every apply and reads every plan, but `plan-b` waits for `apply-a` (module `b` reads its state): the jobs would wait for each other; use it with --plan-only"
+        );
+        // Plan-only pipelines have no applies to gate.
+        let p = plan(
+            &[target("a", &[]), target("b", &["a"])],
+            PlanOptions {
+                plan_only: true,
+                ..PlanOptions::default()
+            },
+        );
+        assert!(with(p, vec![gate("policy-check")]).is_ok());
+        // A contributed job named like a module's job.
+        let p = plan(&[target("x", &[])], PlanOptions::default());
+        let mut clash = crate::contrib::summary_contribution();
+        clash.name = "plan-x".into();
+        let err = with(p, vec![clash]).unwrap_err();
+        assert_eq!(err.diagnostic().map(|d| d.code), Some("contribution-clash"));
+        assert_eq!(
+            err.to_string(),
+            "the contributed job `plan-x` has the name of the plan job of module `x`; rename the directory"
+        );
     }
 
     #[test]
