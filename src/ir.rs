@@ -677,10 +677,7 @@ mod tests {
         }
     }
 
-    fn with(
-        p: JobPlan,
-        jobs: Vec<crate::contrib::Contribution>,
-    ) -> Result<JobPlan, IrError> {
+    fn with(p: JobPlan, jobs: Vec<crate::contrib::Contribution>) -> Result<JobPlan, IrError> {
         let set = crate::contrib::ContributionSet::new(jobs).unwrap();
         contribute(p, &set, ".terraci")
     }
@@ -728,7 +725,10 @@ mod tests {
 
     #[test]
     fn applies_wait_for_a_gate_and_a_reader_of_reports_for_its_producer() {
-        let p = plan(&[target("a", &[]), target("b", &[])], PlanOptions::default());
+        let p = plan(
+            &[target("a", &[]), target("b", &[])],
+            PlanOptions::default(),
+        );
         let p = with(
             p,
             vec![crate::contrib::summary_contribution(), gate("policy-check")],
@@ -751,7 +751,10 @@ mod tests {
     #[test]
     fn invalid_contributions_stop_the_plan_with_a_code() {
         // A gate reads every plan, but plan-b waits for apply-a: a cycle.
-        let p = plan(&[target("a", &[]), target("b", &["a"])], PlanOptions::default());
+        let p = plan(
+            &[target("a", &[]), target("b", &["a"])],
+            PlanOptions::default(),
+        );
         let err = with(p, vec![gate("policy-check")]).unwrap_err();
         assert_eq!(err.diagnostic().map(|d| d.code), Some("contribution-cycle"));
         assert_eq!(

@@ -162,7 +162,11 @@ pub fn dry_run(
                 .jobs
                 .iter()
                 .map(|j| (j.level, &j.name, &j.needs))
-                .chain(plan.contributed.iter().map(|j| (j.level, &j.name, &j.needs)));
+                .chain(
+                    plan.contributed
+                        .iter()
+                        .map(|j| (j.level, &j.name, &j.needs)),
+                );
             for (level, name, needs) in jobs {
                 let needs: Vec<&str> = needs.iter().map(|n| &*n.job).collect();
                 if needs.is_empty() {
