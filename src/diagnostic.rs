@@ -226,4 +226,6 @@ pub const CODES: &[(&str, &str)] = &[
     ("contribution-unknown-input", "a contributed job consumes a report no job produces; nothing is generated or run"),
     ("contribution-cycle", "contributed jobs would wait for each other: they read each other's reports in a circle, or a gate of the applies reads plans that wait for applies; nothing is generated or run"),
     ("unknown-overwrite-type", "an `overwrites[].type` names no job of the pipeline (not plan, apply, a contributed job or a job a TerraCi plugin contributes); the entry has no effect"),
+    ("summary-report", "summary: a `<service_dir>/*-report.json` cannot be read or is not a report; it is left out of the comment"),
+    ("summary-label", "summary: a label template gives no label for a module or resource (a placeholder without a value, an empty label, a comma or control character); that label is skipped"),
 ];

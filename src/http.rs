@@ -267,8 +267,8 @@ fn status_text(status: u16) -> String {
     }
 }
 
-/// The real transport: `ureq` with rustls, a 10 s connect and 60 s overall timeout,
-/// responses up to 16 MiB, proxies from the usual environment variables.
+/// The real transport: `ureq` with rustls, a 10 s connect and 60 s overall timeout, no
+/// redirects, responses up to 16 MiB, proxies from the usual environment variables.
 pub struct UreqTransport {
     agent: ureq::Agent,
 }
@@ -277,6 +277,8 @@ impl Default for UreqTransport {
     fn default() -> Self {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            // A redirect would carry the token header to wherever it points.
+            .max_redirects(0)
             .timeout_connect(Some(Duration::from_secs(10)))
             .timeout_global(Some(Duration::from_secs(60)))
             .user_agent(concat!("terraci/", env!("CARGO_PKG_VERSION")))

@@ -55,10 +55,10 @@ pub fn summary(global: &GlobalArgs, args: &SummaryArgs, io: &mut Io<'_>) -> anyh
         &modules,
         &edges,
         Utf8Path::new(service_dir),
-        context.head.as_deref(),
+        &context.commits,
     );
     ws.dismiss();
-    for warning in &summary.warnings {
+    for warning in summary.warnings.iter().filter(|_| !quiet) {
         writeln!(io.stderr, "warning[summary-report]: {warning}")?;
     }
     if summary.modules.is_empty() {
@@ -72,7 +72,7 @@ pub fn summary(global: &GlobalArgs, args: &SummaryArgs, io: &mut Io<'_>) -> anyh
         return Ok(exit::OK);
     }
     let (wanted, label_warnings) = labels::resolve(&settings.labels, &summary.modules);
-    for warning in &label_warnings {
+    for warning in label_warnings.iter().filter(|_| !quiet) {
         writeln!(io.stderr, "warning[summary-label]: {warning}")?;
     }
     let options = |managed: Option<&[String]>| RenderOptions {
@@ -151,19 +151,14 @@ pub fn summary(global: &GlobalArgs, args: &SummaryArgs, io: &mut Io<'_>) -> anyh
                     posted.comment_id.map(|i| i.to_string()).unwrap_or_default(),
                     posted.endpoint
                 )?;
-                for label in &posted.labels_added {
-                    writeln!(
-                        io.stderr,
-                        "summary: added label {}",
-                        crate::escape::printable(label)
-                    )?;
-                }
-                for label in &posted.labels_removed {
-                    writeln!(
-                        io.stderr,
-                        "summary: removed label {}",
-                        crate::escape::printable(label)
-                    )?;
+                for (verb, list) in [
+                    ("added", &posted.labels_added),
+                    ("removed", &posted.labels_removed),
+                ] {
+                    for label in list {
+                        let label = crate::escape::printable(label);
+                        writeln!(io.stderr, "summary: {verb} label {label}")?;
+                    }
                 }
             }
         }

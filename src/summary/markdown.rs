@@ -324,7 +324,7 @@ fn break_references(s: &str) -> String {
 /// (controls escaped), every ASCII punctuation character backslash-escaped (no emphasis,
 /// link, image, HTML, autolink, table pipe or math), references broken.
 pub fn text(s: &str) -> String {
-    let line = crate::escape::printable(s);
+    let line = break_references(&crate::escape::printable(s));
     let mut out = String::with_capacity(line.len() + 8);
     for c in line.chars() {
         if c.is_ascii_punctuation() {
@@ -332,7 +332,7 @@ pub fn text(s: &str) -> String {
         }
         out.push(c);
     }
-    break_references(&out)
+    out
 }
 
 /// `s` as an inline code span that also works in a table cell: one line, a delimiter
@@ -352,7 +352,7 @@ pub fn code(s: &str) -> String {
 /// `s` as HTML text (inside `<summary>`, where Markdown is not read): one line, `&`, `<`,
 /// `>`, `"`, `'` as entities, references broken.
 pub fn html(s: &str) -> String {
-    let line = crate::escape::printable(s);
+    let line = break_references(&crate::escape::printable(s));
     let mut out = String::with_capacity(line.len() + 8);
     for c in line.chars() {
         match c {
@@ -364,7 +364,7 @@ pub fn html(s: &str) -> String {
             c => out.push(c),
         }
     }
-    break_references(&out)
+    out
 }
 
 /// [`html`] in `<code>`.

@@ -108,19 +108,20 @@ const PLAN_TEXT_CHARS: usize = 4000;
 
 /// Reads the results of `modules` (those without any result file are left out) and the
 /// reports in `service_dir`. `edges` are the project's dependency edges; those between
-/// modules with results are kept. `head`: the commit plans should have been made for.
+/// modules with results are kept. `current`: the commits a plan may have been made for
+/// without being stale, the merge request's head first (empty: staleness unknown).
 pub fn collect(
     system: &dyn System,
     policy: &ReadPolicy,
     modules: &[ModuleRef],
     edges: &[(String, String)],
     service_dir: &Utf8Path,
-    head: Option<&str>,
+    current: &[String],
 ) -> Summary {
     let root = policy.root.clone();
     let mut results: Vec<ModuleResult> = modules
         .iter()
-        .filter_map(|m| read_module(system, policy, &root, m, head))
+        .filter_map(|m| read_module(system, policy, &root, m, current))
         .collect();
     results.sort_by(|a, b| a.id.cmp(&b.id));
     let with_results: std::collections::BTreeSet<&str> =
@@ -139,7 +140,7 @@ pub fn collect(
         modules: results,
         edges: kept,
         reports,
-        head: head.map(str::to_owned),
+        head: current.first().cloned(),
         warnings,
     }
 }
@@ -164,7 +165,7 @@ fn read_module(
     policy: &ReadPolicy,
     root: &Utf8Path,
     module: &ModuleRef,
-    head: Option<&str>,
+    current: &[String],
 ) -> Option<ModuleResult> {
     let dir: Utf8PathBuf = root.join(&module.id);
     let file = |name: &str| {
@@ -178,26 +179,20 @@ fn read_module(
         return None;
     }
     let mut errors = Vec::new();
-    let result = match result {
-        Ok(Some(bytes)) => plan::parse_result(&bytes)
-            .map_err(|e| errors.push(format!("{}/plan.result.json: {e}", module.id)))
-            .ok(),
-        Ok(None) => None,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
-    let plan = match plan_json {
-        Ok(Some(bytes)) => plan::parse_plan(&bytes)
-            .map_err(|e| errors.push(format!("{}/plan.json: {e}", module.id)))
-            .ok(),
-        Ok(None) => None,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
+    let result = parse_read(
+        result,
+        "plan.result.json",
+        plan::parse_result,
+        module,
+        &mut errors,
+    );
+    let plan = parse_read(
+        plan_json,
+        "plan.json",
+        plan::parse_plan,
+        module,
+        &mut errors,
+    );
     let failed_exit = result
         .as_ref()
         .is_some_and(|r| r.exit_code != 0 && r.exit_code != 2);
@@ -227,10 +222,7 @@ fn read_module(
         }
     }
     let commit = result.map(|r| r.commit).unwrap_or_default();
-    let stale = match head {
-        Some(head) if !head.is_empty() && !commit.is_empty() => commit != head,
-        _ => false,
-    };
+    let stale = !current.is_empty() && !commit.is_empty() && !current.contains(&commit);
     Some(ModuleResult {
         id: module.id.clone(),
         components: module.components.clone(),
@@ -240,6 +232,26 @@ fn read_module(
         plan,
         error,
     })
+}
+
+/// Parses what [`read_file`] gave; a problem goes to `errors`, naming the file.
+fn parse_read<T>(
+    read: Result<Option<Vec<u8>>, String>,
+    name: &str,
+    parse: fn(&[u8]) -> Result<T, String>,
+    module: &ModuleRef,
+    errors: &mut Vec<String>,
+) -> Option<T> {
+    match read {
+        Ok(Some(bytes)) => parse(&bytes)
+            .map_err(|e| errors.push(format!("{}/{name}: {e}", module.id)))
+            .ok(),
+        Ok(None) => None,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    }
 }
 
 /// The part of a failed plan's output that says why: from the first `Error:` line (box

@@ -56,8 +56,10 @@ pub struct Context {
     /// Where to post; `None` with the reason when outside a merge request or without a
     /// token.
     pub target: Result<Target, String>,
-    /// The commit plans should have been made for.
-    pub head: Option<String>,
+    /// The commits a current plan is made for: the merge request's head first, then the
+    /// pipeline's own commit when it differs (a merged-results pipeline, GitHub's merge
+    /// commit of a pull_request event).
+    pub commits: Vec<String>,
     /// Pipeline / run id, for the footer.
     pub pipeline: Option<String>,
     /// `GITHUB_STEP_SUMMARY`.
@@ -71,6 +73,17 @@ fn var(system: &dyn System, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
+/// The distinct commits given, in order.
+fn commits(given: &[Option<String>]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for sha in given.iter().flatten() {
+        if !out.contains(sha) {
+            out.push(sha.clone());
+        }
+    }
+    out
+}
+
 /// Reads the CI environment. GitLab wins when both providers' variables are set.
 pub fn detect(system: &dyn System) -> Context {
     use crate::config::CommentProvider;
@@ -78,8 +91,10 @@ pub fn detect(system: &dyn System) -> Context {
     let github =
         var(system, "GITHUB_ACTIONS").is_some() || var(system, "GITHUB_EVENT_PATH").is_some();
     if gitlab {
-        let head = var(system, "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA")
-            .or_else(|| var(system, "CI_COMMIT_SHA"));
+        let commits = commits(&[
+            var(system, "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"),
+            var(system, "CI_COMMIT_SHA"),
+        ]);
         let target = (|| {
             let server = var(system, "CI_SERVER_URL").ok_or("CI_SERVER_URL is not set")?;
             let project = var(system, "CI_PROJECT_ID").ok_or("CI_PROJECT_ID is not set")?;
@@ -101,7 +116,7 @@ pub fn detect(system: &dyn System) -> Context {
         return Context {
             provider: Some(CommentProvider::GitLab),
             target,
-            head,
+            commits,
             pipeline: var(system, "CI_PIPELINE_ID"),
             step_summary: None,
         };
@@ -116,10 +131,11 @@ pub fn detect(system: &dyn System) -> Context {
             .map(|e| &e["pull_request"])
             .filter(|p| p.is_object());
         let number = pr.and_then(|p| p["number"].as_u64());
-        let head = pr
-            .and_then(|p| p["head"]["sha"].as_str())
-            .map(str::to_owned)
-            .or_else(|| var(system, "GITHUB_SHA"));
+        let commits = commits(&[
+            pr.and_then(|p| p["head"]["sha"].as_str())
+                .map(str::to_owned),
+            var(system, "GITHUB_SHA"),
+        ]);
         let target = (|| {
             let pull_request =
                 number.ok_or("not in a pull request (the event has no pull_request.number)")?;
@@ -139,7 +155,7 @@ pub fn detect(system: &dyn System) -> Context {
         return Context {
             provider: Some(CommentProvider::GitHub),
             target,
-            head,
+            commits,
             pipeline: var(system, "GITHUB_RUN_ID"),
             step_summary: var(system, "GITHUB_STEP_SUMMARY"),
         };
@@ -147,7 +163,7 @@ pub fn detect(system: &dyn System) -> Context {
     Context {
         provider: None,
         target: Err("not running in GitLab CI or GitHub Actions".to_owned()),
-        head: None,
+        commits: Vec::new(),
         pipeline: None,
         step_summary: None,
     }

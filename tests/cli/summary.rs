@@ -614,15 +614,23 @@ fn on_changes_only_posts_nothing_when_nothing_changes() {
 fn a_plan_for_an_older_commit_is_marked_stale() {
     let server = Server::start();
     let p = project();
+    // A pipeline for a newer push (a merged-results pipeline: its own commit is the
+    // merge, the MR's head is the source branch's)...
     let mut env = server.gitlab_env();
+    env.retain(|(k, _)| *k != "CI_COMMIT_SHA");
     env.push((
         "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA",
         "2222222222222222222222222222222222222222".into(),
     ));
-    // One module was planned again for the head; the others are from the older commit.
+    env.push((
+        "CI_COMMIT_SHA",
+        "3333333333333333333333333333333333333333".into(),
+    ));
+    // ...where one module was planned for the merge commit and the others come from an
+    // older commit.
     p.write(
         "platform/prod/eu-central-1/eks/plan.result.json",
-        r#"{"exit_code": 2, "commit": "2222222222222222222222222222222222222222"}"#,
+        r#"{"exit_code": 2, "commit": "3333333333333333333333333333333333333333"}"#,
     );
     let out = run(&p, &["summary"], &env);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -647,4 +655,88 @@ fn a_plan_for_an_older_commit_is_marked_stale() {
         "{body}"
     );
     assert!(body.contains("**5** stale"), "{body}");
+}
+
+/// Each scenario's actions, outputs and exit code, the parts of a plan that do not vary
+/// between runs (ids and timestamps do).
+fn plan_facts(dir: &Path) -> Vec<String> {
+    let mut facts = Vec::new();
+    for scenario in [
+        "create", "update", "replace", "delete", "nochange", "failed",
+    ] {
+        let result: Value = serde_json::from_slice(
+            &std::fs::read(dir.join(scenario).join("plan.result.json")).expect("result"),
+        )
+        .expect("result JSON");
+        facts.push(format!("{scenario}: exit {}", result["exit_code"]));
+        let Ok(bytes) = std::fs::read(dir.join(scenario).join("plan.json")) else {
+            facts.push(format!("{scenario}: no plan.json"));
+            continue;
+        };
+        let plan: Value = serde_json::from_slice(&bytes).expect("plan JSON");
+        facts.push(format!(
+            "{scenario}: terraform {}",
+            plan["terraform_version"]
+        ));
+        for r in plan["resource_changes"].as_array().into_iter().flatten() {
+            facts.push(format!(
+                "{scenario}: {} {}",
+                r["address"], r["change"]["actions"]
+            ));
+        }
+        for (name, o) in plan["output_changes"].as_object().into_iter().flatten() {
+            facts.push(format!("{scenario}: output {name} {}", o["actions"]));
+        }
+    }
+    facts
+}
+
+#[test]
+fn the_plan_fixtures_are_what_terraform_makes() {
+    // regen.sh writes beside itself: run a copy in a temp dir and compare with the
+    // committed fixtures.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/summary/plans");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(fixtures.join("regen.sh"), dir.path().join("regen.sh")).expect("copy");
+    let out = std::process::Command::new("bash")
+        .arg(dir.path().join("regen.sh"))
+        .output()
+        .expect("run regen.sh (terraform on PATH)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(plan_facts(dir.path()), plan_facts(&fixtures));
+}
+
+#[test]
+fn on_changes_only_still_edits_an_earlier_comment_when_the_changes_are_gone() {
+    let server = Server::start();
+    let p = project();
+    let first = run(&p, &["summary"], &server.gitlab_env());
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let (id, _) = server.ours()[0].clone();
+    // The next push undoes everything: the comment must not keep showing the changes.
+    p.write(
+        ".terraci.yaml",
+        "extensions:\n  summary:\n    on_changes_only: true\n",
+    );
+    std::fs::remove_file(p.path().join(".terraci/policy-report.json")).expect("rm");
+    for module in [
+        "platform/prod/eu-central-1/vpc",
+        "platform/prod/eu-central-1/eks",
+        "platform/prod/eu-central-1/s3",
+        "platform/stage/eu-central-1/db",
+        "platform/stage/eu-central-1/queue",
+    ] {
+        copy_plan(&p, module, "nochange");
+    }
+    let second = run(&p, &["summary"], &server.gitlab_env());
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let ours = server.ours();
+    assert_eq!(ours.len(), 1);
+    assert_eq!(ours[0].0, id);
+    assert!(ours[0].1.contains("**6** without changes"), "{}", ours[0].1);
+    assert_eq!(server.count("POST"), 1);
 }
