@@ -707,7 +707,7 @@ fn contributed_job_text(
     };
     m.insert(
         string("script"),
-        strings(&super::contributed_commands(job, &hint)),
+        strings(&super::contributed_commands(job, &hint, false)),
     );
     if !user.variables.is_empty() {
         m.insert(string("variables"), string_map(&user.variables));
@@ -731,6 +731,16 @@ fn contributed_job_text(
     let mut user_only = user;
     user_only.artifacts = None;
     m.extend(user_keys(&user_only));
+    // A review job without its program (no image was chosen for it) is a warning in the
+    // pipeline, not a failure: the comment is an aid, not a gate. Any other exit fails.
+    if job.spec.when == When::ReviewAlways && !m.contains_key("allow_failure") {
+        let mut allow = Mapping::new();
+        allow.insert(
+            string("exit_codes"),
+            Value::Sequence(vec![Value::Number(super::MISSING_PROGRAM.into())]),
+        );
+        m.insert(string("allow_failure"), Value::Mapping(allow));
+    }
     let mut doc = Mapping::new();
     doc.insert(string(&*job.name), Value::Mapping(m));
     write_entries_text(0, &doc, &STYLE)

@@ -295,12 +295,17 @@ pub(crate) fn plan_files(plan: &crate::ir::JobPlan) -> &'static [&'static str] {
     }
 }
 
+/// Exit code of a contributed job whose program is not in its image.
+pub(crate) const MISSING_PROGRAM: i32 = 127;
+
 /// The shell lines of a contributed job, run from the repository root: for each program
 /// it runs, a check that the job's image has it (else a message naming `image_hint`, the
-/// keys that choose the image, and exit 127), then its commands, every word quoted.
+/// keys that choose the image, and exit [`MISSING_PROGRAM`]; with `github_warning`, a
+/// GitHub warning annotation and exit 0), then its commands, every word quoted.
 pub(crate) fn contributed_commands(
     job: &crate::ir::ContributedJob,
     image_hint: &str,
+    github_warning: bool,
 ) -> Vec<String> {
     use crate::escape::sh_word;
     let mut lines = Vec::new();
@@ -317,11 +322,19 @@ pub(crate) fn contributed_commands(
             "{}: {program} is not on PATH in this job; {image_hint}",
             job.name
         );
-        lines.push(format!(
-            "command -v {} >/dev/null 2>&1 || {{ echo {} >&2; exit 127; }}",
-            sh_word(program),
-            sh_word(&message)
-        ));
+        lines.push(if github_warning {
+            format!(
+                "command -v {} >/dev/null 2>&1 || {{ echo {}; exit 0; }}",
+                sh_word(program),
+                sh_word(&format!("::warning title={}::{message}", job.name))
+            )
+        } else {
+            format!(
+                "command -v {} >/dev/null 2>&1 || {{ echo {} >&2; exit {MISSING_PROGRAM}; }}",
+                sh_word(program),
+                sh_word(&message)
+            )
+        });
     }
     for command in &job.spec.commands {
         let words: Vec<String> = command.iter().map(|w| sh_word(w).into_owned()).collect();
