@@ -33,9 +33,9 @@ pub struct GlobalArgs {
     /// Colour in diagnostics
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
-    /// Log level (error, warn, info, debug)
-    #[arg(long, global = true, default_value = "warn")]
-    pub log_level: String,
+    /// Log level: debug (as -v), info, warn (the default), error (as -q)
+    #[arg(short = 'l', long, global = true, value_name = "LEVEL", default_value = "warn", value_parser = parse_log_level)]
+    pub log_level: LogLevel,
     /// Neither read nor write the fact cache
     // From the environment, `0`, `false`, `no`, `off` or an empty value keep the cache and
     // any other value (`1`, `true`, `yes`) turns it off.
@@ -52,6 +52,29 @@ pub struct GlobalArgs {
     /// Largest file terraci reads, in bytes; larger ones are a `file-too-large` error
     #[arg(long, global = true, env = "TERRACI_MAX_FILE_SIZE", value_name = "BYTES", default_value_t = crate::system::DEFAULT_MAX_FILE_SIZE)]
     pub max_file_size: u64,
+}
+
+/// `--log-level`: what reaches stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// TerraCi's level names, case-insensitively (`warning` too); anything else is
+/// `invalid log level`.
+fn parse_log_level(s: &str) -> Result<LogLevel, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "debug" | "trace" => Ok(LogLevel::Debug),
+        "info" => Ok(LogLevel::Info),
+        "warn" | "warning" => Ok(LogLevel::Warn),
+        "error" | "fatal" => Ok(LogLevel::Error),
+        _ => Err(format!(
+            "invalid log level `{s}`: expected debug, info, warn or error"
+        )),
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -134,7 +157,9 @@ pub struct EvalArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
 pub enum OutputFormat {
+    /// YAML; the text report with `--dry-run` (`text` is the same, TerraCi's name)
     #[default]
+    #[value(alias = "text")]
     Yaml,
     Json,
 }

@@ -313,13 +313,9 @@ pub fn contributions(
     ContributionSet::new(jobs)
 }
 
-/// `service_dir`, default `.terraci`.
+/// `service_dir`, default `.terraci` (validated at load: relative, inside the project).
 pub fn service_dir(config: &Config) -> String {
-    config
-        .service_dir
-        .clone()
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| ".terraci".to_owned())
+    config.service_dir().to_owned()
 }
 
 #[cfg(test)]

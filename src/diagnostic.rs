@@ -120,8 +120,24 @@ impl Diagnostic {
     /// control characters escaped, and the source line only as a [`SNIPPET_CHARS`]-wide
     /// window around the column: a minified 50 MB line prints a line, not 50 MB.
     pub fn render_human(&self, source_line: Option<&str>) -> String {
+        self.render_human_styled(source_line, false)
+    }
+
+    /// [`Diagnostic::render_human`], with the `severity[code]` label in colour when
+    /// `color` (ANSI: red errors, yellow warnings, cyan notes).
+    pub fn render_human_styled(&self, source_line: Option<&str>, color: bool) -> String {
         use crate::escape::printable;
-        let mut out = format!("{}[{}]: ", self.severity.as_str(), self.code);
+        let label = format!("{}[{}]", self.severity.as_str(), self.code);
+        let mut out = if color {
+            let style = match self.severity {
+                Severity::Error => "1;31",
+                Severity::Warning => "1;33",
+                Severity::Info => "1;36",
+            };
+            format!("\x1b[{style}m{label}\x1b[0m: ")
+        } else {
+            format!("{label}: ")
+        };
         match (&self.file, self.line, self.column) {
             (Some(f), Some(l), Some(c)) => {
                 let _ = write!(out, "{}:{l}:{c}: ", printable(f));

@@ -217,7 +217,8 @@ fn render_pipeline(
     })
 }
 
-/// Provider order of spec §7.4.
+/// Provider order of spec §7.4; with both providers configured and no flag or CI
+/// environment to choose, an error (exit 2).
 pub fn select_provider(
     system: &dyn System,
     flag: Option<&str>,
@@ -240,6 +241,14 @@ pub fn select_provider(
     }
     match (&config.extensions.gitlab, &config.extensions.github) {
         (None, Some(_)) => Ok(Provider::Github),
+        // Both configured and nothing above chose: guessing would write the wrong file
+        // in half the projects (TerraCi refuses too).
+        (Some(_), Some(_)) => Err(fail(
+            exit::USAGE,
+            "both extensions.gitlab and extensions.github are configured and nothing selects \
+             one: pass --provider gitlab|github or set TERRACI_PROVIDER (in CI, GITLAB_CI or \
+             GITHUB_ACTIONS selects it)",
+        )),
         _ => Ok(Provider::Gitlab),
     }
 }
@@ -249,6 +258,7 @@ pub fn change_input(
     system: &dyn System,
     root: &Utf8Path,
     args: &ChangeArgs,
+    config: &crate::config::Config,
 ) -> anyhow::Result<Option<ChangeInput>> {
     if !args.changed_only {
         if args.base_ref.is_some() || args.committed_only || args.include_dependencies {
@@ -273,6 +283,6 @@ pub fn change_input(
     Ok(Some(ChangeInput {
         files: set.changed_files,
         submodules: set.submodules,
-        include_dependencies: args.include_dependencies,
+        include_dependencies: args.include_dependencies || config.changed_only.include_dependencies,
     }))
 }

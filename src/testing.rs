@@ -27,7 +27,7 @@ pub fn global_args() -> GlobalArgs {
         verbose: 0,
         quiet: false,
         color: crate::cli::ColorChoice::Never,
-        log_level: "warn".into(),
+        log_level: crate::cli::LogLevel::Warn,
         no_cache: true,
         cache_dir: None,
         max_file_size: crate::system::DEFAULT_MAX_FILE_SIZE,

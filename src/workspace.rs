@@ -42,6 +42,8 @@ pub struct Workspace {
     pub stamps: Vec<(String, Option<crate::system::Stamp>)>,
     /// `-v`: info diagnostics (notes) are reported too.
     pub notes: bool,
+    /// `--color`: diagnostics' labels in colour.
+    pub color: bool,
     saving: PendingSave,
 }
 
@@ -143,8 +145,21 @@ pub fn load_workspace_overlapped(
         notices,
         stamps,
         notes: global.verbose > 0,
+        color: use_color(system, global.color),
         saving,
     })
+}
+
+/// `--color`: `auto` colours a terminal's stderr unless `NO_COLOR` is set.
+pub fn use_color(system: &dyn System, choice: crate::cli::ColorChoice) -> bool {
+    use crate::cli::ColorChoice;
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            system.env_var("NO_COLOR").is_none_or(|v| v.is_empty()) && system.stderr_is_terminal()
+        }
+    }
 }
 
 /// Loads a workspace with its fact cache written (see [`load_workspace_overlapped`]).
@@ -411,6 +426,48 @@ impl Workspace {
         Err(fail(exit::ERROR, message))
     }
 
+    /// Refuses filters that leave no root module (TerraCi refuses an `--include` that
+    /// matches nothing too): an empty pipeline would pass CI while planning nothing. The
+    /// message names the filters and how many modules they were applied to.
+    pub fn require_selected(&self, filters: &Filters) -> anyhow::Result<()> {
+        let db = &self.db;
+        let roots: Vec<&ModuleInfo> = self
+            .project
+            .modules(db)
+            .iter()
+            .map(|m| m.info(db))
+            .filter(|i| i.is_root())
+            .collect();
+        if roots.is_empty() || roots.iter().any(|i| filters.allows(&i.id, &i.components)) {
+            return Ok(());
+        }
+        let mut parts = Vec::new();
+        let quoted = |v: &[String]| {
+            v.iter()
+                .map(|g| format!("`{}`", crate::escape::printable(g)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !filters.include.is_empty() {
+            parts.push(format!("include {}", quoted(&filters.include)));
+        }
+        if !filters.exclude.is_empty() {
+            parts.push(format!("exclude {}", quoted(&filters.exclude)));
+        }
+        for (key, values) in &filters.segments {
+            let values: Vec<String> = values.iter().map(|v| format!("{key}={v}")).collect();
+            parts.push(format!("filter {}", quoted(&values)));
+        }
+        Err(fail(
+            exit::ERROR,
+            format!(
+                "no module matches the filters ({}): none of the {} modules is selected",
+                parts.join("; "),
+                roots.len()
+            ),
+        ))
+    }
+
     fn source_line(&self, d: &Diagnostic) -> Option<String> {
         let file = self.files.get(d.file.as_deref()?)?;
         let text = file.contents(&self.db).text()?;
@@ -435,7 +492,11 @@ impl Workspace {
             if quiet && d.severity != Severity::Error {
                 continue;
             }
-            write!(err, "{}", d.render_human(self.source_line(d).as_deref()))?;
+            write!(
+                err,
+                "{}",
+                d.render_human_styled(self.source_line(d).as_deref(), self.color)
+            )?;
         }
         Ok(())
     }

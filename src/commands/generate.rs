@@ -115,6 +115,7 @@ fn generate_pipeline(
         ws.wait_for_cache();
     }
     let filters = ws.filters(&pipeline_args.select)?;
+    ws.require_selected(&filters)?;
     let diagnostics = ws.all_diagnostics();
     let graph = dependency_graph(&ws.db, ws.project);
     if !graph.cycles.is_empty() {
@@ -123,7 +124,7 @@ fn generate_pipeline(
         ws.print_diagnostics(&diagnostics, global.quiet, err)?;
         return Err(fail(exit::VALIDATION, cycles));
     }
-    let changes = change_input(system, &ws.root, &args.changes)?;
+    let changes = change_input(system, &ws.root, &args.changes, &ws.config.config)?;
     let provider = select_provider(system, pipeline_args.provider.as_deref(), &ws.config.config)?;
     let options = plan_options(pipeline_args, provider, &ws.config.config);
     if pipeline_args.parallel_plans && !options.plan_only && !global.quiet {

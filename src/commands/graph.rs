@@ -24,6 +24,7 @@ pub(super) fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> a
     let select = &args.select;
     if !(select.exclude.is_empty() && select.include.is_empty() && select.filter.is_empty()) {
         let filters = ws.filters(select)?;
+        ws.require_selected(&filters)?;
         let db = &ws.db;
         let keep: BTreeSet<String> = ws
             .project

@@ -43,10 +43,11 @@ pub(super) fn local_exec(
             ));
         }
     }
+    ws.require_selected(&filters)?;
     if !graph.cycles.is_empty() {
         return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
     }
-    let changes = change_input(io.system, &ws.root, &args.changes)?;
+    let changes = change_input(io.system, &ws.root, &args.changes, &ws.config.config)?;
     let selection = Selection::new(&ws.db, filters, PlanOptions::default(), changes);
     let plan = match job_plan(&ws.db, ws.project, selection) {
         Ok(plan) => plan.clone(),
@@ -75,7 +76,7 @@ pub(super) fn local_exec(
             .max(1),
         dry_run: args.dry_run,
         binary: args.binary.clone(),
-        log_dir: ".terraci/logs".into(),
+        log_dir: camino::Utf8Path::new(ws.config.config.service_dir()).join("logs"),
         progress: ProgressStyle::detect(global.quiet || ci),
         env: Vec::new(),
         // Contributed jobs that run `terraci` run this one.

@@ -51,10 +51,16 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
     }
 }
 
-fn dispatch(cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
+fn dispatch(mut cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    // `--log-level debug` is `-v` and `error` is `-q`, as in TerraCi.
+    match cli.global.log_level {
+        crate::cli::LogLevel::Debug => cli.global.verbose = cli.global.verbose.max(1),
+        crate::cli::LogLevel::Error => cli.global.quiet = true,
+        crate::cli::LogLevel::Info | crate::cli::LogLevel::Warn => {}
+    }
     match &cli.command {
         Command::Version => {
-            writeln!(io.stdout, "terraci {}", env!("CARGO_PKG_VERSION"))?;
+            version(io.stdout)?;
             Ok(exit::OK)
         }
         Command::ExplainCodes => {
@@ -74,6 +80,39 @@ fn dispatch(cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
         Command::Completion(args) => completion(args, io),
     }
 }
+
+/// `version`: the version, the commit and date it was built from (`unknown` outside a
+/// git checkout), and what terraci has of TerraCi's plugins.
+fn version(out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "terraci {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(out, "  commit: {}", env!("TERRACI_COMMIT"))?;
+    writeln!(out, "  built:  {}", env!("TERRACI_COMMIT_DATE"))?;
+    writeln!(out, "  plugins:")?;
+    for (name, what) in PLUGINS {
+        writeln!(out, "    - {name}: {what}")?;
+    }
+    Ok(())
+}
+
+/// TerraCi's plugins, by name, and what terraci does of each.
+const PLUGINS: &[(&str, &str)] = &[
+    (
+        "cost",
+        "not implemented: `extensions.cost` is accepted and has no effect",
+    ),
+    ("git", "change detection for --changed-only (in process)"),
+    ("github", "GitHub Actions workflows"),
+    ("gitlab", "GitLab CI pipelines"),
+    ("policy", "OPA policy checks on plans (`extensions.policy`)"),
+    (
+        "summary",
+        "plan summaries on merge requests (`terraci summary`)",
+    ),
+    (
+        "update",
+        "not implemented: `extensions.update` is accepted and has no effect",
+    ),
+];
 
 fn init(global: &GlobalArgs, args: &crate::cli::InitArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     let dir = project_dir(io.system, global)?;

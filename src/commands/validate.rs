@@ -21,6 +21,7 @@ pub(super) fn validate(
     let ws = load_workspace(io.system, global, &args.eval)?;
     ws.require_modules()?;
     let filters = ws.filters(&args.select)?;
+    ws.require_selected(&filters)?;
     let mut diagnostics = ws.all_diagnostics();
     let db = &ws.db;
     diagnostics.extend(ws.finish_diagnostics(crate::changes::unused_libraries(db, ws.project)));

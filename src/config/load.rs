@@ -187,7 +187,7 @@ fn strip_unknown_extension_keys(value: &mut serde_yaml::Value) -> Vec<String> {
 }
 
 fn finish(
-    config: Config,
+    mut config: Config,
     path: Option<Utf8PathBuf>,
     mut warnings: Vec<String>,
 ) -> Result<LoadedConfig, ConfigError> {
@@ -202,6 +202,31 @@ fn finish(
             "execution.env: {}",
             super::env_name_error(name)
         )));
+    }
+    // TerraCi's older per-provider spellings of the execution keys: the file that has
+    // them meant them.
+    if let Some(gitlab) = &config.extensions.gitlab {
+        if let Some(binary) = gitlab.terraform_binary {
+            config.execution.binary = binary;
+        }
+        if let Some(init) = gitlab.init_enabled {
+            config.execution.init_enabled = init;
+        }
+    }
+    if let Some(dir) = &config.service_dir {
+        let path = camino::Utf8Path::new(dir);
+        let escapes = path.is_absolute()
+            || dir.is_empty()
+            || path
+                .components()
+                .any(|c| matches!(c, camino::Utf8Component::ParentDir));
+        if escapes {
+            return Err(ConfigError::Invalid(format!(
+                "service_dir `{}` must be a relative path inside the project (terraci writes \
+                 its logs and reports there)",
+                crate::escape::printable(dir)
+            )));
+        }
     }
     for name in config.extensions.ignored_sections() {
         warnings.push(format!(

@@ -22,7 +22,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// Directory for runtime artefacts (cache, logs). TerraCi's key; default `.terraci`.
+    /// Directory for what terraci writes (local-exec logs, reports), relative to the
+    /// project. TerraCi's key; default `.terraci`. The fact cache and run records stay in
+    /// `.terraci/cache` (`--cache-dir` moves them): they are looked up before the config
+    /// is read.
     pub service_dir: Option<String>,
     /// How module directories are laid out.
     pub structure: Structure,
@@ -47,6 +50,18 @@ pub struct Config {
     /// State owned by other repositories (`s3://bucket/key` globs): references to it
     /// are listed, not warned about.
     pub external_state: Vec<String>,
+    /// `--changed-only` settings.
+    pub changed_only: ChangedOnly,
+}
+
+/// `changed_only:`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChangedOnly {
+    /// Also run the modules the changed ones read (TerraCi's affected set), as
+    /// `--include-dependencies` does; by default only the changed modules and their
+    /// dependents run.
+    pub include_dependencies: bool,
 }
 
 /// `variables:` entry. Placeholders in `files`: each pattern segment (`{environment}`),
@@ -130,6 +145,13 @@ pub enum Binary {
     #[default]
     Terraform,
     Tofu,
+}
+
+impl Config {
+    /// `service_dir`, default `.terraci` (validated relative and inside at load).
+    pub fn service_dir(&self) -> &str {
+        self.service_dir.as_deref().unwrap_or(".terraci")
+    }
 }
 
 impl Binary {
@@ -408,12 +430,16 @@ pub struct GitLab {
     pub overwrites: Vec<GitLabOverwrite>,
     /// Merge-request comment and labels of `terraci summary`, and its job.
     pub mr: Option<GitLabMr>,
-    /// Older TerraCi keys, now under `execution`; accepted with a warning.
-    pub terraform_binary: Option<Ignored>,
-    pub plan_enabled: Option<Ignored>,
-    pub init_enabled: Option<Ignored>,
-    /// Older TerraCi key; apply scheduling is `overwrites: [{type: apply, when: manual}]`.
-    pub auto_approve: Option<Ignored>,
+    /// TerraCi's older spelling of `execution.binary`; when set, it is the binary.
+    pub terraform_binary: Option<Binary>,
+    /// TerraCi key; plan jobs are always generated (`false` is a warning).
+    pub plan_enabled: Option<bool>,
+    /// TerraCi's older spelling of `execution.init_enabled`; when set, it wins.
+    pub init_enabled: Option<bool>,
+    /// TerraCi key: `false` makes apply jobs `when: manual` (unless `overwrites` or
+    /// `job_defaults` set `when`); `true` or unset, applies run on their own (on the
+    /// default branch, see the README).
+    pub auto_approve: Option<bool>,
 }
 
 /// `extensions.gitlab.cache`.
@@ -671,7 +697,8 @@ pub struct GitHubStep {
 }
 
 /// `extensions.github.job_defaults`. A key that is set replaces the job's value, except
-/// `env`, merged key by key.
+/// `env`, merged key by key, and an overwrite's `steps_before` / `steps_after`, appended
+/// to these.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitHubJobConfig {

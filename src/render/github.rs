@@ -241,7 +241,8 @@ fn no_changes_job(github: &GitHub) -> Value {
 }
 
 /// The job after `job_defaults` and matching `overwrites`: set keys replace, `env` merges
-/// key by key.
+/// key by key, and `steps_before` / `steps_after` append (as in TerraCi: an overwrite's
+/// steps run after the defaults' ones, which often set up credentials).
 fn effective_config(github: &GitHub, kind: JobKind) -> GitHubJobConfig {
     let mut out = github.job_defaults.clone().unwrap_or_default();
     let wanted = match kind {
@@ -257,14 +258,15 @@ fn effective_config(github: &GitHub, kind: JobKind) -> GitHubJobConfig {
                 }
             )*};
         }
-        replace!(
-            runs_on,
-            container,
-            if_,
-            environment,
-            steps_before,
-            steps_after
-        );
+        replace!(runs_on, container, if_, environment);
+        for (steps, more) in [
+            (&mut out.steps_before, layer.steps_before),
+            (&mut out.steps_after, layer.steps_after),
+        ] {
+            if let Some(more) = more {
+                steps.get_or_insert_with(Vec::new).extend(more);
+            }
+        }
         out.env.extend(layer.env);
     }
     out
@@ -430,14 +432,16 @@ fn contributed_config(github: &GitHub, job: &ContributedJob) -> GitHubJobConfig 
                 }
             )*};
         }
-        replace!(
-            runs_on,
-            container,
-            if_,
-            environment,
-            steps_before,
-            steps_after
-        );
+        replace!(runs_on, container, if_, environment);
+        // Steps add to job_defaults', as for plan and apply jobs.
+        for (steps, more) in [
+            (&mut out.steps_before, layer.steps_before),
+            (&mut out.steps_after, layer.steps_after),
+        ] {
+            if let Some(more) = more {
+                steps.get_or_insert_with(Vec::new).extend(more);
+            }
+        }
         out.env.extend(layer.env);
     }
     out

@@ -296,36 +296,12 @@ impl JobTexts {
 
 fn ignored_keys(gitlab: &GitLab) -> Vec<RenderWarning> {
     let mut warnings = Vec::new();
-    for (key, present, instead) in [
-        (
-            "terraform_binary",
-            gitlab.terraform_binary.is_some(),
-            "execution.binary",
-        ),
-        (
-            "plan_enabled",
-            gitlab.plan_enabled.is_some(),
-            "execution.plan_enabled",
-        ),
-        (
-            "init_enabled",
-            gitlab.init_enabled.is_some(),
-            "execution.init_enabled",
-        ),
-        (
-            "auto_approve",
-            gitlab.auto_approve.is_some(),
-            "`overwrites: [{type: apply, when: manual}]`",
-        ),
-    ] {
-        if present {
-            warnings.push(RenderWarning::new(
-                "config-warning",
-                format!(
-                    "extensions.gitlab.{key} is an old TerraCi key and is ignored; use {instead}"
-                ),
-            ));
-        }
+    if gitlab.plan_enabled == Some(false) {
+        warnings.push(RenderWarning::new(
+            "config-warning",
+            "extensions.gitlab.plan_enabled: false has no effect: terraci always generates \
+             plan jobs, and each apply applies its saved plan",
+        ));
     }
     warnings
 }
@@ -594,6 +570,9 @@ fn effective_config(gitlab: &GitLab, kind: JobKind) -> GitLabJobConfig {
             when
         );
         out.variables.extend(layer.variables);
+    }
+    if kind == JobKind::Apply && out.when.is_none() && gitlab.auto_approve == Some(false) {
+        out.when = Some(GitLabWhen::Manual);
     }
     if kind == JobKind::Apply && out.rules.is_none() {
         out.rules = Some(default_apply_rules());

@@ -136,11 +136,25 @@ pub fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
     })
 }
 
+/// DOT in TerraCi's layout: left to right, one dashed cluster per context (the first
+/// two path segments), nodes labelled with their last two segments; library modules as
+/// dashed components with `uses` edges.
 pub fn render_dot(view: &GraphView) -> String {
     let q = |id: &str| dot_quoted(id);
-    let mut out = String::from("digraph terraci {\n  rankdir=BT;\n  node [shape=box];\n");
-    for m in view.targets() {
-        let _ = writeln!(out, "  {};", q(&m.id));
+    let mut out = String::from(
+        "digraph dependencies {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n  edge [color=\"#666666\"];\n\n",
+    );
+    for (i, (context, ids)) in contexts(view.targets().map(|m| m.id.as_str()))
+        .iter()
+        .enumerate()
+    {
+        let _ = writeln!(out, "  subgraph cluster_{i} {{");
+        let _ = writeln!(out, "    label={};", q(context));
+        out.push_str("    style=dashed;\n    color=\"#999999\";\n");
+        for id in ids {
+            let _ = writeln!(out, "    {} [label={}];", q(id), q(&tail(id, 2)));
+        }
+        out.push_str("  }\n\n");
     }
     for m in view.libraries() {
         let _ = writeln!(out, "  {} [shape=component, style=dashed];", q(&m.id));
@@ -160,16 +174,48 @@ pub fn render_dot(view: &GraphView) -> String {
     out
 }
 
+/// PlantUML in TerraCi's layout: a package per context, a sub-package per region (the
+/// third segment) when a context spans several, components labelled with the rest of
+/// the path; library modules as components of their own.
 pub fn render_plantuml(view: &GraphView) -> String {
     let aliases = Aliases::of(view);
-    let mut out = String::from("@startuml\n");
-    for m in view.targets() {
-        let _ = writeln!(
-            out,
-            "rectangle \"{}\" as {}",
-            plantuml_label(&m.id),
-            aliases.get(&m.id)
-        );
+    let mut out = String::from(
+        "@startuml\nleft to right direction\nskinparam componentStyle rectangle\nskinparam packageStyle frame\nskinparam defaultFontSize 11\n\n",
+    );
+    for (context, ids) in contexts(view.targets().map(|m| m.id.as_str())) {
+        let _ = writeln!(out, "package \"{}\" {{", plantuml_label(&context));
+        let mut regions: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for id in &ids {
+            regions
+                .entry(id.split('/').nth(2).unwrap_or("default"))
+                .or_default()
+                .push(id);
+        }
+        let nested = regions.len() > 1;
+        for (region, ids) in regions {
+            let indent = if nested { "    " } else { "  " };
+            if nested {
+                let _ = writeln!(out, "  package \"{}\" {{", plantuml_label(region));
+            }
+            for id in ids {
+                let segments: Vec<&str> = id.split('/').collect();
+                let label = if segments.len() > 3 {
+                    segments[3..].join("/")
+                } else {
+                    segments.last().copied().unwrap_or(id).to_owned()
+                };
+                let _ = writeln!(
+                    out,
+                    "{indent}[{}] as {}",
+                    plantuml_label(&label),
+                    aliases.get(id)
+                );
+            }
+            if nested {
+                out.push_str("  }\n");
+            }
+        }
+        out.push_str("}\n\n");
     }
     for m in view.libraries() {
         let _ = writeln!(
@@ -185,8 +231,36 @@ pub fn render_plantuml(view: &GraphView) -> String {
     for (from, to) in &view.uses {
         let _ = writeln!(out, "{} ..> {} : uses", aliases.get(from), aliases.get(to));
     }
-    out.push_str("@enduml\n");
+    out.push_str("\n@enduml\n");
     out
+}
+
+/// Module ids grouped by context, the first two path segments (`other` for a shorter
+/// id), both sorted.
+fn contexts<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<(String, Vec<&'a str>)> {
+    let mut groups: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+    for id in ids {
+        let segments: Vec<&str> = id.split('/').collect();
+        let key = if segments.len() >= 2 {
+            format!("{}/{}", segments[0], segments[1])
+        } else {
+            "other".to_owned()
+        };
+        groups.entry(key).or_default().push(id);
+    }
+    groups
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_unstable();
+            (k, v)
+        })
+        .collect()
+}
+
+/// The last `n` path segments of an id (all of it when it has fewer).
+fn tail(id: &str, n: usize) -> String {
+    let segments: Vec<&str> = id.split('/').collect();
+    segments[segments.len().saturating_sub(n)..].join("/")
 }
 
 pub fn render_mermaid(view: &GraphView) -> String {
@@ -303,51 +377,152 @@ pub(crate) fn mermaid_label(id: &str) -> String {
     out
 }
 
-/// One module per line with what it depends on (control characters in ids escaped: the
-/// text is for a terminal).
+/// Each module's direct dependencies, sorted, from the view's edges (computed once: a
+/// scan of every edge per module is quadratic at 10,000 modules).
+fn dependencies(view: &GraphView) -> std::collections::BTreeMap<&str, Vec<&str>> {
+    let mut deps: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for e in &view.edges {
+        deps.entry(e.from.as_str()).or_default().push(e.to.as_str());
+    }
+    deps
+}
+
+/// Each module's dependents.
+fn dependents(view: &GraphView) -> std::collections::BTreeMap<&str, usize> {
+    let mut n: std::collections::BTreeMap<&str, usize> = Default::default();
+    for e in &view.edges {
+        *n.entry(e.to.as_str()).or_default() += 1;
+    }
+    n
+}
+
+/// TerraCi's list: one `[context]` block per context (the first two path segments),
+/// each module in execution order under it by the rest of its path, with `→` and the
+/// modules it reads (by the rest of their path in the same context, by their id in
+/// another); then `[library_modules]`. Control characters in ids are escaped:
+/// the text is for a terminal.
 pub fn render_list(view: &GraphView) -> String {
-    let mut out = String::new();
-    for m in view.targets() {
-        let deps: Vec<_> = view
-            .edges
-            .iter()
-            .filter(|e| e.from == m.id)
-            .map(|e| printable(&e.to))
-            .collect();
-        if deps.is_empty() {
-            let _ = writeln!(out, "{}", printable(&m.id));
+    let deps = dependencies(view);
+    let short = |id: &str| {
+        let segments: Vec<&str> = id.split('/').collect();
+        if segments.len() > 2 {
+            segments[2..].join("/")
         } else {
-            let _ = writeln!(out, "{} -> {}", printable(&m.id), deps.join(", "));
+            id.to_owned()
+        }
+    };
+    // Execution order: by level, then id; modules on a cycle (no level) last.
+    let level: std::collections::BTreeMap<&str, usize> = view
+        .levels
+        .iter()
+        .enumerate()
+        .flat_map(|(i, l)| l.iter().map(move |m| (m.as_str(), i)))
+        .collect();
+    let mut out = String::new();
+    for (context, mut ids) in contexts(view.targets().map(|m| m.id.as_str())) {
+        ids.sort_by_key(|id| (level.get(id).copied().unwrap_or(usize::MAX), *id));
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "[{}]", printable(&context));
+        for id in ids {
+            match deps.get(id) {
+                None => {
+                    let _ = writeln!(out, "  {}", printable(&short(id)));
+                }
+                Some(to) => {
+                    // A module of another context keeps its whole id: shortened, prod's
+                    // and stage's `eu-central-1/vpc` would read the same.
+                    let to: Vec<String> = to
+                        .iter()
+                        .map(|t| {
+                            if t.starts_with(&format!("{context}/")) {
+                                short(t)
+                            } else {
+                                (*t).to_owned()
+                            }
+                        })
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "  {} → {}",
+                        printable(&short(id)),
+                        printable(&to.join(", "))
+                    );
+                }
+            }
         }
     }
-    for m in view.libraries() {
-        let users: Vec<_> = view
-            .uses
-            .iter()
-            .filter(|(_, to)| *to == m.id)
-            .map(|(from, _)| printable(from))
-            .collect();
-        if users.is_empty() {
-            let _ = writeln!(out, "{} (library, unused)", printable(&m.id));
-        } else {
-            let _ = writeln!(
-                out,
-                "{} (library) <- {}",
-                printable(&m.id),
-                users.join(", ")
-            );
+    let libraries: Vec<&ModuleView> = view.libraries().collect();
+    if !libraries.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("[library_modules]\n");
+        for m in libraries {
+            let users: Vec<&str> = view
+                .uses
+                .iter()
+                .filter(|(_, to)| *to == m.id)
+                .map(|(from, _)| from.as_str())
+                .collect();
+            if users.is_empty() {
+                let _ = writeln!(out, "  {} (unused)", printable(&m.id));
+            } else {
+                let _ = writeln!(
+                    out,
+                    "  {} ← {}",
+                    printable(&m.id),
+                    printable(&users.join(", "))
+                );
+            }
         }
     }
     out
 }
 
+/// TerraCi's levels: `Level N (K modules):`, then each module with the last segment of
+/// each module it reads (the whole id where two would read the same); then any cycles.
 pub fn render_levels(view: &GraphView) -> String {
+    let deps = dependencies(view);
     let mut out = String::new();
     for (i, level) in view.levels.iter().enumerate() {
-        let _ = writeln!(out, "Level {i}:");
+        let count = if level.len() == 1 {
+            "1 module".to_owned()
+        } else {
+            format!("{} modules", level.len())
+        };
+        let _ = writeln!(out, "Level {i} ({count}):");
         for m in level {
-            let _ = writeln!(out, "  {}", printable(m));
+            match deps.get(m.as_str()) {
+                None => {
+                    let _ = writeln!(out, "  {}", printable(m));
+                }
+                Some(to) => {
+                    // The last segment of each, unless two of them share it (prod's and
+                    // stage's `vpc`): those keep their whole id.
+                    let last = |t: &str| t.rsplit('/').next().unwrap_or(t).to_owned();
+                    let names: Vec<String> = to
+                        .iter()
+                        .map(|t| {
+                            let name = last(t);
+                            if to.iter().filter(|o| last(o) == name).count() > 1 {
+                                (*t).to_owned()
+                            } else {
+                                name
+                            }
+                        })
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "  {}  (← {})",
+                        printable(m),
+                        printable(&names.join(", "))
+                    );
+                }
+            }
         }
+        out.push('\n');
     }
     for c in &view.cycles {
         let mut path: Vec<_> = c.iter().map(|m| printable(m)).collect();
@@ -357,24 +532,66 @@ pub fn render_levels(view: &GraphView) -> String {
     out
 }
 
+/// `--stats`, TerraCi's figures: modules, edges, root modules (no dependencies), leaf
+/// modules (no dependents), max and average depth (a module's level), cycles; then
+/// terraci's: libraries, levels and the widest level.
 pub fn render_stats(view: &GraphView) -> String {
-    let targets = view.targets().count();
-    let libraries = view.modules.len() - targets;
-    let roots = view
-        .targets()
-        .filter(|m| !view.edges.iter().any(|e| e.from == m.id))
+    let deps = dependencies(view);
+    let dependents = dependents(view);
+    let targets: Vec<&ModuleView> = view.targets().collect();
+    let roots = targets
+        .iter()
+        .filter(|m| !deps.contains_key(m.id.as_str()))
         .count();
-    let mut out = String::new();
-    let _ = writeln!(out, "modules:     {targets}");
-    let _ = writeln!(out, "libraries:   {libraries}");
-    let _ = writeln!(out, "edges:       {}", view.edges.len());
-    let _ = writeln!(out, "levels:      {}", view.levels.len());
-    let _ = writeln!(out, "no deps:     {roots}");
-    let _ = writeln!(out, "cycles:      {}", view.cycles.len());
+    let leaves = targets
+        .iter()
+        .filter(|m| !dependents.contains_key(m.id.as_str()))
+        .count();
+    let placed: usize = view.levels.iter().map(Vec::len).sum();
+    let depth_sum: usize = view
+        .levels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| i * l.len())
+        .sum();
+    let average = if placed == 0 {
+        0.0
+    } else {
+        depth_sum as f64 / placed as f64
+    };
+    let mut out = String::from("Dependency Graph Statistics:\n");
+    let _ = writeln!(out, "  Total modules:     {}", targets.len());
+    let _ = writeln!(out, "  Total edges:       {}", view.edges.len());
+    let _ = writeln!(out, "  Root modules:      {roots} (no dependencies)");
+    let _ = writeln!(out, "  Leaf modules:      {leaves} (no dependents)");
     let _ = writeln!(
         out,
-        "max width:   {}",
+        "  Max depth:         {}",
+        view.levels.len().saturating_sub(1)
+    );
+    let _ = writeln!(out, "  Average depth:     {average:.2}");
+    if view.cycles.is_empty() {
+        out.push_str("  Cycles:            none\n");
+    } else {
+        let _ = writeln!(out, "  Cycles detected:   {} (WARNING!)", view.cycles.len());
+    }
+    let _ = writeln!(
+        out,
+        "  Libraries:         {}",
+        view.modules.len() - targets.len()
+    );
+    let _ = writeln!(out, "  Levels:            {}", view.levels.len());
+    let _ = writeln!(
+        out,
+        "  Widest level:      {}",
         view.levels.iter().map(Vec::len).max().unwrap_or(0)
     );
+    if !view.cycles.is_empty() {
+        out.push_str("\nCycles:\n");
+        for (i, c) in view.cycles.iter().enumerate() {
+            let path: Vec<_> = c.iter().map(|m| printable(m)).collect();
+            let _ = writeln!(out, "  {}: {}", i + 1, path.join(" -> "));
+        }
+    }
     out
 }

@@ -76,6 +76,19 @@ pub fn dry_run(
     let text = match format {
         OutputFormat::Json => {
             let graph_view = view();
+            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
+            // Modules of the pipeline by level, TerraCi's `ExecutionOrder`.
+            let order: Vec<Vec<&str>> = graph_view
+                .levels
+                .iter()
+                .map(|l| {
+                    l.iter()
+                        .map(String::as_str)
+                        .filter(|m| targets.contains(m))
+                        .collect::<Vec<_>>()
+                })
+                .filter(|l| !l.is_empty())
+                .collect();
             let mut value = serde_json::to_value(&graph_view)?;
             let obj = value.as_object_mut().expect("graph view is an object");
             obj.insert(
@@ -90,7 +103,6 @@ pub fn dry_run(
                 "changed_modules".into(),
                 serde_json::to_value(&affected.changed_modules)?,
             );
-            let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
             obj.insert(
                 "affected".into(),
                 serde_json::Value::Array(
@@ -117,6 +129,22 @@ pub fn dry_run(
                         })
                         .collect(),
                 ),
+            );
+            // TerraCi's dry-run figures, under its names, beside terraci's keys.
+            let obj = value.as_object_mut().expect("graph view is an object");
+            // Jobs by stage (job level), TerraCi's `JobGroups`.
+            let mut groups: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
+            for j in plan.jobs.iter() {
+                groups.entry(j.level).or_default().push(&j.name);
+            }
+            obj.insert("TotalModules".into(), modules.into());
+            obj.insert("AffectedModules".into(), targets.len().into());
+            obj.insert("Stages".into(), groups.len().into());
+            obj.insert("Jobs".into(), plan.jobs.len().into());
+            obj.insert("ExecutionOrder".into(), serde_json::to_value(&order)?);
+            obj.insert(
+                "JobGroups".into(),
+                serde_json::to_value(groups.into_values().collect::<Vec<_>>())?,
             );
             let mut s = serde_json::to_string_pretty(&value)?;
             s.push('\n');

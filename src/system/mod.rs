@@ -186,6 +186,10 @@ pub trait System: Send + Sync {
     fn is_dir(&self, path: &Utf8Path) -> bool;
     fn env_var(&self, name: &str) -> Option<String>;
     fn current_dir(&self) -> io::Result<Utf8PathBuf>;
+    /// Whether stderr is a terminal (for `--color auto`); never in memory.
+    fn stderr_is_terminal(&self) -> bool {
+        false
+    }
     /// Writes `bytes` to `path` atomically (temp file in the same directory, then rename),
     /// creating missing parent directories.
     /// Returns `false` and leaves the file untouched if it already holds exactly `bytes`.

@@ -223,6 +223,11 @@ impl System for OsSystem {
         std::env::var(name).ok().filter(|v| !v.is_empty())
     }
 
+    fn stderr_is_terminal(&self) -> bool {
+        use std::io::IsTerminal;
+        io::stderr().is_terminal()
+    }
+
     fn current_dir(&self) -> io::Result<Utf8PathBuf> {
         let dir = std::env::current_dir()?;
         Utf8PathBuf::from_path_buf(dir)

@@ -553,7 +553,7 @@ fn git_errors_name_what_was_tried_and_what_to_run() {
 
 /// The module ids `graph --format list` prints.
 fn listed(repo: &Repo, env: &[(&str, &str)]) -> Vec<String> {
-    let mut args = vec!["graph", "--format", "list"];
+    let mut args = vec!["graph", "--format", "levels"];
     if !repo.sub.is_empty() {
         args.extend(["-d", repo.sub]);
     }
@@ -561,7 +561,8 @@ fn listed(repo: &Repo, env: &[(&str, &str)]) -> Vec<String> {
     assert_eq!(out.code, 0, "{}", out.stderr);
     out.stdout
         .lines()
-        .filter_map(|l| l.split(" -> ").next())
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter_map(|l| l.split("  (").next())
         .map(str::to_owned)
         .filter(|l| l.starts_with("platform/"))
         .collect()

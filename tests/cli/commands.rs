@@ -96,9 +96,9 @@ fn init_with_a_pattern_and_a_project_dir() {
     assert!(p
         .read("live/.terraci.yaml")
         .contains("pattern: \"{team}/{env}/{module}\""));
-    let listed = p.run(&["-d", "live", "graph", "--format", "list"]);
+    let listed = p.run(&["-d", "live", "graph", "--format", "levels"]);
     assert_eq!(listed.code, 0, "{}", listed.stderr);
-    assert_eq!(listed.stdout, "net/prod/vpc\n");
+    assert_eq!(listed.stdout, "Level 0 (1 module):\n  net/prod/vpc\n\n");
 }
 
 #[test]
@@ -262,10 +262,11 @@ fn init_proposes_the_pattern_that_fits_the_tree() {
     assert!(p
         .read(".terraci.yaml")
         .contains("pattern: \"{environment}/{region}/{module}\""));
-    let listed = p.run(&["graph", "--format", "list"]);
+    let listed = p.run(&["graph", "--format", "levels"]);
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     assert_eq!(
         listed.stdout,
-        "terraform/modules/network\nterraform/projects/app\nterraform/projects/infra-vpc\n"
+        "Level 0 (3 modules):\n  terraform/modules/network\n  terraform/projects/app\n  \
+         terraform/projects/infra-vpc\n\n"
     );
 }

@@ -69,7 +69,7 @@ fn graph_takes_the_selection_flags_and_short_format() {
     let out = p.run(&[
         "graph",
         "-F",
-        "list",
+        "levels",
         "-f",
         "environment=stage",
         "-x",
@@ -83,7 +83,7 @@ fn graph_takes_the_selection_flags_and_short_format() {
         "{}",
         out.stdout
     );
-    let all = p.run(&["graph", "--format", "list"]);
+    let all = p.run(&["graph", "--format", "levels"]);
     assert!(
         all.stdout.contains("platform/prod/eu-central-1/rds"),
         "{}",

@@ -7,6 +7,7 @@ mod support;
 mod cache;
 mod changes;
 mod commands;
+mod drop_in;
 mod events;
 mod generate;
 mod graph;

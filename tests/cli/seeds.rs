@@ -10,10 +10,13 @@ fn levels_of_the_page() {
     assert_eq!(out.stderr, "", "no diagnostics expected");
     assert_eq!(
         out.stdout,
-        "Level 0:\n  platform/stage/eu-central-1/api\n  platform/stage/eu-central-1/auth\n  \
-         platform/stage/eu-central-1/vpc\n  platform/stage/eu-central-1/web\nLevel 1:\n  \
-         platform/stage/eu-central-1/eks\n  platform/stage/eu-central-1/gateway\n  \
-         platform/stage/eu-central-1/rds\nLevel 2:\n  platform/stage/eu-central-1/app\n"
+        "Level 0 (4 modules):\n  platform/stage/eu-central-1/api\n  \
+         platform/stage/eu-central-1/auth\n  platform/stage/eu-central-1/vpc\n  \
+         platform/stage/eu-central-1/web\n\nLevel 1 (3 modules):\n  \
+         platform/stage/eu-central-1/eks  (← vpc)\n  \
+         platform/stage/eu-central-1/gateway  (← api, auth, web)\n  \
+         platform/stage/eu-central-1/rds  (← vpc)\n\nLevel 2 (1 module):\n  \
+         platform/stage/eu-central-1/app  (← eks, rds)\n\n"
     );
 }
 
@@ -23,15 +26,12 @@ fn locals_in_keys_and_for_each_give_the_documented_edges() {
     let out = p.run(&["graph", "--format", "list"]);
     let lines: Vec<&str> = out.stdout.lines().collect();
     // rds builds its key from `local.env`; gateway expands `for_each` over three services.
-    assert!(lines.contains(&"platform/stage/eu-central-1/rds -> platform/stage/eu-central-1/vpc"));
+    assert_eq!(lines[0], "[platform/stage]");
+    assert!(lines.contains(&"  eu-central-1/rds → eu-central-1/vpc"));
     assert!(lines.contains(
-        &"platform/stage/eu-central-1/gateway -> platform/stage/eu-central-1/api, \
-          platform/stage/eu-central-1/auth, platform/stage/eu-central-1/web"
+        &"  eu-central-1/gateway → eu-central-1/api, eu-central-1/auth, eu-central-1/web"
     ));
-    assert!(lines.contains(
-        &"platform/stage/eu-central-1/app -> platform/stage/eu-central-1/eks, \
-          platform/stage/eu-central-1/rds"
-    ));
+    assert!(lines.contains(&"  eu-central-1/app → eu-central-1/eks, eu-central-1/rds"));
 }
 
 #[test]

