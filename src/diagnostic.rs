@@ -237,6 +237,11 @@ pub const CODES: &[(&str, &str)] = &[
     ("unsafe-path", "a symlink that leaves the project (or repository), a device, FIFO or socket: never opened"),
     ("unsafe-name", "a module path that cannot be written safely: not UTF-8, or `${{` in a GitHub workflow; the module gets no jobs"),
     ("file-too-large", "a file over the size bound (`--max-file-size`, default 16 MiB) is not read"),
+    ("contribution-invalid", "a job an extension contributes is malformed (a name other than letters, digits, `-`, `_`; an empty command; a gate of the applies that does not read the plans); nothing is generated or run"),
+    ("contribution-clash", "a contributed job has the name of another job (a module's plan or apply job, another contributed job) or produces a report another job produces; nothing is generated or run"),
+    ("contribution-unknown-input", "a contributed job consumes a report no job produces; nothing is generated or run"),
+    ("contribution-cycle", "contributed jobs would wait for each other: they read each other's reports in a circle, or a gate of the applies reads plans that wait for applies; nothing is generated or run"),
+    ("unknown-overwrite-type", "an `overwrites[].type` names no job of the pipeline (not plan, apply, a contributed job or a job a TerraCi plugin contributes); the entry has no effect"),
     ("summary-report", "summary: a `<service_dir>/*-report.json` cannot be read or is not a report; it is left out of the comment"),
     ("summary-label", "summary: a label template gives no label for a module or resource (a placeholder without a value, an empty label, a comma or control character); that label is skipped"),
 ];

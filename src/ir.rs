@@ -52,6 +52,18 @@ pub struct Job {
     pub level: usize,
 }
 
+/// A job an extension contributed ([`crate::contrib`]), placed in the DAG by
+/// [`contribute`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContributedJob {
+    pub name: Arc<str>,
+    /// The plan jobs and report producers it reads; every need brings its artifacts.
+    pub needs: Vec<Need>,
+    /// One more than the highest level it needs.
+    pub level: usize,
+    pub spec: crate::contrib::Contribution,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct JobPlan {
     /// Ordered by level, then module id, then plan before apply. Shared, so that `watch`
@@ -67,6 +79,15 @@ pub struct JobPlan {
     /// Pattern segment names, in order (for `TF_<SEGMENT>` variables).
     pub segments: Vec<String>,
     pub plan_only: bool,
+    /// Jobs contributed by extensions, by level (a job after the jobs whose reports it
+    /// reads). Never present without module jobs.
+    #[serde(skip)]
+    pub contributed: Vec<ContributedJob>,
+    /// Plan jobs keep the plan as data ([`crate::contrib::PLAN_RESULT_FILES`]): something
+    /// consumes the plan results.
+    pub plan_results: bool,
+    /// `service_dir`, where reports are written.
+    pub service_dir: String,
 }
 
 impl JobPlan {
@@ -78,6 +99,10 @@ impl JobPlan {
     pub fn job(&self, name: &str) -> Option<&Job> {
         self.jobs.iter().find(|j| &*j.name == name)
     }
+
+    pub fn contributed_job(&self, name: &str) -> Option<&ContributedJob> {
+        self.contributed.iter().find(|j| &*j.name == name)
+    }
 }
 
 /// A module that gets jobs, with its dependencies that also get jobs.
@@ -87,6 +112,16 @@ pub struct Target {
     pub components: IndexMap<String, String>,
     /// Ids of modules this one reads from, restricted to targets; sorted.
     pub dependencies: Vec<String>,
+}
+
+/// What the pipeline is built for: the CI provider, or this machine (`local-exec`).
+/// Extensions contribute jobs per runner (`extensions.gitlab.mr` is GitLab's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Runner {
+    #[default]
+    Local,
+    Gitlab,
+    Github,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -103,6 +138,8 @@ pub struct PlanOptions {
     /// where no escape is documented (a directory named `$CI_JOB_TOKEN` would put the
     /// token into artifact paths and the job log).
     pub refuse_variables: bool,
+    /// Which extensions' jobs the pipeline gets.
+    pub runner: Runner,
 }
 
 /// Whether GitHub would evaluate part of `s` as an expression.
@@ -133,6 +170,18 @@ pub enum IrError {
         second: String,
         job: String,
     },
+    #[error("{0}")]
+    Contribution(#[from] crate::contrib::ContributionError),
+}
+
+impl IrError {
+    /// The error as a diagnostic, when it has a code of its own.
+    pub fn diagnostic(&self) -> Option<crate::diagnostic::Diagnostic> {
+        match self {
+            IrError::Contribution(e) => Some(e.diagnostic()),
+            IrError::JobNameCollision { .. } => None,
+        }
+    }
 }
 
 /// The job name of `module` for `kind`: `plan-platform-stage-eu-central-1-vpc`.
@@ -388,7 +437,150 @@ fn plan_nodes(
         env: settings.env,
         segments: settings.segments,
         plan_only: options.plan_only,
+        contributed: Vec::new(),
+        plan_results: false,
+        service_dir: String::new(),
     })
+}
+
+/// Adds the jobs of `set` to a plan of module jobs: each contributed job needs every
+/// plan job when it consumes the plan results (their artifacts then hold the plan as
+/// data) and the producer of every report it reads, one level above the highest of
+/// them; the apply jobs wait for the jobs that gate them. A plan without module jobs
+/// gets none. Errors: a contributed job named like a module job, and a gate that would
+/// have to wait for itself (it reads every plan, and a plan waits for an apply).
+pub fn contribute(
+    mut plan: JobPlan,
+    set: &crate::contrib::ContributionSet,
+    service_dir: &str,
+) -> Result<JobPlan, IrError> {
+    use crate::contrib::{ContributionError, Input};
+    plan.service_dir = service_dir.to_owned();
+    if plan.jobs.is_empty() || set.is_empty() {
+        return Ok(plan);
+    }
+    let names: std::collections::HashSet<&str> =
+        set.jobs().iter().map(|c| c.name.as_str()).collect();
+    if let Some(job) = plan.jobs.iter().find(|j| names.contains(&*j.name)) {
+        return Err(ContributionError {
+            code: "contribution-clash",
+            message: format!(
+                "the contributed job `{}` has the name of the {} job of module `{}`; rename the directory",
+                job.name,
+                job.kind.as_str(),
+                job.module
+            ),
+        }
+        .into());
+    }
+    let plans: Vec<(Arc<str>, usize)> = plan
+        .jobs
+        .iter()
+        .filter(|j| j.kind == JobKind::Plan)
+        .map(|j| (j.name.clone(), j.level))
+        .collect();
+    let gates_apply = !plan.plan_only && set.jobs().iter().any(|c| c.gates_applies);
+    if gates_apply {
+        let gate = set.jobs().iter().find(|c| c.gates_applies);
+        let blind = set
+            .jobs()
+            .iter()
+            .find(|c| c.gates_applies && !c.consumes_plans());
+        if let Some(gate) = blind {
+            return Err(ContributionError {
+                code: "contribution-invalid",
+                message: format!(
+                    "the contributed job `{}` gates the applies but does not consume the plan results",
+                    gate.name
+                ),
+            }
+            .into());
+        }
+        // The gate reads every plan; a plan that waits for an apply would wait for it.
+        if let (Some(gate), Some(waiting)) = (
+            gate,
+            plan.jobs
+                .iter()
+                .find(|j| j.kind == JobKind::Plan && !j.needs.is_empty()),
+        ) {
+            return Err(ContributionError {
+                code: "contribution-cycle",
+                message: format!(
+                    "the contributed job `{}` gates every apply and reads every plan, but `{}` waits for `{}` (module `{}` reads its state): the jobs would wait for each other; use it with --plan-only",
+                    gate.name, waiting.name, waiting.needs[0].job, waiting.module
+                ),
+            }
+            .into());
+        }
+    }
+    let mut placed: Vec<ContributedJob> = Vec::with_capacity(set.jobs().len());
+    for spec in set.jobs() {
+        let mut needs: Vec<Need> = Vec::new();
+        let mut level = 0;
+        let mut need = |job: Arc<str>, at: usize, needs: &mut Vec<Need>| {
+            if !needs.iter().any(|n| n.job == job) {
+                level = level.max(at + 1);
+                needs.push(Need {
+                    job,
+                    artifacts: true,
+                });
+            }
+        };
+        for input in &spec.consumes {
+            match input {
+                Input::PlanResults => {
+                    for (name, at) in &plans {
+                        need(name.clone(), *at, &mut needs);
+                    }
+                }
+                Input::Report(producer) => {
+                    if let Some(by) = placed
+                        .iter()
+                        .find(|p| p.spec.produces.as_deref() == Some(producer.as_str()))
+                    {
+                        need(by.name.clone(), by.level, &mut needs);
+                    }
+                }
+                Input::Reports => {
+                    for by in placed.iter().filter(|p| p.spec.produces.is_some()) {
+                        need(by.name.clone(), by.level, &mut needs);
+                    }
+                }
+            }
+        }
+        placed.push(ContributedJob {
+            name: spec.name.as_str().into(),
+            needs,
+            level,
+            spec: spec.clone(),
+        });
+    }
+    if gates_apply {
+        // Plans are all on level 0 (none waits for an apply); applies come after the gates.
+        let gates: Vec<&ContributedJob> = placed.iter().filter(|c| c.spec.gates_applies).collect();
+        let apply_level = 1 + gates.iter().map(|g| g.level).max().unwrap_or(0);
+        let mut jobs = (*plan.jobs).clone();
+        for job in jobs.iter_mut().filter(|j| j.kind == JobKind::Apply) {
+            job.level = apply_level;
+            job.needs.extend(gates.iter().map(|g| Need {
+                job: g.name.clone(),
+                artifacts: false,
+            }));
+        }
+        plan.jobs = Arc::new(jobs);
+    }
+    placed.sort_by_key(|c| c.level);
+    let top = plan
+        .jobs
+        .iter()
+        .map(|j| j.level)
+        .chain(placed.iter().map(|c| c.level))
+        .max()
+        .unwrap_or(0);
+    plan.levels = top + 1;
+    plan.plan_results = set.consumes_plans();
+    plan.contributed = placed;
+    Ok(plan)
 }
 
 #[cfg(test)]
@@ -470,6 +662,124 @@ mod tests {
     fn needs_never_name_a_job_outside_the_pipeline() {
         let p = plan(&[target("b", &["a"])], PlanOptions::default());
         assert_eq!(summary(&p), ["0 plan-b <- []", "1 apply-b <- [plan-b]"]);
+    }
+
+    fn gate(name: &str) -> crate::contrib::Contribution {
+        crate::contrib::Contribution {
+            name: name.into(),
+            commands: vec![vec!["terraci".into(), "policy".into(), "check".into()]],
+            consumes: vec![crate::contrib::Input::PlanResults],
+            produces: Some("policy".into()),
+            gates_applies: true,
+            when: crate::contrib::When::OnSuccess,
+            permissions: vec![],
+            local: true,
+        }
+    }
+
+    fn with(p: JobPlan, jobs: Vec<crate::contrib::Contribution>) -> Result<JobPlan, IrError> {
+        let set = crate::contrib::ContributionSet::new(jobs).unwrap();
+        contribute(p, &set, ".terraci")
+    }
+
+    fn all(p: &JobPlan) -> Vec<String> {
+        let mut lines = summary(p);
+        lines.extend(p.contributed.iter().map(|j| {
+            let needs: Vec<&str> = j.needs.iter().map(|n| &*n.job).collect();
+            format!("{} {} <- [{}]", j.level, j.name, needs.join(", "))
+        }));
+        lines
+    }
+
+    #[test]
+    fn the_summary_needs_every_plan_after_the_last() {
+        let p = plan(
+            &[target("eks", &["vpc"]), target("vpc", &[])],
+            PlanOptions::default(),
+        );
+        let p = with(p, vec![crate::contrib::summary_contribution()]).unwrap();
+        assert_eq!(
+            all(&p),
+            [
+                "0 plan-vpc <- []",
+                "1 apply-vpc <- [plan-vpc]",
+                "2 plan-eks <- [apply-vpc]",
+                "3 apply-eks <- [plan-eks, apply-vpc]",
+                "3 terraci-summary <- [plan-vpc, plan-eks]",
+            ]
+        );
+        assert!(p.plan_results);
+        assert_eq!(p.levels, 4);
+        assert!(p.contributed[0].needs.iter().all(|n| n.artifacts));
+    }
+
+    #[test]
+    fn no_module_jobs_no_contributed_jobs() {
+        let p = with(
+            plan(&[], PlanOptions::default()),
+            vec![crate::contrib::summary_contribution()],
+        )
+        .unwrap();
+        assert!(p.contributed.is_empty() && p.is_empty());
+    }
+
+    #[test]
+    fn applies_wait_for_a_gate_and_a_reader_of_reports_for_its_producer() {
+        let p = plan(
+            &[target("a", &[]), target("b", &[])],
+            PlanOptions::default(),
+        );
+        let p = with(
+            p,
+            vec![crate::contrib::summary_contribution(), gate("policy-check")],
+        )
+        .unwrap();
+        assert_eq!(
+            all(&p),
+            [
+                "0 plan-a <- []",
+                "0 plan-b <- []",
+                "2 apply-a <- [plan-a, policy-check]",
+                "2 apply-b <- [plan-b, policy-check]",
+                "1 policy-check <- [plan-a, plan-b]",
+                "2 terraci-summary <- [plan-a, plan-b, policy-check]",
+            ]
+        );
+        assert_eq!(p.levels, 3);
+    }
+
+    #[test]
+    fn invalid_contributions_stop_the_plan_with_a_code() {
+        // A gate reads every plan, but plan-b waits for apply-a: a cycle.
+        let p = plan(
+            &[target("a", &[]), target("b", &["a"])],
+            PlanOptions::default(),
+        );
+        let err = with(p, vec![gate("policy-check")]).unwrap_err();
+        assert_eq!(err.diagnostic().map(|d| d.code), Some("contribution-cycle"));
+        assert_eq!(
+            err.to_string(),
+            "the contributed job `policy-check` gates every apply and reads every plan, but `plan-b` waits for `apply-a` (module `b` reads its state): the jobs would wait for each other; use it with --plan-only"
+        );
+        // Plan-only pipelines have no applies to gate.
+        let p = plan(
+            &[target("a", &[]), target("b", &["a"])],
+            PlanOptions {
+                plan_only: true,
+                ..PlanOptions::default()
+            },
+        );
+        assert!(with(p, vec![gate("policy-check")]).is_ok());
+        // A contributed job named like a module's job.
+        let p = plan(&[target("x", &[])], PlanOptions::default());
+        let mut clash = crate::contrib::summary_contribution();
+        clash.name = "plan-x".into();
+        let err = with(p, vec![clash]).unwrap_err();
+        assert_eq!(err.diagnostic().map(|d| d.code), Some("contribution-clash"));
+        assert_eq!(
+            err.to_string(),
+            "the contributed job `plan-x` has the name of the plan job of module `x`; rename the directory"
+        );
     }
 
     #[test]
@@ -569,15 +879,19 @@ pub fn job_plan(
             .iter()
             .cloned(),
     );
-    plan_nodes(
+    let options = selection.plan_options(db);
+    // Contributions are collected and checked before the job plan exists.
+    let contributions = crate::contrib::contributions(config, options.runner)?;
+    let plan = plan_nodes(
         &nodes,
         names.collisions,
-        selection.plan_options(db),
+        options,
         PlanSettings {
             binary: config.execution.binary,
             init_enabled: config.execution.init_enabled,
             env,
             segments: project.pattern(db).segments().to_vec(),
         },
-    )
+    )?;
+    contribute(plan, &contributions, &crate::contrib::service_dir(config))
 }

@@ -11,6 +11,7 @@ pub mod chunk;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod contrib;
 pub mod db;
 pub mod diagnostic;
 pub mod discover;

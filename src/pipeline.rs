@@ -33,6 +33,10 @@ pub fn plan_options(
         parallel_plans: args.parallel_plans,
         refuse_expressions: provider == crate::render::Provider::Github,
         refuse_variables: provider == crate::render::Provider::Gitlab,
+        runner: match provider {
+            crate::render::Provider::Gitlab => crate::ir::Runner::Gitlab,
+            crate::render::Provider::Github => crate::ir::Runner::Github,
+        },
     }
 }
 
@@ -85,11 +89,19 @@ pub fn build_pipeline(
     let plan = match job_plan(&ws.db, ws.project, selection) {
         Ok(plan) => plan,
         Err(e) => {
+            // A coded error is printed with the diagnostics, under its code.
+            let message = match e.diagnostic() {
+                Some(d) => {
+                    diagnostics.push(d);
+                    "no pipeline was written: a contributed job is invalid (see above)".to_owned()
+                }
+                None => e.to_string(),
+            };
             return Generation {
                 diagnostics,
                 explain: None,
-                output: Err(fail(exit::ERROR, e.to_string())),
-            }
+                output: Err(fail(exit::ERROR, message)),
+            };
         }
     };
     diagnostics.extend(local_state_warning(ws, plan));

@@ -119,6 +119,14 @@ fn git_err(context: &str) -> impl FnOnce(gix::Error) -> VcsError + '_ {
     move |err| VcsError::Git(format!("{context}: {err:#}"))
 }
 
+/// The commit checked out in the repository holding `project_dir` (hex), if any: what
+/// `local-exec`'s plans record in `plan.result.json`.
+pub fn checked_out_commit(project_dir: &Utf8Path) -> Option<String> {
+    let repo = gix::discover(project_dir.as_std_path()).ok()?;
+    let id = head_commit(&repo).ok()??;
+    Some(id.to_hex().to_string())
+}
+
 /// Computes the changed files of `req` (spec §6).
 pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
     let repo = gix::discover(req.project_dir.as_std_path()).map_err(|err| {

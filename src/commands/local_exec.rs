@@ -49,9 +49,19 @@ pub(super) fn local_exec(
     }
     let changes = change_input(io.system, &ws.root, &args.changes, &ws.config.config)?;
     let selection = Selection::new(&ws.db, filters, PlanOptions::default(), changes);
-    let plan = job_plan(&ws.db, ws.project, selection)
-        .clone()
-        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let plan = match job_plan(&ws.db, ws.project, selection) {
+        Ok(plan) => plan.clone(),
+        Err(e) => {
+            let Some(d) = e.diagnostic() else {
+                return Err(fail(exit::ERROR, e.to_string()));
+            };
+            ws.print_diagnostics(&[d], global.quiet, io.stderr)?;
+            return Err(fail(
+                exit::ERROR,
+                "nothing was run: a contributed job is invalid (see above)",
+            ));
+        }
+    };
     let ci = io.system.env_var("CI").is_some();
     let options = ExecOptions {
         project_dir: ws.root.clone(),
@@ -69,6 +79,9 @@ pub(super) fn local_exec(
         log_dir: camino::Utf8Path::new(ws.config.config.service_dir()).join("logs"),
         progress: ProgressStyle::detect(global.quiet || ci),
         env: Vec::new(),
+        // Contributed jobs that run `terraci` run this one.
+        terraci: io.system.current_exe(),
+        commit: crate::vcs::checked_out_commit(&ws.root).unwrap_or_default(),
     };
     let summary = crate::exec::run(&plan, &options, io.stdout)
         .map_err(|e| fail(exit::ERROR, e.to_string()))?;

@@ -9,8 +9,8 @@ mod pattern;
 mod schema;
 
 pub use load::{
-    find_config_file, load_config, parse_config, read_config_bytes, ConfigError, LoadedConfig,
-    CONFIG_FILE_NAMES,
+    closest, find_config_file, load_config, parse_config, read_config_bytes, ConfigError,
+    LoadedConfig, CONFIG_FILE_NAMES,
 };
 pub use pattern::Pattern;
 pub use schema::config_schema;
@@ -271,30 +271,64 @@ impl Image {
     }
 }
 
-/// Which generated jobs an `overwrites` entry applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
+/// Which generated jobs an `overwrites` entry applies to: `plan`, `apply`, or the name
+/// of a contributed job (`terraci-summary`), as in TerraCi.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(into = "String")]
 pub enum OverwriteType {
     Plan,
     Apply,
+    /// A contributed job, by name.
+    Job(String),
+}
+
+impl OverwriteType {
+    pub fn as_str(&self) -> &str {
+        match self {
+            OverwriteType::Plan => "plan",
+            OverwriteType::Apply => "apply",
+            OverwriteType::Job(name) => name,
+        }
+    }
+}
+
+impl From<OverwriteType> for String {
+    fn from(t: OverwriteType) -> String {
+        t.as_str().to_owned()
+    }
+}
+
+impl JsonSchema for OverwriteType {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OverwriteType".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`plan`, `apply`, or the name of a contributed job (`terraci-summary`)",
+            "type": "string",
+            "minLength": 1
+        })
+    }
 }
 
 impl<'de> Deserialize<'de> for OverwriteType {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // A hand-written message: serde's "unknown variant" wording reads poorly here, and
-        // TerraCi's "contributed job names" do not exist in terraci. A visitor, so the
-        // YAML reader attaches the key path and position to the error.
+        // A visitor, so the YAML reader attaches the key path and position to the error.
         struct Visitor;
         impl serde::de::Visitor<'_> for Visitor {
             type Value = OverwriteType;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("plan or apply")
+                f.write_str("plan, apply or the name of a contributed job")
             }
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<OverwriteType, E> {
                 match text {
                     "plan" => Ok(OverwriteType::Plan),
                     "apply" => Ok(OverwriteType::Apply),
-                    other => Err(E::custom(format!("expected plan or apply, got {other:?}"))),
+                    "" => Err(E::custom(
+                        "expected plan, apply or the name of a contributed job, got an empty string",
+                    )),
+                    other => Ok(OverwriteType::Job(other.to_owned())),
                 }
             }
         }

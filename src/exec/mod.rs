@@ -135,6 +135,11 @@ pub struct ExecOptions {
     pub progress: ProgressStyle,
     /// Added to every job's environment after everything else.
     pub env: Vec<(String, String)>,
+    /// The running terraci, for contributed jobs that run `terraci` (`None`: from PATH).
+    pub terraci: Option<String>,
+    /// The commit plans are made for (`git rev-parse HEAD`), written to
+    /// `plan.result.json`; empty when unknown.
+    pub commit: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,7 +161,8 @@ pub enum Status {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleResult {
     pub job: String,
-    pub kind: JobKind,
+    /// `None`: a contributed job.
+    pub kind: Option<JobKind>,
     pub module: String,
     pub status: Status,
     /// Zero for jobs that did not run.
@@ -299,7 +305,7 @@ pub fn run_with(
                 &tasks,
                 options.parallelism.max(1),
                 interrupt,
-                |task| execute(task, &log_dir, runner, interrupt),
+                |task| execute(task, &log_dir, runner, interrupt, &options.commit),
                 events,
             )
         });
@@ -329,6 +335,84 @@ pub fn run_with(
     Ok(summary)
 }
 
+/// The plan of a job that keeps its results: the output goes to `plan.txt` (and then
+/// the log), exit 2 is a plan with changes, `show -json` of a good plan goes to
+/// `plan.json`, and `plan.result.json` records the exit code and `commit`, also for a
+/// failed plan, which then fails the job.
+fn plan_with_results(
+    task: &Task,
+    command: &CommandLine,
+    log: &mut File,
+    runner: &dyn ProcessRunner,
+    interrupt: &Interrupt,
+    commit: &str,
+) -> Result<(), Status> {
+    let cannot = |what: &str, e: io::Error| Status::Failed {
+        code: None,
+        reason: format!("cannot write {what} in {}: {e}", task.module),
+    };
+    for stale in ["plan.json", "plan.result.json"] {
+        let _ = std::fs::remove_file(task.dir.join(stale));
+    }
+    let text_path = task.dir.join("plan.txt");
+    let text = File::create(&text_path).map_err(|e| cannot("plan.txt", e))?;
+    let exit = runner.run(&task.dir, &task.env, command, &text, interrupt);
+    drop(text);
+    // The log shows what the plan printed, as it would have without plan.txt.
+    if let Ok(mut text) = File::open(&text_path) {
+        let _ = io::copy(&mut text, log);
+    }
+    let mut code = match exit {
+        Ok(Exit::Success) => 0,
+        Ok(Exit::Code(code)) => code,
+        Ok(Exit::Signal(signal)) => {
+            return Err(Status::Failed {
+                code: None,
+                reason: format!("`{}` killed by signal {signal}", command.display_short()),
+            })
+        }
+        Err(e) => {
+            return Err(Status::Failed {
+                code: None,
+                reason: format!("`{}` could not start: {e}", command.display_short()),
+            })
+        }
+    };
+    if code == 0 || code == 2 {
+        let show = CommandLine {
+            program: command.program.clone(),
+            args: vec!["show".into(), "-json".into(), jobs::PLAN_FILE.into()],
+        };
+        let _ = writeln!(log, "$ {} > plan.json", show.display());
+        let json_path = task.dir.join("plan.json");
+        let json = File::create(&json_path).map_err(|e| cannot("plan.json", e))?;
+        let shown = runner.run(&task.dir, &task.env, &show, &json, interrupt);
+        drop(json);
+        if !matches!(shown, Ok(Exit::Success)) {
+            let _ = std::fs::remove_file(&json_path);
+            let _ = writeln!(log, "`{}` failed", show.display_short());
+            code = 1;
+        }
+    }
+    let hex: String = commit.chars().filter(char::is_ascii_hexdigit).collect();
+    let result = serde_json::json!({"exit_code": code, "commit": hex});
+    let tmp = task.dir.join(".plan.result.json.tmp");
+    File::create(&tmp)
+        .and_then(|mut f| writeln!(f, "{result}"))
+        .and_then(|()| std::fs::rename(&tmp, task.dir.join("plan.result.json")))
+        .map_err(|e| cannot("plan.result.json", e))?;
+    if code == 0 || code == 2 {
+        Ok(())
+    } else {
+        let reason = format!("`{}` exited with code {code}", command.display_short());
+        let _ = writeln!(log, "{reason}");
+        Err(Status::Failed {
+            code: Some(code),
+            reason,
+        })
+    }
+}
+
 fn result_of(task: &Task, status: Status, duration: Duration) -> ModuleResult {
     ModuleResult {
         job: task.job.clone(),
@@ -353,6 +437,7 @@ fn execute(
     log_dir: &Utf8Path,
     runner: &dyn ProcessRunner,
     interrupt: &Interrupt,
+    commit: &str,
 ) -> Status {
     let log_path = log_dir.join(format!("{}.log", task.job));
     let mut log = match File::create(&log_path) {
@@ -383,6 +468,12 @@ fn execute(
         }
         let _ = writeln!(log, "$ {}", command.display());
         let _ = log.flush();
+        if task.plan_results && command.args.first().map(String::as_str) == Some("plan") {
+            match plan_with_results(task, command, &mut log, runner, interrupt, commit) {
+                Ok(()) => continue,
+                Err(status) => return status,
+            }
+        }
         let exit = runner.run(&task.dir, &task.env, command, &log, interrupt);
         let failure = match exit {
             Ok(Exit::Success) => continue,

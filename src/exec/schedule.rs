@@ -119,6 +119,14 @@ pub(super) fn schedule(
                 if s.state[d] != State::Waiting {
                     continue;
                 }
+                // A job that runs whatever its needs' outcome counts this one as done.
+                if tasks[d].always {
+                    s.unmet[d] -= 1;
+                    if s.unmet[d] == 0 {
+                        s.ready.insert(d);
+                    }
+                    continue;
+                }
                 let status = Status::Skipped {
                     because: because.clone(),
                 };

@@ -97,6 +97,8 @@ impl Project {
             log_dir: ".terraci/logs".into(),
             progress: ProgressStyle::Plain,
             env,
+            terraci: None,
+            commit: String::new(),
         }
     }
 
@@ -384,7 +386,7 @@ fn dry_run_prints_the_commands_in_dependency_order() {
 fn the_summary_table_lists_every_job_with_its_time() {
     let result = |job: &str, kind, status, ms| ModuleResult {
         job: job.into(),
-        kind,
+        kind: Some(kind),
         module: "platform/prod/eu-central-1/vpc".into(),
         status,
         duration: Duration::from_millis(ms),
@@ -574,4 +576,61 @@ fn ctrl_c_forwards_sigint_to_running_commands_and_waits_for_them() {
     }
     assert_eq!(status_of(&summary, "plan-prod-app"), &Status::NotStarted);
     assert!(project.log("plan-prod-vpc").contains("got SIGINT"));
+}
+
+/// A review job (the summary) after the plans of `local-exec plan`: it runs once every
+/// plan finished, also after a failed one and the plans that failure skipped, and sees
+/// the plan results each plan wrote.
+#[test]
+fn a_review_job_runs_after_the_plans_whatever_their_outcome() {
+    let project = Project::new();
+    let mut review = crate::contrib::summary_contribution();
+    review.commands = vec![vec![
+        "sh".into(),
+        "-c".into(),
+        "cat prod/*/plan.result.json > review.out".into(),
+    ]];
+    let set = crate::contrib::ContributionSet::new(vec![review]).expect("valid");
+    let plan = crate::ir::contribute(job_plan(PlanOptions::default(), true), &set, ".terraci")
+        .expect("no clash");
+    let mut options = project.options(Mode::Plan, Some("prod/vpc"));
+    options.commit = "0123abcdefzz".into();
+    let (summary, out) = project.run(&plan, &options);
+    assert!(summary.failed(), "{out}");
+    assert!(matches!(
+        status_of(&summary, "plan-prod-vpc"),
+        Status::Failed { code: Some(1), .. }
+    ));
+    assert!(matches!(
+        status_of(&summary, "plan-prod-eks"),
+        Status::Skipped { .. }
+    ));
+    assert_eq!(
+        status_of(&summary, "terraci-summary"),
+        &Status::Succeeded,
+        "{out}"
+    );
+    let result = |module: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(project.root.join(module).join("plan.result.json"))
+            .expect("plan.result.json");
+        serde_json::from_str(&text).expect("JSON")
+    };
+    // The commit keeps hex digits only; a failed plan has no plan.json.
+    assert_eq!(
+        result("prod/vpc"),
+        serde_json::json!({"exit_code": 1, "commit": "0123abcdef"})
+    );
+    assert_eq!(result("prod/dns")["exit_code"], 0);
+    assert!(!project.root.join("prod/vpc/plan.json").exists());
+    assert!(project.root.join("prod/dns/plan.json").exists());
+    assert!(
+        std::fs::read_to_string(project.root.join("prod/dns/plan.txt"))
+            .expect("plan.txt")
+            .contains("stdout of plan")
+    );
+    let seen = std::fs::read_to_string(project.root.join("review.out")).expect("review ran");
+    assert_eq!(seen.lines().count(), 2, "{seen}");
+    // `run` applies: no review job there.
+    let (summary, _) = project.run(&plan, &project.options(Mode::Run, None));
+    assert!(summary.results.iter().all(|r| r.job != "terraci-summary"));
 }

@@ -36,6 +36,9 @@ case "$1" in
     echo "plan of $module" > plan.tfplan
     echo "$module plan" >> "$log"
     ;;
+  show)
+    echo '{"format_version": "1.2"}'
+    ;;
   apply)
     if [ ! -f "$2" ]; then
       echo "$module apply: no plan file $2 in $(pwd)" >> "$log"
@@ -253,4 +256,59 @@ fn merge_requests_and_other_branches_plan_and_never_apply() {
             run.log
         );
     }
+}
+
+/// In a merge-request pipeline the summary job runs after the plans, in an image without
+/// terraci (none was chosen for it): the job says so and the pipeline still passes, as
+/// the comment is an aid, not a gate.
+#[test]
+fn a_summary_job_without_terraci_warns_and_the_pipeline_passes() {
+    let plan = build_job_plan(
+        &[target("eks", &["vpc"]), target("vpc", &[])],
+        PlanOptions::default(),
+        Binary::Terraform,
+        true,
+        IndexMap::new(),
+        vec!["module".into()],
+    )
+    .expect("distinct job names");
+    let set = crate::contrib::ContributionSet::new(vec![crate::contrib::summary_contribution()])
+        .expect("valid");
+    let plan = crate::ir::contribute(plan, &set, ".terraci").expect("no clash");
+    let pipeline = render_gitlab(&plan, &Config::default(), &header())
+        .expect("renders")
+        .text;
+    let run = run_pipeline_as(
+        &pipeline,
+        "feature",
+        &[
+            "CI_PIPELINE_SOURCE=merge_request_event",
+            "CI_MERGE_REQUEST_IID=7",
+        ],
+    );
+    assert!(run.success, "{}\n{}", run.output, run.log);
+    assert!(
+        run.output
+            .contains("terraci-summary: terraci is not on PATH in this job; set extensions.gitlab.mr.summary_job.image"),
+        "{}",
+        run.output
+    );
+    // The plans kept their results (the fake's `show`) for it.
+    assert!(
+        run.log.contains("vpc plan") && run.log.contains("eks plan"),
+        "{}",
+        run.log
+    );
+    // The control experiment: without `allow_failure` the same job fails the pipeline.
+    let strict = pipeline.replace("  allow_failure:\n    exit_codes:\n      - 127\n", "");
+    assert_ne!(strict, pipeline);
+    let run = run_pipeline_as(
+        &strict,
+        "feature",
+        &[
+            "CI_PIPELINE_SOURCE=merge_request_event",
+            "CI_MERGE_REQUEST_IID=7",
+        ],
+    );
+    assert!(!run.success, "{}", run.output);
 }

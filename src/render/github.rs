@@ -18,7 +18,9 @@ use super::{
     RenderWarning, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
 };
 use crate::config::{Binary, Config, GitHub, GitHubJobConfig, GitHubStep, Image, OverwriteType};
-use crate::ir::{Job, JobKind, JobPlan};
+use crate::contrib::When;
+use crate::escape::sh_word;
+use crate::ir::{ContributedJob, Job, JobKind, JobPlan};
 
 /// GitHub rejects workflow files larger than this.
 pub const GITHUB_MAX_BYTES: usize = 512_000;
@@ -56,6 +58,24 @@ pub fn render_github(
         "TERRAFORM_BINARY".to_owned(),
         plan.binary.command().to_owned(),
     );
+    if plan.plan_results && !plan.is_empty() {
+        // Written once for every plan job (a workflow is limited in size): the commit a
+        // plan is made for (a pull request's head, not its merge commit) and the script
+        // that keeps the plan as data, which each plan step evaluates.
+        env.insert(
+            "TERRACI_COMMIT".to_owned(),
+            "${{ github.event.pull_request.head.sha || github.sha }}".to_owned(),
+        );
+        let mut script = String::new();
+        for line in job_commands(plan, JobKind::Plan, "TERRACI_COMMIT")
+            .into_iter()
+            .skip(usize::from(plan.init_enabled))
+        {
+            script.push_str(&line);
+            script.push('\n');
+        }
+        env.insert(PLAN_SCRIPT_VAR.to_owned(), script);
+    }
     env.extend(github.env.clone());
     doc.insert(string("env"), string_map(&env));
 
@@ -70,7 +90,18 @@ pub fn render_github(
                 render_job(plan, job, &github, &ids),
             );
         }
+        for job in &plan.contributed {
+            jobs.insert(
+                string(&*job.name),
+                render_contributed(plan, job, &github, &ids),
+            );
+        }
     }
+    warnings.extend(super::unknown_overwrite_types(
+        "extensions.github.overwrites",
+        github.overwrites.iter().map(|o| &o.job_type),
+        plan,
+    ));
     doc.insert(string("jobs"), Value::Mapping(jobs));
 
     let text = write_document(
@@ -99,6 +130,9 @@ pub fn render_github(
     }
     Ok(Rendered { text, warnings })
 }
+
+/// The workflow variable holding the plan script of plan jobs that keep plan results.
+const PLAN_SCRIPT_VAR: &str = "TERRACI_PLAN_SCRIPT";
 
 /// The environment apply jobs run in unless `job_defaults`/`overwrites` name one.
 pub const DEFAULT_APPLY_ENVIRONMENT: &str = "terraform";
@@ -307,7 +341,11 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         ("uses", "actions/checkout@v4"),
     ])];
     if github.setup_step.unwrap_or(true) {
-        steps.push(setup_step(plan.binary, github.terraform_version.as_deref()));
+        steps.push(setup_step(
+            plan.binary,
+            github.terraform_version.as_deref(),
+            plan.plan_results,
+        ));
     }
     if job.kind == JobKind::Apply {
         let mut s = step(&[
@@ -326,9 +364,16 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         JobKind::Apply => "Apply",
     };
     let mut run = String::new();
-    for command in job_commands(plan, job.kind) {
-        run.push_str(&command);
-        run.push('\n');
+    if job.kind == JobKind::Plan && plan.plan_results {
+        if plan.init_enabled {
+            run.push_str(&format!("{} init\n", plan.binary.command()));
+        }
+        run.push_str(&format!("eval \"${PLAN_SCRIPT_VAR}\"\n"));
+    } else {
+        for command in job_commands(plan, job.kind, "TERRACI_COMMIT") {
+            run.push_str(&command);
+            run.push('\n');
+        }
     }
     let mut run_step = step(&[("name", &format!("{verb} {}", job.module))]);
     run_step.insert(string("working-directory"), string(&*job.module));
@@ -342,13 +387,233 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         ]);
         let mut with = Mapping::new();
         with.insert(string("name"), string(artifact_name(job)));
+        // `plan.*`: the plan file and, kept as data, plan.txt, plan.json, plan.result.json.
+        let files = if plan.plan_results {
+            "plan.*"
+        } else {
+            PLAN_FILE
+        };
+        with.insert(string("path"), string(format!("{}/{files}", job.module)));
+        // Plan results are kept also when the plan failed: the review must see it.
         with.insert(
-            string("path"),
-            string(format!("{}/{PLAN_FILE}", job.module)),
+            string("if-no-files-found"),
+            string(if plan.plan_results { "warn" } else { "error" }),
         );
-        with.insert(string("if-no-files-found"), string("error"));
         with.insert(string("retention-days"), Value::Number(1.into()));
         s.insert(string("with"), Value::Mapping(with));
+        if plan.plan_results {
+            s.insert(string("if"), string("always()"));
+        }
+        steps.push(s);
+    }
+    m.insert(
+        string("steps"),
+        Value::Sequence(steps.into_iter().map(Value::Mapping).collect()),
+    );
+    Value::Mapping(m)
+}
+
+/// A contributed job's settings: `job_defaults` but `if` and `environment`, the summary
+/// job's `pr.summary_job.runs_on`, then the `overwrites` of its name.
+fn contributed_config(github: &GitHub, job: &ContributedJob) -> GitHubJobConfig {
+    let mut out = github.job_defaults.clone().unwrap_or_default();
+    out.if_ = None;
+    out.environment = None;
+    if let Some(runs_on) = summary_runs_on(github, job) {
+        out.runs_on = Some(runs_on);
+    }
+    let wanted = OverwriteType::Job(job.name.to_string());
+    for overwrite in github.overwrites.iter().filter(|o| o.job_type == wanted) {
+        let layer = overwrite.job_config();
+        macro_rules! replace {
+            ($($field:ident),*) => {$(
+                if layer.$field.is_some() {
+                    out.$field = layer.$field.clone();
+                }
+            )*};
+        }
+        replace!(runs_on, container, if_, environment);
+        // Steps add to job_defaults', as for plan and apply jobs.
+        for (steps, more) in [
+            (&mut out.steps_before, layer.steps_before),
+            (&mut out.steps_after, layer.steps_after),
+        ] {
+            if let Some(more) = more {
+                steps.get_or_insert_with(Vec::new).extend(more);
+            }
+        }
+        out.env.extend(layer.env);
+    }
+    out
+}
+
+/// `extensions.github.pr.summary_job.runs_on` for the summary job.
+fn summary_runs_on(github: &GitHub, job: &ContributedJob) -> Option<String> {
+    if &*job.name != crate::contrib::SUMMARY_JOB {
+        return None;
+    }
+    github.pr.as_ref()?.summary_job.as_ref()?.runs_on.clone()
+}
+
+/// The artifact of a report producer.
+fn report_artifact(producer: &str) -> String {
+    format!("terraci-report-{producer}")
+}
+
+/// A contributed job: it downloads the artifacts of the jobs it needs (each plan into its
+/// module directory; a plan that did not run has none, so that step may fail), runs its
+/// commands from the repository root with the workflow token, and uploads its report.
+/// Review jobs run on pull requests once the plans finished, whatever their outcome;
+/// others when nothing they need failed.
+fn render_contributed(
+    plan: &JobPlan,
+    job: &ContributedJob,
+    github: &GitHub,
+    ids: &BTreeMap<&str, String>,
+) -> Value {
+    let user = contributed_config(github, job);
+    let mut m = Mapping::new();
+    if !job.needs.is_empty() {
+        let needs: Vec<&str> = job
+            .needs
+            .iter()
+            .map(|n| ids.get(&*n.job).map_or(&*n.job, String::as_str))
+            .collect();
+        m.insert(string("needs"), strings(&needs));
+    }
+    let runs_on = user
+        .runs_on
+        .clone()
+        .or_else(|| github.runs_on.clone())
+        .unwrap_or_else(|| DEFAULT_RUNS_ON.to_owned());
+    m.insert(string("runs-on"), string(runs_on));
+    if let Some(container) = user.container.as_ref().or(github.container.as_ref()) {
+        m.insert(string("container"), string(container.name()));
+    }
+    if let Some(environment) = &user.environment {
+        m.insert(string("environment"), string(environment.as_str()));
+    }
+    let mut condition = match job.spec.when {
+        When::ReviewAlways => "!cancelled() && github.event_name == 'pull_request'".to_owned(),
+        When::OnSuccess => "!cancelled() && !failure()".to_owned(),
+    };
+    if let Some(extra) = user.if_.as_deref() {
+        let extra = extra.trim();
+        let extra = extra
+            .strip_prefix("${{")
+            .and_then(|u| u.strip_suffix("}}"))
+            .unwrap_or(extra)
+            .trim();
+        condition.push_str(&format!(" && ({extra})"));
+    }
+    m.insert(string("if"), string(condition));
+    let mut permissions = IndexMap::from([("contents".to_owned(), "read".to_owned())]);
+    permissions.extend(job.spec.permissions.iter().cloned());
+    m.insert(string("permissions"), string_map(&permissions));
+    let mut env = IndexMap::from([(
+        "GITHUB_TOKEN".to_owned(),
+        "${{ secrets.GITHUB_TOKEN }}".to_owned(),
+    )]);
+    env.extend(user.env.clone());
+    m.insert(string("env"), string_map(&env));
+
+    let mut steps = vec![step(&[
+        ("name", "Checkout"),
+        ("uses", "actions/checkout@v4"),
+    ])];
+    // Plans: every plan artifact in one step (each into a directory of its name), then
+    // each put into its module directory; a plan that did not run has none.
+    let planned: Vec<&Job> = job.needs.iter().filter_map(|n| plan.job(&n.job)).collect();
+    if !planned.is_empty() {
+        let into = format!("{}/plans", plan.service_dir.trim_end_matches('/'));
+        let mut s = step(&[
+            ("name", "Download plans"),
+            ("uses", "actions/download-artifact@v4"),
+        ]);
+        let mut with = Mapping::new();
+        with.insert(string("pattern"), string("terraci-plan-*"));
+        with.insert(string("path"), string(into.as_str()));
+        s.insert(string("with"), Value::Mapping(with));
+        s.insert(string("continue-on-error"), Value::Bool(true));
+        steps.push(s);
+        let mut run = format!(
+            "put() {{ if [ -d {}/\"$1\" ]; then cp -R {}/\"$1\"/. \"$2\"/; fi; }}\n",
+            sh_word(&into),
+            sh_word(&into)
+        );
+        for planned in &planned {
+            // A directory named `-x` must not read as an option of `cp`.
+            let module = if planned.module.starts_with('-') {
+                format!("./{}", planned.module)
+            } else {
+                planned.module.to_string()
+            };
+            run.push_str(&format!(
+                "put {} {}\n",
+                sh_word(&artifact_name(planned)),
+                sh_word(&module)
+            ));
+        }
+        let mut s = step(&[("name", "Put the plans into their modules")]);
+        s.insert(string("run"), string(run));
+        steps.push(s);
+    }
+    for need in &job.needs {
+        let report = plan
+            .contributed_job(&need.job)
+            .and_then(|c| c.spec.produces.as_deref());
+        if let Some(producer) = report {
+            let mut s = step(&[
+                ("name", &format!("Download {producer} report")),
+                ("uses", "actions/download-artifact@v4"),
+            ]);
+            let mut with = Mapping::new();
+            with.insert(string("name"), string(report_artifact(producer)));
+            with.insert(string("path"), string(plan.service_dir.as_str()));
+            s.insert(string("with"), Value::Mapping(with));
+            s.insert(string("continue-on-error"), Value::Bool(true));
+            steps.push(s);
+        }
+    }
+    steps.extend(user_steps(user.steps_before.as_deref()));
+    let hint = if &*job.name == crate::contrib::SUMMARY_JOB {
+        format!(
+            "add a step that installs it (steps_before in an overwrites entry of type {}) or a container that has it",
+            job.name
+        )
+    } else {
+        format!(
+            "add a step that installs it (steps_before in an overwrites entry of type {})",
+            job.name
+        )
+    };
+    let mut run = String::new();
+    // A review job without terraci (no image was chosen for it) warns and passes: the
+    // comment is an aid, not a gate; the jobs it reads still fail on their own.
+    let review = job.spec.when == When::ReviewAlways;
+    for line in super::contributed_commands(job, &hint, review) {
+        run.push_str(&line);
+        run.push('\n');
+    }
+    let mut run_step = step(&[("name", &format!("Run {}", job.name))]);
+    run_step.insert(string("run"), string(run));
+    steps.push(run_step);
+    steps.extend(user_steps(user.steps_after.as_deref()));
+    if let (Some(producer), Some(path)) = (
+        job.spec.produces.as_deref(),
+        job.spec.report_path(&plan.service_dir),
+    ) {
+        let mut s = step(&[
+            ("name", &format!("Upload {producer} report")),
+            ("uses", "actions/upload-artifact@v4"),
+        ]);
+        let mut with = Mapping::new();
+        with.insert(string("name"), string(report_artifact(producer)));
+        with.insert(string("path"), string(path));
+        with.insert(string("if-no-files-found"), string("warn"));
+        with.insert(string("retention-days"), Value::Number(1.into()));
+        s.insert(string("with"), Value::Mapping(with));
+        s.insert(string("if"), string("always()"));
         steps.push(s);
     }
     m.insert(
@@ -365,23 +630,32 @@ fn step(pairs: &[(&str, &str)]) -> Mapping {
         .collect()
 }
 
-fn setup_step(binary: Binary, version: Option<&str>) -> Mapping {
-    let (name, uses, input) = match binary {
+/// The setup action. Keeping plan results turns its wrapper off: the wrapper prints
+/// lines of its own into `show -json`'s output.
+fn setup_step(binary: Binary, version: Option<&str>, plan_results: bool) -> Mapping {
+    let (name, uses, input, wrapper) = match binary {
         Binary::Terraform => (
             "Setup Terraform",
             "hashicorp/setup-terraform@v3",
             "terraform_version",
+            "terraform_wrapper",
         ),
         Binary::Tofu => (
             "Setup OpenTofu",
             "opentofu/setup-opentofu@v1",
             "tofu_version",
+            "tofu_wrapper",
         ),
     };
     let mut s = step(&[("name", name), ("uses", uses)]);
+    let mut with = Mapping::new();
     if let Some(version) = version {
-        let mut with = Mapping::new();
         with.insert(string(input), string(version));
+    }
+    if plan_results {
+        with.insert(string(wrapper), Value::Bool(false));
+    }
+    if !with.is_empty() {
         s.insert(string("with"), Value::Mapping(with));
     }
     s

@@ -18,13 +18,14 @@ use super::yaml::{
 use super::{
     default_image, job_commands, job_variables, segment_variable, string, string_map, strings,
     to_value, Header, PipelineText, RenderError, RenderWarning, Rendered, NO_CHANGES_JOB,
-    NO_CHANGES_MESSAGE, PLAN_FILE,
+    NO_CHANGES_MESSAGE,
 };
 use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabRule, GitLabWhen, Image, OverwriteType,
 };
+use crate::contrib::When;
 use crate::escape::sh_cd;
-use crate::ir::{Job, JobKind, JobPlan};
+use crate::ir::{ContributedJob, Job, JobKind, JobPlan};
 
 /// GitLab's default limit of `needs` entries per job.
 pub const DEFAULT_NEEDS_LIMIT: usize = 50;
@@ -161,7 +162,22 @@ fn render_gitlab_text(
                 .into_iter()
                 .map(|w| RenderWarning::new("needs-limit", w)),
         );
+        for job in &plan.contributed {
+            let job_text = format!(
+                "\n{}",
+                contributed_job_text(job, &gitlab, &prefix, &plan.service_dir)
+            );
+            match texts {
+                None => text.head.push_str(&job_text),
+                Some(_) => text.jobs.push(job_text.into()),
+            }
+        }
     }
+    warnings.extend(super::unknown_overwrite_types(
+        "extensions.gitlab.overwrites",
+        gitlab.overwrites.iter().map(|o| &o.job_type),
+        plan,
+    ));
     Ok((text, warnings))
 }
 
@@ -193,6 +209,7 @@ impl JobTextKey {
                 gitlab,
                 plan.binary,
                 plan.init_enabled,
+                plan.plan_results,
                 &plan.env,
                 &plan.segments
             )
@@ -563,6 +580,151 @@ fn effective_config(gitlab: &GitLab, kind: JobKind) -> GitLabJobConfig {
     out
 }
 
+/// A contributed job's settings: `job_defaults` but `rules`, `when` and `artifacts`
+/// (those say when plans and applies run), then the summary job's own keys
+/// (`mr.summary_job`), then the `overwrites` of its name, every key of them.
+fn contributed_config(gitlab: &GitLab, job: &ContributedJob) -> GitLabJobConfig {
+    let mut out = gitlab.job_defaults.clone().unwrap_or_default();
+    out.rules = None;
+    out.when = None;
+    out.artifacts = None;
+    if let Some(summary) = summary_job_settings(gitlab, job) {
+        if let Some(image) = summary.0 {
+            out.image = Some(image);
+        }
+        if let Some(tags) = summary.1 {
+            out.tags = Some(tags);
+        }
+    }
+    let wanted = OverwriteType::Job(job.name.to_string());
+    for overwrite in gitlab.overwrites.iter().filter(|o| o.job_type == wanted) {
+        let layer = overwrite.job_config();
+        macro_rules! replace {
+            ($($field:ident),*) => {$(
+                if layer.$field.is_some() {
+                    out.$field = layer.$field.clone();
+                }
+            )*};
+        }
+        replace!(
+            image,
+            id_tokens,
+            secrets,
+            before_script,
+            after_script,
+            artifacts,
+            tags,
+            rules,
+            when
+        );
+        out.variables.extend(layer.variables);
+    }
+    if out.rules.is_none() && job.spec.when == When::ReviewAlways {
+        out.rules = Some(vec![GitLabRule {
+            if_: Some("$CI_MERGE_REQUEST_IID".into()),
+            when: Some(GitLabWhen::Always),
+            ..GitLabRule::default()
+        }]);
+    }
+    out
+}
+
+/// `extensions.gitlab.mr.summary_job` (image, tags) for the summary job.
+fn summary_job_settings(
+    gitlab: &GitLab,
+    job: &ContributedJob,
+) -> Option<(Option<Image>, Option<Vec<String>>)> {
+    if &*job.name != crate::contrib::SUMMARY_JOB {
+        return None;
+    }
+    let settings = gitlab.mr.as_ref()?.summary_job.as_ref()?;
+    Some((
+        settings.image.clone(),
+        (!settings.tags.is_empty()).then(|| settings.tags.clone()),
+    ))
+}
+
+/// A contributed job's text: `stage` of its level, `needs` (each with its artifacts and
+/// `optional`, so a plan job a rule leaves out is not waited for; over the limit there
+/// are none and the job waits for its stage, which holds every job it reads), the
+/// script from the repository root, `variables`, `artifacts` (its report, kept also when
+/// it fails), then the user's keys.
+fn contributed_job_text(
+    job: &ContributedJob,
+    gitlab: &GitLab,
+    prefix: &str,
+    service_dir: &str,
+) -> String {
+    let user = contributed_config(gitlab, job);
+    let limit = gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT);
+    let mut m = Mapping::new();
+    m.insert(string("stage"), string(format!("{prefix}-{}", job.level)));
+    if !job.needs.is_empty() && job.needs.len() <= limit {
+        let needs = job
+            .needs
+            .iter()
+            .map(|need| {
+                let mut n = Mapping::new();
+                n.insert(string("job"), string(&*need.job));
+                n.insert(string("artifacts"), Value::Bool(need.artifacts));
+                n.insert(string("optional"), Value::Bool(true));
+                Value::Mapping(n)
+            })
+            .collect();
+        m.insert(string("needs"), Value::Sequence(needs));
+    }
+    let hint = if &*job.name == crate::contrib::SUMMARY_JOB {
+        format!(
+            "set extensions.gitlab.mr.summary_job.image (or image in an overwrites entry of type {}) to an image that has it",
+            job.name
+        )
+    } else {
+        format!(
+            "set image in an extensions.gitlab.overwrites entry of type {} to an image that has it",
+            job.name
+        )
+    };
+    m.insert(
+        string("script"),
+        strings(&super::contributed_commands(job, &hint, false)),
+    );
+    if !user.variables.is_empty() {
+        m.insert(string("variables"), string_map(&user.variables));
+    }
+    let report = job.spec.report_path(service_dir);
+    let artifacts = match (report, &user.artifacts) {
+        (Some(report), user) => {
+            let mut a = user.clone().unwrap_or_default();
+            if !a.paths.contains(&report) {
+                a.paths.insert(0, report);
+            }
+            a.expire_in.get_or_insert_with(|| "1 day".to_owned());
+            a.when.get_or_insert_with(|| "always".to_owned());
+            Some(a)
+        }
+        (None, user) => user.clone(),
+    };
+    if let Some(artifacts) = artifacts {
+        m.insert(string("artifacts"), to_value(&artifacts));
+    }
+    let mut user_only = user;
+    user_only.artifacts = None;
+    m.extend(user_keys(&user_only));
+    // A review job without its program (no image was chosen for it) is a warning in the
+    // pipeline, not a failure: the comment is an aid, not a gate. Any other exit fails.
+    if job.spec.when == When::ReviewAlways && !m.contains_key("allow_failure") {
+        let mut allow = Mapping::new();
+        allow.insert(
+            string("exit_codes"),
+            Value::Sequence(vec![Value::Number(super::MISSING_PROGRAM.into())]),
+        );
+        m.insert(string("allow_failure"), Value::Mapping(allow));
+    }
+    let mut doc = Mapping::new();
+    doc.insert(string(&*job.name), Value::Mapping(m));
+    write_entries_text(0, &doc, &STYLE)
+}
+
 /// Where apply jobs run unless `job_defaults`/`overwrites` give `rules` (`rules: []` for
 /// none): never in merge-request pipelines, on the default branch only. Plans run in
 /// every pipeline; their needs on applies are `optional`, so a pipeline without the
@@ -605,16 +767,17 @@ impl KindSettings {
     fn new(gitlab: &GitLab, plan: &JobPlan, kind: JobKind, own_keys: Option<&[String]>) -> Self {
         let user = effective_config(gitlab, kind);
         let mut commands = String::new();
-        write_str_items(&mut commands, 4, &job_commands(plan, kind));
+        write_str_items(&mut commands, 4, &job_commands(plan, kind, "CI_COMMIT_SHA"));
         let mut shared = plan.env.clone();
         shared.extend(user.variables.iter().map(|(k, v)| (k.clone(), v.clone())));
         let separate_variables =
             own_keys.is_some_and(|keys| !keys.iter().any(|k| shared.contains_key(k)));
         let mut shared_variables = String::new();
         write_variable_entries(&mut shared_variables, &shared);
+        let files = super::plan_files(plan);
         let artifacts = match (kind, &user.artifacts) {
-            (JobKind::Plan, None) => Artifacts::PlanFile,
-            (JobKind::Plan, Some(user)) => Artifacts::WithPlanFile(user.clone()),
+            (JobKind::Plan, None) => Artifacts::PlanFile(files),
+            (JobKind::Plan, Some(user)) => Artifacts::WithPlanFile(Box::new(user.clone()), files),
             (JobKind::Apply, user) => {
                 let mut m = Mapping::new();
                 if let Some(user) = user {
@@ -635,12 +798,13 @@ impl KindSettings {
     }
 }
 
-/// A kind's `artifacts`: plan jobs keep their plan file whatever the user's say.
+/// A kind's `artifacts`: plan jobs keep their plan file (and, when plan results are
+/// consumed, the plan as data, also after a failed plan) whatever the user's say.
 enum Artifacts {
-    /// Plan jobs without user `artifacts`: the plan file, for a day.
-    PlanFile,
-    /// Plan jobs with user `artifacts`: the plan file is added to them job by job.
-    WithPlanFile(GitLabArtifacts),
+    /// Plan jobs without user `artifacts`: the plan files, for a day.
+    PlanFile(&'static [&'static str]),
+    /// Plan jobs with user `artifacts`: the plan files are added to them job by job.
+    WithPlanFile(Box<GitLabArtifacts>, &'static [&'static str]),
     /// Apply jobs: the user's `artifacts` as text (nothing without), the same for all.
     Fixed(String),
 }
@@ -648,30 +812,47 @@ enum Artifacts {
 impl Artifacts {
     fn write(&self, out: &mut String, job: &Job) {
         match self {
-            Artifacts::PlanFile => {
-                out.push_str("  artifacts:\n    paths:\n      -");
-                write_str_with(out, 6, |out| {
-                    out.push_str(&job.module);
-                    out.push('/');
-                    out.push_str(PLAN_FILE);
-                });
+            Artifacts::PlanFile(files) => {
+                out.push_str("  artifacts:\n    paths:\n");
+                for file in *files {
+                    out.push_str("      -");
+                    write_str_with(out, 6, |out| {
+                        out.push_str(&job.module);
+                        out.push('/');
+                        out.push_str(file);
+                    });
+                }
                 out.push_str("    expire_in: 1 day\n");
+                if files.len() > 1 {
+                    out.push_str("    when: always\n");
+                }
             }
-            Artifacts::WithPlanFile(user) => {
-                let plan_path = format!("{}/{PLAN_FILE}", job.module);
-                let mut merged = user.clone();
-                if !merged.paths.contains(&plan_path) {
-                    merged.paths.insert(0, plan_path);
-                }
-                if merged.expire_in.is_none() {
-                    merged.expire_in = Some("1 day".to_owned());
-                }
+            Artifacts::WithPlanFile(user, files) => {
+                let mut merged = (**user).clone();
+                with_plan_files(&mut merged, &job.module, files);
                 let mut m = Mapping::new();
                 m.insert(string("artifacts"), to_value(&merged));
                 out.push_str(&write_entries_text(2, &m, &STYLE));
             }
             Artifacts::Fixed(text) => out.push_str(text),
         }
+    }
+}
+
+/// `artifacts` of a plan job: the user's, with the plan files first, a day's expiry and
+/// (plan results kept) `when: always` unless the user chose them.
+fn with_plan_files(artifacts: &mut GitLabArtifacts, module: &str, files: &[&str]) {
+    for (i, file) in files.iter().enumerate() {
+        let path = format!("{module}/{file}");
+        if !artifacts.paths.contains(&path) {
+            artifacts.paths.insert(i.min(artifacts.paths.len()), path);
+        }
+    }
+    if artifacts.expire_in.is_none() {
+        artifacts.expire_in = Some("1 day".to_owned());
+    }
+    if files.len() > 1 && artifacts.when.is_none() {
+        artifacts.when = Some("always".to_owned());
     }
 }
 
@@ -955,26 +1136,30 @@ mod tests {
             m.insert(string("needs"), Value::Sequence(needs));
         }
         let mut script = vec![sh_cd(&job.module)];
-        script.extend(job_commands(plan, job.kind));
+        script.extend(job_commands(plan, job.kind, "CI_COMMIT_SHA"));
         m.insert(string("script"), strings(&script));
         let mut variables = gitlab_job_variables(plan, job);
         variables.extend(user.variables.clone());
         m.insert(string("variables"), string_map(&variables));
 
-        let plan_path = format!("{}/{PLAN_FILE}", job.module);
+        let files = crate::render::plan_files(plan);
         let artifacts = match (job.kind, &user.artifacts) {
             (JobKind::Plan, None) => {
                 let mut a = Mapping::new();
-                a.insert(string("paths"), strings(&[plan_path]));
+                let paths: Vec<String> = files
+                    .iter()
+                    .map(|f| format!("{}/{f}", job.module))
+                    .collect();
+                a.insert(string("paths"), strings(&paths));
                 a.insert(string("expire_in"), string("1 day"));
+                if files.len() > 1 {
+                    a.insert(string("when"), string("always"));
+                }
                 Some(Value::Mapping(a))
             }
             (JobKind::Plan, Some(user)) => {
                 let mut merged = user.clone();
-                if !merged.paths.contains(&plan_path) {
-                    merged.paths.insert(0, plan_path);
-                }
-                merged.expire_in.get_or_insert_with(|| "1 day".to_owned());
+                with_plan_files(&mut merged, &job.module, files);
                 Some(to_value(&merged))
             }
             (JobKind::Apply, user) => user.as_ref().map(to_value),
@@ -1105,6 +1290,9 @@ mod tests {
                 .collect(),
             segments: segments.iter().map(|s| (*s).to_owned()).collect(),
             plan_only: false,
+            contributed: Vec::new(),
+            plan_results: init,
+            service_dir: ".terraci".into(),
         }
     }
 

@@ -251,18 +251,131 @@ pub(crate) fn segment_variable(segment: &str) -> String {
     format!("TF_{name}")
 }
 
-/// The shell commands of a job of `kind`, run in the module directory.
-pub(crate) fn job_commands(plan: &crate::ir::JobPlan, kind: crate::ir::JobKind) -> Vec<String> {
+/// The shell commands of a job of `kind`, run in the module directory. With
+/// `plan.plan_results` the plan job keeps the plan as data: `-detailed-exitcode` (2 is a
+/// plan with changes, not a failure), its output in `plan.txt`, `show -json` of a good
+/// plan in `plan.json`, and `plan.result.json` with the exit code and the commit
+/// (`$<commit_var>`, hex digits only), written also when the plan failed; the job then
+/// fails. Portable POSIX `sh` (GitLab's default image runs busybox `sh`).
+pub(crate) fn job_commands(
+    plan: &crate::ir::JobPlan,
+    kind: crate::ir::JobKind,
+    commit_var: &str,
+) -> Vec<String> {
     let bin = plan.binary.command();
     let mut commands = Vec::new();
     if plan.init_enabled {
         commands.push(format!("{bin} init"));
     }
-    commands.push(match kind {
-        crate::ir::JobKind::Plan => format!("{bin} plan -out={PLAN_FILE}"),
-        crate::ir::JobKind::Apply => format!("{bin} apply {PLAN_FILE}"),
-    });
+    match kind {
+        crate::ir::JobKind::Plan if plan.plan_results => {
+            commands.push(format!(
+                "rc=0; {bin} plan -no-color -out={PLAN_FILE} -detailed-exitcode > plan.txt 2>&1 || rc=$?; cat plan.txt"
+            ));
+            commands.push(format!(
+                "if [ \"$rc\" -eq 0 ] || [ \"$rc\" -eq 2 ]; then {bin} show -json {PLAN_FILE} > plan.json || {{ rc=$?; rm -f plan.json; }}; fi"
+            ));
+            commands.push(format!(
+                "printf '{{\"exit_code\": %d, \"commit\": \"%s\"}}\\n' \"$rc\" \"$(printf '%s' \"${{{commit_var}:-}}\" | tr -cd 0-9a-f)\" > plan.result.json"
+            ));
+            commands.push("[ \"$rc\" -eq 0 ] || [ \"$rc\" -eq 2 ]".to_owned());
+        }
+        crate::ir::JobKind::Plan => commands.push(format!("{bin} plan -out={PLAN_FILE}")),
+        crate::ir::JobKind::Apply => commands.push(format!("{bin} apply {PLAN_FILE}")),
+    }
     commands
+}
+
+/// The files a plan job keeps as its artifact, relative to the module directory.
+pub(crate) fn plan_files(plan: &crate::ir::JobPlan) -> &'static [&'static str] {
+    if plan.plan_results {
+        &crate::contrib::PLAN_RESULT_FILES
+    } else {
+        &[PLAN_FILE]
+    }
+}
+
+/// Exit code of a contributed job whose program is not in its image.
+pub(crate) const MISSING_PROGRAM: i32 = 127;
+
+/// The shell lines of a contributed job, run from the repository root: for each program
+/// it runs, a check that the job's image has it (else a message naming `image_hint`, the
+/// keys that choose the image, and exit [`MISSING_PROGRAM`]; with `github_warning`, a
+/// GitHub warning annotation and exit 0), then its commands, every word quoted.
+pub(crate) fn contributed_commands(
+    job: &crate::ir::ContributedJob,
+    image_hint: &str,
+    github_warning: bool,
+) -> Vec<String> {
+    use crate::escape::sh_word;
+    let mut lines = Vec::new();
+    let mut programs: Vec<&str> = Vec::new();
+    for command in &job.spec.commands {
+        if let Some(program) = command.first() {
+            if !programs.contains(&program.as_str()) {
+                programs.push(program);
+            }
+        }
+    }
+    for program in programs {
+        let message = format!(
+            "{}: {program} is not on PATH in this job; {image_hint}",
+            job.name
+        );
+        lines.push(if github_warning {
+            format!(
+                "command -v {} >/dev/null 2>&1 || {{ echo {}; exit 0; }}",
+                sh_word(program),
+                sh_word(&format!("::warning title={}::{message}", job.name))
+            )
+        } else {
+            format!(
+                "command -v {} >/dev/null 2>&1 || {{ echo {} >&2; exit {MISSING_PROGRAM}; }}",
+                sh_word(program),
+                sh_word(&message)
+            )
+        });
+    }
+    for command in &job.spec.commands {
+        let words: Vec<String> = command.iter().map(|w| sh_word(w).into_owned()).collect();
+        lines.push(words.join(" "));
+    }
+    lines
+}
+
+/// A warning for each `overwrites[].type` that names no job of `plan` and no job a
+/// TerraCi plugin contributes: it has no effect (a near name is suggested). `key` is the
+/// config path of the list (`extensions.gitlab.overwrites`).
+pub(crate) fn unknown_overwrite_types<'a>(
+    key: &str,
+    types: impl Iterator<Item = &'a crate::config::OverwriteType>,
+    plan: &crate::ir::JobPlan,
+) -> Vec<RenderWarning> {
+    let mut known: Vec<String> = vec!["plan".into(), "apply".into()];
+    known.extend(plan.contributed.iter().map(|j| j.name.to_string()));
+    known.extend(crate::contrib::KNOWN_JOBS.iter().map(|s| s.to_string()));
+    known.dedup();
+    let mut warnings = Vec::new();
+    for (i, t) in types.enumerate() {
+        let crate::config::OverwriteType::Job(name) = t else {
+            continue;
+        };
+        if known.iter().any(|k| k == name) {
+            continue;
+        }
+        let hint = crate::config::closest(name, &known)
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        warnings.push(RenderWarning::new(
+            "unknown-overwrite-type",
+            format!(
+                "{key}[{i}].type `{}` names no job of this pipeline{hint}; the entry has no effect (types: {})",
+                crate::escape::printable(name),
+                known.join(", ")
+            ),
+        ));
+    }
+    warnings
 }
 
 /// Per-job variables: `TF_MODULE_PATH`, `TF_<SEGMENT>` per component, `execution.env`.

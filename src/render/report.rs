@@ -119,10 +119,12 @@ pub fn dry_run(
                 serde_json::Value::Array(
                     plan.jobs
                         .iter()
-                        .map(|j| {
+                        .map(|j| (&j.name, &j.needs))
+                        .chain(plan.contributed.iter().map(|j| (&j.name, &j.needs)))
+                        .map(|(name, needs)| {
                             serde_json::json!({
-                                "name": j.name,
-                                "needs": j.needs.iter().map(|n| n.job.clone()).collect::<Vec<_>>(),
+                                "name": name,
+                                "needs": needs.iter().map(|n| n.job.clone()).collect::<Vec<_>>(),
                             })
                         })
                         .collect(),
@@ -180,16 +182,27 @@ pub fn dry_run(
                 }
             }
             s.push_str(&format!("levels: {}\n", plan.levels));
-            s.push_str(&format!("jobs: {}\n", plan.jobs.len()));
-            for j in plan.jobs.iter() {
-                let needs: Vec<&str> = j.needs.iter().map(|n| &*n.job).collect();
+            s.push_str(&format!(
+                "jobs: {}\n",
+                plan.jobs.len() + plan.contributed.len()
+            ));
+            let jobs = plan
+                .jobs
+                .iter()
+                .map(|j| (j.level, &j.name, &j.needs))
+                .chain(
+                    plan.contributed
+                        .iter()
+                        .map(|j| (j.level, &j.name, &j.needs)),
+                );
+            for (level, name, needs) in jobs {
+                let needs: Vec<&str> = needs.iter().map(|n| &*n.job).collect();
                 if needs.is_empty() {
-                    s.push_str(&format!("  [{}] {}\n", j.level, printable(&j.name)));
+                    s.push_str(&format!("  [{level}] {}\n", printable(name)));
                 } else {
                     s.push_str(&format!(
-                        "  [{}] {} <- {}\n",
-                        j.level,
-                        printable(&j.name),
+                        "  [{level}] {} <- {}\n",
+                        printable(name),
                         printable(&needs.join(", "))
                     ));
                 }

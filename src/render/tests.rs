@@ -129,7 +129,7 @@ pub(crate) fn job_plan(case: &Case, provider: Provider) -> JobPlan {
         }
         _ => targets(&case.segments),
     };
-    build_job_plan(
+    let plan = build_job_plan(
         &targets,
         options,
         case.config.execution.binary,
@@ -137,7 +137,15 @@ pub(crate) fn job_plan(case: &Case, provider: Provider) -> JobPlan {
         case.config.execution.env.clone(),
         case.segments.clone(),
     )
-    .expect("fixture job names are distinct")
+    .expect("fixture job names are distinct");
+    // As the driver does: the jobs the config's extensions contribute for this provider.
+    let runner = match provider {
+        Provider::Gitlab => crate::ir::Runner::Gitlab,
+        Provider::Github => crate::ir::Runner::Github,
+    };
+    let set = crate::contrib::contributions(&case.config, runner).expect("valid contributions");
+    crate::ir::contribute(plan, &set, &crate::contrib::service_dir(&case.config))
+        .expect("valid contributions")
 }
 
 pub(crate) fn render(case: &Case, provider: Provider) -> Result<Rendered, RenderError> {
@@ -254,8 +262,8 @@ fn config_error(text: &str) -> String {
 
 #[test]
 fn config_mistakes_name_the_key_and_line() {
-    let text = "extensions:\n  gitlab:\n    overwrites:\n      - type: plan\n        tags: [a]\n      - type: aply\n";
-    insta::assert_snapshot!(config_error(text), @r#"extensions.gitlab.overwrites[1].type: expected plan or apply, got "aply" (at .terraci.yaml:6:15)"#);
+    let text = "extensions:\n  gitlab:\n    overwrites:\n      - type: plan\n        tags: [a]\n      - type: ''\n";
+    insta::assert_snapshot!(config_error(text), @"extensions.gitlab.overwrites[1].type: expected plan, apply or the name of a contributed job, got an empty string (at .terraci.yaml:6:15)");
     let text = "extensions:\n  gitlab:\n    cache:\n      policy: pull-pull\n";
     insta::assert_snapshot!(config_error(text), @"extensions.gitlab.cache.policy: unknown variant `pull-pull`, expected one of `pull`, `push`, `pull-push` (at .terraci.yaml:4:15)");
     let text =

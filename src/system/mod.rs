@@ -173,6 +173,10 @@ pub trait System: Send + Sync {
     fn program_stamp(&self) -> Option<Stamp> {
         None
     }
+    /// The path of the running program (`None` in memory, or when it cannot be told).
+    fn current_exe(&self) -> Option<String> {
+        None
+    }
     /// The wall clock.
     fn now(&self) -> std::time::SystemTime;
     /// Entries of a directory, sorted by name (byte order). Names that are not UTF-8 are

@@ -169,6 +169,12 @@ impl System for OsSystem {
         std::fs::metadata(exe).ok().map(|m| stamp_of(&m))
     }
 
+    fn current_exe(&self) -> Option<String> {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.into_os_string().into_string().ok())
+    }
+
     fn now(&self) -> std::time::SystemTime {
         std::time::SystemTime::now()
     }

@@ -25,6 +25,7 @@ fn holds(condition: Option<&str>, event: &str, failed: bool, needs_ok: bool) -> 
         "!cancelled()" => true,
         "!failure()" => !failed,
         "github.event_name != 'pull_request'" => event != "pull_request",
+        "github.event_name == 'pull_request'" => event == "pull_request",
         other => panic!("a term this test does not know: {other}"),
     })
 }
@@ -87,22 +88,39 @@ fn pull_requests_plan_every_module_and_apply_nothing_pushes_apply_in_order() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(actionlint(&out.stdout), "");
     let workflow: Value = serde_yaml::from_str(&out.stdout).expect("YAML");
-    let jobs = workflow["jobs"].as_mapping().expect("jobs").len();
+    // Module jobs, then the summary job.
+    let jobs = workflow["jobs"].as_mapping().expect("jobs").len() - 1;
 
     let pr = simulate(&workflow, "pull_request", &[]);
-    let plans = with_status(&pr, Status::Success);
+    let ran = with_status(&pr, Status::Success);
     assert_eq!(
-        plans.len(),
-        jobs / 2,
-        "every module plans on a pull request: {pr:?}"
+        ran.len(),
+        jobs / 2 + 1,
+        "every module plans on a pull request, then the summary: {pr:?}"
     );
-    assert!(plans.iter().all(|j| j.starts_with("plan-")), "{pr:?}");
+    assert!(
+        ran.iter()
+            .all(|j| j.starts_with("plan-") || *j == "terraci-summary"),
+        "{pr:?}"
+    );
     assert!(with_status(&pr, Status::Skipped)
         .iter()
         .all(|j| j.starts_with("apply-")));
+    // A failed plan is what a review must see: the summary still runs.
+    let failed_pr = simulate(
+        &workflow,
+        "pull_request",
+        &["plan-platform-stage-eu-central-1-vpc"],
+    );
+    assert_eq!(failed_pr["terraci-summary"], Status::Success);
 
     let push = simulate(&workflow, "push", &[]);
     assert_eq!(with_status(&push, Status::Success).len(), jobs, "{push:?}");
+    assert_eq!(
+        push["terraci-summary"],
+        Status::Skipped,
+        "no comment without a pull request"
+    );
 
     // A failed plan stops its apply and everything after it, and nothing else.
     let failed = simulate(&workflow, "push", &["plan-platform-stage-eu-central-1-vpc"]);

@@ -430,12 +430,29 @@ fn github_workflow_passes_actionlint_without_expressions_terraci_did_not_write()
     let workflow = String::from_utf8_lossy(&run.stdout).into_owned();
     let err = String::from_utf8_lossy(&run.stderr).into_owned();
     // The only expressions are the ones terraci writes itself (the plans' concurrency
-    // group), none from a module name.
+    // group, the commit a plan is made for, the summary job's token), none from a module
+    // name.
     let own = workflow
         .replace("${{ github.workflow }}", "")
-        .replace("${{ github.ref }}", "");
+        .replace("${{ github.ref }}", "")
+        .replace(
+            "${{ github.event.pull_request.head.sha || github.sha }}",
+            "",
+        )
+        .replace("${{ secrets.GITHUB_TOKEN }}", "");
     assert!(!own.contains("${{"), "{workflow}");
     assert!(!workflow.contains("github.token"), "{workflow}");
+    // The token reaches the summary job only, which comments on the pull request.
+    assert_eq!(
+        workflow.matches("secrets.GITHUB_TOKEN").count(),
+        1,
+        "{workflow}"
+    );
+    let doc: serde_yaml::Value = serde_yaml::from_str(&workflow).expect("YAML");
+    assert_eq!(
+        doc["jobs"]["terraci-summary"]["env"]["GITHUB_TOKEN"].as_str(),
+        Some("${{ secrets.GITHUB_TOKEN }}")
+    );
     assert!(
         err.lines()
             .any(|l| l.starts_with("error[unsafe-name]") && l.contains("env/${{")),

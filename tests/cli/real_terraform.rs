@@ -30,9 +30,12 @@ fn module(state: &Path, name: &str, body: &str) -> String {
 
 fn repository(state: &Path) -> Project {
     let p = Project::empty();
+    // The summary job runs where gitlab-ci-local can run it: in the merge-request-like
+    // pipeline, without `CI_MERGE_REQUEST_IID` (which would make it post to a GitLab), so
+    // `terraci summary` prints the comment. Its rules come from an overwrite of its type.
     p.write(
         ".terraci.yaml",
-        "structure:\n  pattern: \"{env}/{module}\"\n",
+        "structure:\n  pattern: \"{env}/{module}\"\nextensions:\n  gitlab:\n    overwrites:\n      - type: terraci-summary\n        rules:\n          - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n            when: always\n",
     );
     p.write(
         "live/vpc/main.tf",
@@ -61,10 +64,19 @@ fn repository(state: &Path) -> Project {
     p
 }
 
+/// The directory of the terraci under test: the summary job runs it from PATH.
+fn terraci_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_terraci"))
+        .parent()
+        .expect("the binary has a directory")
+        .to_path_buf()
+}
+
 fn gitlab_ci_local(repo: &Path, home: &Path, variables: &[&str]) -> (bool, String) {
     let path = format!(
-        "{}:{}",
+        "{}:{}:{}",
         terraform_dir().display(),
+        terraci_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let out = Command::new(client("gitlab-ci-local"))
@@ -135,6 +147,70 @@ fn the_gitlab_pipeline_plans_and_applies_with_real_terraform() {
     assert!(output.contains("plan-live-vpc"), "{output}");
     assert!(!output.contains("apply-live-vpc"), "{output}");
     assert_eq!(applied_input(&state, "vpc").as_deref(), Some("net-1"));
+
+    // The plan jobs kept their plans as data: vpc changes (exit 2 is not a failure), app
+    // does not (it reads vpc's applied state, which the merge request does not change).
+    let vpc = artifacts(p.path(), "plan-live-vpc", "live/vpc");
+    assert_eq!(vpc.result["exit_code"], 2, "{output}");
+    assert_eq!(
+        vpc.result["commit"].as_str().map(str::len),
+        Some(40),
+        "{:?}",
+        vpc.result
+    );
+    let change = &vpc.plan["resource_changes"][0];
+    assert_eq!(change["address"], "terraform_data.net");
+    assert_eq!(change["change"]["actions"][0], "update", "{change}");
+    assert!(vpc.text.contains("1 to change"), "{}", vpc.text);
+    let app = artifacts(p.path(), "plan-live-app", "live/app");
+    assert_eq!(app.result["exit_code"], 0);
+    // The summary job ran after the plans, with their artifacts, and printed the comment.
+    let summary = job_log(&output, "terraci-summary");
+    assert!(
+        summary.contains("## Terraform plan summary"),
+        "the summary job printed no comment:\n{output}"
+    );
+    assert!(
+        summary.contains("| `live/vpc` | 🔄 changes | 0 | 1 | 0 | 0 |"),
+        "{summary}"
+    );
+}
+
+/// The plan files a plan job left as its artifact.
+struct PlanArtifacts {
+    text: String,
+    plan: serde_json::Value,
+    result: serde_json::Value,
+}
+
+/// `job`'s artifacts for `module`, as gitlab-ci-local keeps them
+/// (`.gitlab-ci-local/artifacts/<job>/<path>`).
+fn artifacts(repo: &Path, job: &str, module: &str) -> PlanArtifacts {
+    let dir = repo
+        .join(".gitlab-ci-local/artifacts")
+        .join(job)
+        .join(module);
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| panic!("{job} kept no {module}/{name}: {e}"))
+    };
+    let json = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&read(name)).unwrap_or_else(|e| panic!("{module}/{name}: {e}"))
+    };
+    PlanArtifacts {
+        text: read("plan.txt"),
+        plan: json("plan.json"),
+        result: json("plan.result.json"),
+    }
+}
+
+/// The lines gitlab-ci-local printed for `job` (each starts with the job's name).
+fn job_log(output: &str, job: &str) -> String {
+    output
+        .lines()
+        .filter(|l| l.trim_start().starts_with(job))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -163,4 +239,58 @@ fn local_exec_runs_real_terraform_in_a_terminal() {
         applied_input(&state, "app").as_deref(),
         Some("app in net-1")
     );
+}
+
+#[test]
+fn local_exec_plan_keeps_the_plans_as_data_and_prints_the_summary() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let state = work.path().join("state");
+    std::fs::create_dir_all(&state).expect("mkdir state");
+    let p = repository(&state);
+    commit_all(p.path());
+    let path = format!(
+        "{}:{}",
+        terraform_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = p.command(&["local-exec", "plan", "--var", "suffix=1"]);
+    cmd.env("PATH", &path);
+    let out = cmd.output().expect("run terraci");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Nothing is applied yet: vpc plans a create (exit 2, not a failure); app cannot
+    // read vpc's state yet, so its plan fails (exit 1), and the summary still runs.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("ok      terraci-summary"), "{text}");
+    let result = |module: &str| -> serde_json::Value {
+        serde_json::from_str(&p.read(&format!("{module}/plan.result.json"))).expect("JSON")
+    };
+    let head = String::from_utf8(
+        Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(p.path())
+            .output()
+            .expect("git")
+            .stdout,
+    )
+    .expect("utf-8");
+    assert_eq!(result("live/vpc")["exit_code"], 2);
+    assert_eq!(result("live/vpc")["commit"], head.trim());
+    let plan: serde_json::Value =
+        serde_json::from_str(&p.read("live/vpc/plan.json")).expect("plan.json");
+    assert_eq!(
+        plan["resource_changes"][0]["change"]["actions"][0],
+        "create"
+    );
+    assert!(p.read("live/vpc/plan.txt").contains("1 to add"));
+    assert_eq!(result("live/app")["exit_code"], 1);
+    assert!(!p.path().join("live/app/plan.json").exists());
+    assert!(p.read("live/app/plan.txt").contains("Error"));
+    let log = p.read(".terraci/logs/terraci-summary.log");
+    assert!(log.contains("## Terraform plan summary"), "{log}");
+    assert!(log.contains("`live/vpc`"), "{log}");
 }

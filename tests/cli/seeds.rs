@@ -45,6 +45,7 @@ fn the_job_chain() {
         .filter(|l| {
             l.starts_with("plan-")
                 || l.starts_with("apply-")
+                || l.starts_with("terraci-summary:")
                 || l.starts_with("  stage:")
                 || l.starts_with("    - job:")
         })
@@ -64,6 +65,11 @@ fn the_job_chain() {
             "  stage: deploy-3",
             "    - job: plan-platform-stage-eu-central-1-eks",
             "    - job: apply-platform-stage-eu-central-1-vpc",
+            // The merge-request summary reads every plan, after the last one.
+            "terraci-summary:",
+            "  stage: deploy-3",
+            "    - job: plan-platform-stage-eu-central-1-vpc",
+            "    - job: plan-platform-stage-eu-central-1-eks",
         ]
     );
 }
