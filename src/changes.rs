@@ -14,12 +14,17 @@ use crate::graph::dependency_graph;
 use crate::system::normalize;
 
 /// What running terraform or terraci leaves in a checkout (`.terraform/`, plan files,
-/// `.terraci/` logs and caches): never a change of the module, ignored or not by git.
-/// After one local run every module would otherwise be "changed".
+/// the plan results a plan job keeps, `.terraci/` logs and caches): never a change of the
+/// module, ignored or not by git. After one local run every module would otherwise be
+/// "changed".
 pub fn is_run_output(path: &str) -> bool {
+    // The plan results of `local-exec plan` and of the pipelines' plan jobs (the IR's
+    // `contrib::PLAN_RESULT_FILES`, named here: this stage comes first).
+    const PLAN_RESULTS: [&str; 3] = ["plan.txt", "plan.json", "plan.result.json"];
     path.split('/')
         .any(|part| part == ".terraform" || part == ".terraci")
         || path.ends_with(".tfplan")
+        || PLAN_RESULTS.contains(&path.rsplit('/').next().unwrap_or(path))
 }
 
 /// Direct uses-library links: module directory -> the directories its local `module`

@@ -275,6 +275,14 @@ fn finish(
     }
     // TerraCi's older per-provider spellings of the execution keys: the file that has
     // them meant them.
+    if let Some(binary) = config
+        .extensions
+        .github
+        .as_ref()
+        .and_then(|github| github.terraform_binary)
+    {
+        config.execution.binary = binary;
+    }
     if let Some(gitlab) = &config.extensions.gitlab {
         if let Some(binary) = gitlab.terraform_binary {
             config.execution.binary = binary;

@@ -643,6 +643,8 @@ pub struct GitHub {
     pub container: Option<Image>,
     /// Version input of the setup action; the action's default when unset.
     pub terraform_version: Option<String>,
+    /// TerraCi's per-provider spelling of `execution.binary`; when set, it is the binary.
+    pub terraform_binary: Option<Binary>,
     /// Adds the setup-terraform / setup-opentofu step (default true).
     pub setup_step: Option<bool>,
     /// Workflow-level `env`.

@@ -609,6 +609,13 @@ fn what_a_local_run_leaves_behind_is_no_change() {
     // Not gitignored: the working tree holds what terraform and terraci wrote.
     repo.write(&format!("{STAGE}/vpc/.terraform/terraform.tfstate"), "{}\n");
     repo.write(&format!("{STAGE}/eks/plan.tfplan"), "plan\n");
+    // The plan results a plan job (or `local-exec plan`) keeps beside it.
+    repo.write(&format!("{STAGE}/rds/plan.txt"), "No changes.\n");
+    repo.write(&format!("{STAGE}/rds/plan.json"), "{}\n");
+    repo.write(
+        &format!("{STAGE}/rds/plan.result.json"),
+        "{\"exit_code\": 0, \"commit\": \"\"}\n",
+    );
     repo.write(".terraci/logs/plan-x.log", "log\n");
     repo.write(&format!("{PROD}/app/.terraci/cache/facts.bin"), "x\n");
     let out = repo.project.run(&[

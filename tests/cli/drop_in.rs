@@ -574,3 +574,74 @@ fn service_dir_must_stay_inside_the_project() {
         assert!(out.stderr.contains("service_dir"), "{}", out.stderr);
     }
 }
+
+// --- configs TerraCi loads -------------------------------------------------------
+
+/// The configs of TerraCi's test projects and examples, described in our own words: each
+/// loads and generates, and what terraci does not do is a warning that says so.
+#[test]
+fn terracis_test_project_configs_load_and_generate() {
+    let head =
+        "structure:\n  pattern: \"{service}/{environment}/{region}/{module}\"\nextensions:\n";
+    let cases: &[(&str, &str, &[&str])] = &[
+        // Its basic, cyclic and single-module projects: the binary under the provider.
+        (
+            "gitlab binary",
+            "  gitlab:\n    terraform_binary: tofu\n    image:\n      name: ghcr.io/opentofu/opentofu:1.9\n",
+            &[],
+        ),
+        // github-basic: the same under github.
+        (
+            "github binary",
+            "  github:\n    terraform_binary: terraform\n    runs_on: ubuntu-24.04\n",
+            &[],
+        ),
+        // with-cost: a plugin terraci does not implement.
+        (
+            "cost",
+            "  gitlab:\n    image: hashicorp/terraform:1.11\n  cost:\n    providers:\n      aws:\n        enabled: true\n    cache_ttl: \"12h\"\n",
+            &["extensions.cost is a TerraCi plugin that terraci does not implement"],
+        ),
+        // with-reports: the summary section, empty.
+        ("summary", "  gitlab:\n    image: hashicorp/terraform:1.11\n  summary: {}\n", &[]),
+        // The github-actions example: a key of an older TerraCi.
+        (
+            "github auto_approve",
+            "  github:\n    auto_approve: true\n    runs_on: ubuntu-latest\n",
+            &["extensions.github.auto_approve is not a key terraci knows; it has no effect"],
+        ),
+        // Other plugins' sections.
+        (
+            "other plugins",
+            "  gitlab: {}\n  diskblob:\n    path: /var/cache/terraci\n  inmemcache: {}\n  tfupdate:\n    policy: latest\n",
+            &[
+                "extensions.diskblob is not a section terraci knows",
+                "extensions.inmemcache is not a section terraci knows",
+            ],
+        ),
+    ];
+    for (name, extensions, warnings) in cases {
+        let p = project();
+        p.write(".terraci.yaml", format!("{head}{extensions}"));
+        let out = p.run(&["generate"]);
+        assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+        for w in *warnings {
+            assert!(out.stderr.contains(w), "{name}: {w} in\n{}", out.stderr);
+        }
+        if warnings.is_empty() {
+            assert!(!out.stderr.contains("warning["), "{name}: {}", out.stderr);
+        }
+    }
+    // The binary under the provider is the binary.
+    let p = project();
+    p.write(
+        ".terraci.yaml",
+        format!("{head}  gitlab:\n    terraform_binary: tofu\n"),
+    );
+    let out = p.run(&["generate"]);
+    assert!(
+        out.stdout.contains("TERRAFORM_BINARY: tofu"),
+        "{}",
+        out.stdout
+    );
+}
