@@ -2,7 +2,7 @@
 //!
 //! Input: the command line, the project (config, modules, `<module>/plan.json`), the
 //! policy sources. Output: stdout (results in text or JSON), stderr (coded diagnostics),
-//! `<service_dir>/policy-report.json`, the exit code (0 pass, 1 a module fails by the
+//! `<service_dir>/policy-report.json` (and `policy-results.json`, the JSON output), the exit code (0 pass, 1 a module fails by the
 //! decisions, 2 the policies or the section cannot be used).
 
 use std::time::Duration;
@@ -231,10 +231,17 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         }
         PolicyFormat::Json => write!(io.stdout, "{}", summary.json())?,
     }
-    let report = Utf8Path::new(policy_mod::service_dir(config)).join("policy-report.json");
-    io.system
-        .write_atomic(&root.join(&report), summary.report().as_bytes())
-        .map_err(|e| failure(format!("cannot write {report}: {e}")))?;
+    // The summary comment's report, and the full results under TerraCi's file name.
+    let service = Utf8Path::new(policy_mod::service_dir(config));
+    for (name, text) in [
+        ("policy-report.json", summary.report()),
+        ("policy-results.json", summary.json()),
+    ] {
+        let path = service.join(name);
+        io.system
+            .write_atomic(&root.join(&path), text.as_bytes())
+            .map_err(|e| failure(format!("cannot write {path}: {e}")))?;
+    }
     Ok(if summary.status == Status::Fail {
         EXIT_FAILED
     } else {

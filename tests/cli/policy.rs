@@ -130,6 +130,13 @@ fn decisions_and_overrides_give_statuses_exit_code_and_report() {
     );
 
     let report = json(&p.read(".terraci/policy-report.json"));
+    // Exactly the keys of the summary's producer format (its reader refuses others).
+    let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["producer", "title", "status", "summary", "modules"]);
+    let module_keys: Vec<&String> = report["modules"][0].as_object().unwrap().keys().collect();
+    assert_eq!(module_keys, ["module", "status", "summary", "details"]);
+    let results = json(&p.read(".terraci/policy-results.json"));
+    assert_eq!(results["failed_modules"], 2);
     assert_eq!(report["producer"], "policy");
     assert_eq!(report["title"], "Policy checks");
     assert_eq!(report["status"], "fail");
