@@ -95,6 +95,45 @@ pub fn effective(policy: &Policy, module: &str) -> Effective {
     out
 }
 
+/// The job name of the policy check in GitLab and GitHub pipelines (TerraCi's).
+pub const JOB_NAME: &str = "policy-check";
+
+/// What the pipelines get when policy checks are on: a job after the plans that pulls
+/// the policies and checks every plan, leaving `<service_dir>/policy-report.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineJob {
+    pub name: &'static str,
+    /// Program and arguments of each command, run from the repository root.
+    pub commands: Vec<Vec<String>>,
+    /// The producer of the report it writes (`policy`).
+    pub produces: &'static str,
+    /// Some decision is `block`: the apply jobs wait for the check (a failing module
+    /// stops them).
+    pub gates_applies: bool,
+}
+
+/// The policy job for `config`, when its section turns checks on for some module
+/// (`enabled`, or an override that enables them).
+pub fn pipeline_job(config: &Config) -> Option<PipelineJob> {
+    let policy = config.extensions.policy.as_ref()?;
+    let enabled = policy.enabled || policy.overrides.iter().any(|o| o.enabled == Some(true));
+    if !enabled {
+        return None;
+    }
+    let blocks = |d: &crate::config::Decisions, default_deny: bool| {
+        d.deny.map_or(default_deny, |a| a == Action::Block) || d.warn == Some(Action::Block)
+    };
+    let gates_applies = blocks(&policy.decisions, true)
+        || policy.overrides.iter().any(|o| blocks(&o.decisions, false));
+    let command = |sub: &str| vec!["terraci".to_owned(), "policy".to_owned(), sub.to_owned()];
+    Some(PipelineJob {
+        name: JOB_NAME,
+        commands: vec![command("pull"), command("check")],
+        produces: "policy",
+        gates_applies,
+    })
+}
+
 /// Problems of the section that make it unusable (checked before any work).
 pub fn validate(policy: &Policy) -> Result<(), String> {
     if policy.sources.is_empty() {
@@ -205,6 +244,30 @@ mod tests {
         let prod = effective(&p, "platform/prod/eu/vpc");
         assert_eq!(prod.namespaces, ["terraform", "compliance"]);
         assert_eq!((prod.deny, prod.warn), (Action::Block, Action::Block));
+    }
+
+    #[test]
+    fn the_pipeline_job_gates_applies_when_a_decision_blocks() {
+        let mut config = Config::default();
+        assert_eq!(pipeline_job(&config), None);
+        config.extensions.policy = Some(Policy::default());
+        assert_eq!(pipeline_job(&config), None, "not enabled");
+        config.extensions.policy = Some(policy());
+        let job = pipeline_job(&config).unwrap();
+        assert_eq!(job.name, "policy-check");
+        assert_eq!(job.commands[1], ["terraci", "policy", "check"]);
+        assert!(job.gates_applies, "deny defaults to block");
+        let mut relaxed = policy();
+        relaxed.decisions.deny = Some(Action::Warn);
+        relaxed.overrides.truncate(2);
+        config.extensions.policy = Some(relaxed.clone());
+        assert!(!pipeline_job(&config).unwrap().gates_applies);
+        relaxed.overrides[1].decisions.warn = Some(Action::Block);
+        config.extensions.policy = Some(relaxed);
+        assert!(
+            pipeline_job(&config).unwrap().gates_applies,
+            "an override blocks"
+        );
     }
 
     #[test]
