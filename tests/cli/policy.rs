@@ -573,3 +573,23 @@ fn an_oci_source_is_pulled_from_a_registry_by_tag() {
         ),
     );
 }
+
+#[test]
+fn the_summary_comment_renders_the_policy_report() {
+    let p = Project::fixture("policy");
+    assert_eq!(p.run(&["policy", "check"]).code, 1);
+    let out = p.run(&["summary"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("summary-report"), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("### ❌ Policy checks"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("| `platform/stage/eu-central-1/bad` | ❌ fail | 4 failures\\, 4 warnings |"),
+        "{}",
+        out.stdout
+    );
+}
