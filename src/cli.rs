@@ -125,6 +125,9 @@ comment. Exit 0 on success or when there is nothing to post, 1 on error."
     Schema(SchemaArgs),
     /// Print a shell completion script
     Completion(CompletionArgs),
+    /// OPA policy checks on the modules' plans: pull the policies, check the plans
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Print the version
     Version,
 }
@@ -366,6 +369,35 @@ pub struct SchemaArgs {
     /// Write to FILE
     #[arg(short = 'o', long)]
     pub output: Option<Utf8PathBuf>,
+}
+
+#[derive(Debug, Subcommand, Clone)]
+pub enum PolicyCommand {
+    /// Fetch the configured git and OCI policy sources into the cache directory and
+    /// write its lock (source, ref, resolved commit or digest)
+    Pull,
+    /// Evaluate the policies against each module's plan.json; exit 1 when a module
+    /// fails by the configured decisions, 2 when the policies cannot be used
+    Check(PolicyCheckArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct PolicyCheckArgs {
+    /// Check only this module (its id, the directory relative to the project)
+    #[arg(short = 'm', long)]
+    pub module: Option<String>,
+    /// Output format
+    #[arg(short = 'o', long = "format", alias = "output", value_enum, default_value_t = PolicyFormat::Text)]
+    pub format: PolicyFormat,
+    /// Bound on the evaluation of one rule for one module, in seconds
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PolicyFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -244,4 +244,10 @@ pub const CODES: &[(&str, &str)] = &[
     ("unknown-overwrite-type", "an `overwrites[].type` names no job of the pipeline (not plan, apply, a contributed job or a job a TerraCi plugin contributes); the entry has no effect"),
     ("summary-report", "summary: a `<service_dir>/*-report.json` cannot be read or is not a report; it is left out of the comment"),
     ("summary-label", "summary: a label template gives no label for a module or resource (a placeholder without a value, an empty label, a comma or control character); that label is skipped"),
+    ("policy-source", "a policy source is missing, unreachable or not pulled (`policy pull`), or has no .rego files; the message names the source"),
+    ("policy-syntax", "a .rego file does not parse or compile (file:line); nothing is checked"),
+    ("policy-runtime", "a policy rule fails while evaluating a module's plan (a conflict between values, file:line); the module fails"),
+    ("policy-limit", "a policy rule did not finish within `policy check --timeout` (a loop or too much work); the module fails"),
+    ("policy-input", "a module's plan.json is not valid JSON; the module fails"),
+    ("policy-namespace", "a configured namespace is a package no policy file declares: it has no rules"),
 ];

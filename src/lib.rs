@@ -29,6 +29,7 @@ pub mod ir;
 pub mod parallel;
 pub mod parse;
 pub mod pipeline;
+pub mod policy;
 pub mod render;
 pub mod replay;
 pub mod resolve;

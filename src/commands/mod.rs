@@ -4,6 +4,7 @@
 mod generate;
 mod graph;
 mod local_exec;
+mod policy;
 mod summary;
 mod validate;
 mod watch;
@@ -78,6 +79,7 @@ fn dispatch(mut cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
         Command::Init(args) => init(&cli.global, args, io),
         Command::Schema(args) => schema(args, io),
         Command::Completion(args) => completion(args, io),
+        Command::Policy(cmd) => policy::run(&cli.global, cmd, io),
     }
 }
 

@@ -198,7 +198,12 @@ fn strip_unknown(
     }
     match value {
         serde_yaml::Value::Sequence(items) => {
-            let Some(item_def) = def.get("items").and_then(|i| resolve(i, defs)) else {
+            // Resolved per item (a tagged enum's variant depends on the item).
+            let Some(item_def) = def
+                .get("items")
+                .filter(|i| resolve(i, defs).is_some())
+                .cloned()
+            else {
                 return;
             };
             for (i, item) in items.iter_mut().enumerate() {
@@ -206,7 +211,10 @@ fn strip_unknown(
             }
         }
         serde_yaml::Value::Mapping(map) => {
-            let Some(def) = resolve(def, defs) else {
+            // A tagged enum (`oneOf` of objects with a constant `type`): the variant the
+            // value's `type` names; an unknown or missing `type` is left to the parser.
+            let variant = tagged_variant(def, defs, map);
+            let Some(def) = variant.or_else(|| resolve(def, defs)) else {
                 return;
             };
             let Some(properties) = def["properties"].as_object() else {
@@ -241,8 +249,12 @@ fn strip_unknown(
                         }
                     }
                     None => {
-                        let hint = closest(&f, &fields)
-                            .map(|best| format!(" (did you mean `{best}`?)"))
+                        let hint = renamed(path, &f)
+                            .map(|new| format!(" (TerraCi renamed it: use `{new}`)"))
+                            .or_else(|| {
+                                closest(&f, &fields)
+                                    .map(|best| format!(" (did you mean `{best}`?)"))
+                            })
                             .unwrap_or_default();
                         warnings.push(format!(
                             "{path}.{f} is not a key terraci knows; it has no effect{hint}"
@@ -254,6 +266,42 @@ fn strip_unknown(
         }
         _ => {}
     }
+}
+
+/// The variant of a tagged enum definition (`oneOf` objects whose `type` property is a
+/// constant) that `map`'s `type` names.
+fn tagged_variant(
+    def: &serde_json::Value,
+    defs: &serde_json::Value,
+    map: &serde_yaml::Mapping,
+) -> Option<serde_json::Value> {
+    let def = match def["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
+        Some(name) => &defs[name],
+        None => def,
+    };
+    let tag = map.get("type")?.as_str()?;
+    def["oneOf"]
+        .as_array()?
+        .iter()
+        .find(|v| v["properties"]["type"]["const"].as_str() == Some(tag))
+        .cloned()
+}
+
+/// Keys of TerraCi's older policy syntax and the keys that replaced them.
+fn renamed(path: &str, key: &str) -> Option<&'static str> {
+    if path != "extensions.policy" {
+        return None;
+    }
+    Some(match key {
+        "on_failure" | "failure_action" => "decisions.deny",
+        "on_warning" | "warning_action" => "decisions.warn",
+        "overwrites" => "overrides",
+        "cache_dir" => "source_cache_dir",
+        _ => return None,
+    })
 }
 
 fn finish(
@@ -449,6 +497,27 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_source_keeps_its_variant_keys_and_old_keys_name_their_successor() {
+        let text = "extensions:\n  policy:\n    on_failure: warn\n    sources:\n      - type: git\n        url: ssh://h/p.git\n        ref: v1\n        depth: 1\n      - type: path\n        path: p\n";
+        let (config, warnings) = parse_config_with_warnings(text, ".terraci.yaml").unwrap();
+        assert_eq!(
+            warnings,
+            [
+                "extensions.policy.on_failure is not a key terraci knows; it has no effect (TerraCi renamed it: use `decisions.deny`)",
+                "extensions.policy.sources[0].depth is not a key terraci knows; it has no effect",
+            ]
+        );
+        let sources = &config.extensions.policy.unwrap().sources;
+        assert_eq!(
+            sources[0],
+            crate::config::PolicySource::Git {
+                url: "ssh://h/p.git".into(),
+                reference: Some("v1".into())
+            }
+        );
+    }
 
     #[test]
     fn unknown_keys_under_extensions_are_warnings_core_keys_stay_strict() {

@@ -205,8 +205,8 @@ pub struct Extensions {
     pub github: Option<GitHub>,
     /// TerraCi's cost plugin: not implemented by terraci, accepted with a warning.
     pub cost: Option<Ignored>,
-    /// TerraCi's policy plugin: not implemented by terraci, accepted with a warning.
-    pub policy: Option<Ignored>,
+    /// OPA/Rego policy checks on each module's plan (`terraci policy pull|check`).
+    pub policy: Option<Policy>,
     /// The merge-request / pull-request comment of `terraci summary` (on by default).
     pub summary: Option<SummarySettings>,
     /// TerraCi's tfupdate plugin: not implemented by terraci, accepted with a warning.
@@ -223,7 +223,6 @@ impl Extensions {
         let mut out = Vec::new();
         for (name, present) in [
             ("cost", self.cost.is_some()),
-            ("policy", self.policy.is_some()),
             ("tfupdate", self.tfupdate.is_some()),
             ("update", self.update.is_some()),
             ("localexec", self.localexec.is_some()),
@@ -234,6 +233,77 @@ impl Extensions {
         }
         out
     }
+}
+
+/// `extensions.policy`: OPA policies evaluated against each module's `plan.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// Run policy checks (the `policy-check` job, `policy check`). Default false.
+    pub enabled: bool,
+    /// Where the `.rego` files come from; `policy pull` materialises them.
+    pub sources: Vec<PolicySource>,
+    /// Rego packages evaluated (`data.<namespace>.deny`, `.warn`, ...). Default `[terraform]`.
+    pub namespaces: Vec<String>,
+    /// What `deny` and `warn` results do.
+    pub decisions: Decisions,
+    /// Per-module changes, applied in order to the modules whose id matches `match`.
+    pub overrides: Vec<PolicyOverride>,
+    /// Where pulled policies go. Default `<service_dir>/policies`.
+    pub source_cache_dir: Option<String>,
+}
+
+/// One policy source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum PolicySource {
+    /// A directory of `.rego` files, relative to the project root.
+    Path { path: String },
+    /// A git repository (`ssh://`, `git://`, `file://` or a local path; not `https://`)
+    /// at `ref` (branch, tag or full commit id; default: the remote's HEAD).
+    Git {
+        url: String,
+        #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+        reference: Option<String>,
+    },
+    /// An OCI artifact (`oci://registry/repository:tag` or `@sha256:...`) holding a
+    /// policy bundle (tar.gz layers).
+    Oci { url: String },
+}
+
+/// What a `deny` (also `violation`) and a `warn` result does to a module.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Decisions {
+    /// Default `block`.
+    pub deny: Option<Action>,
+    /// Default `warn`.
+    pub warn: Option<Action>,
+}
+
+/// `block`: the module fails (exit 1); `warn`: reported, not failing; `ignore`: counted
+/// as suppressed only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Block,
+    Warn,
+    Ignore,
+}
+
+/// `extensions.policy.overrides` entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyOverride {
+    /// Glob on module ids (`*` one segment, `**` any number).
+    #[serde(rename = "match")]
+    pub pattern: String,
+    /// `false` skips the matching modules.
+    pub enabled: Option<bool>,
+    /// Replaces the namespaces for the matching modules.
+    pub namespaces: Vec<String>,
+    /// Replaces the decisions that are set here.
+    pub decisions: Decisions,
 }
 
 /// Any value: accepted so existing files load, and reported as unused.

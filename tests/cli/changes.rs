@@ -410,7 +410,7 @@ fn ci_variables_pick_the_base_when_no_base_ref_is_given() {
 }
 
 /// `git ARGS` in `dir`, with a fixed identity and dates and no system or user config.
-fn git_at(dir: &std::path::Path, args: &[&str]) -> String {
+pub(crate) fn git_at(dir: &std::path::Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"])
         .args(args)

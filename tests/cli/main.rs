@@ -12,6 +12,7 @@ mod events;
 mod generate;
 mod graph;
 mod hostile;
+mod policy;
 mod real_terraform;
 mod robustness;
 mod rules;

@@ -1,0 +1,145 @@
+//! Git policy sources, fetched in process with gix.
+//!
+//! Input: a repository URL (`file://`, a local path, `ssh://`, `git://`) and a ref (a
+//! branch, a tag or a full commit id; default the remote's HEAD). Output: the commit the
+//! ref resolves to and the policy files (`.rego`) of its tree. The objects are
+//! kept in a bare repository per URL under the cache (`<cache>/.git-store/<hash>`), so a
+//! commit already fetched is read without the network. `https://` needs an HTTP
+//! transport this build does not include: it is an error saying so. gix reads and writes
+//! that store itself; the policy files go to disk through the `System` (see `sources`).
+
+use std::sync::atomic::AtomicBool;
+
+use camino::Utf8Path;
+
+pub struct Fetched {
+    /// Full hex id.
+    pub commit: String,
+    /// (repository path, bytes), the policy files of the commit's tree.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+fn store_name(url: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, url.as_bytes());
+    digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn is_commit_id(r: &str) -> bool {
+    r.len() == 40 && r.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+const STORE_README: &str =
+    "Objects of the git policy sources, one bare repository per URL (terraci policy pull).\n";
+
+pub fn fetch(
+    system: &dyn crate::system::System,
+    store: &Utf8Path,
+    url: &str,
+    reference: Option<&str>,
+) -> Result<Fetched, String> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        return Err(
+            "git over HTTP(S) is not supported by this build: use an ssh:// or file:// URL, or an OCI source"
+                .into(),
+        );
+    }
+    let dir = store.join(store_name(url));
+    let repo = match gix::open(dir.as_std_path()) {
+        Ok(repo) => repo,
+        Err(_) => {
+            // The store's directory, made through the System (gix wants its parent).
+            system
+                .write_atomic(&store.join("README"), STORE_README.as_bytes())
+                .map_err(|e| format!("cannot create the git cache {store}: {e}"))?;
+            gix::init_bare(dir.as_std_path())
+                .map_err(|e| format!("cannot create the git cache {dir}: {e}"))?
+        }
+    };
+    // A commit already fetched: no network.
+    if let Some(id) = reference.filter(|r| is_commit_id(r)) {
+        if let Ok(oid) = gix::ObjectId::from_hex(id.to_ascii_lowercase().as_bytes()) {
+            if let Ok(fetched) = tree_files(&repo, oid) {
+                return Ok(fetched);
+            }
+        }
+    }
+    let remote = repo
+        .remote_at(url)
+        .map_err(|e| format!("not a repository URL: {e}"))?
+        .with_fetch_tags(gix::remote::fetch::Tags::None)
+        .with_refspecs(
+            [
+                "+refs/heads/*:refs/remotes/origin/*",
+                "+refs/tags/*:refs/tags/*",
+            ],
+            gix::remote::Direction::Fetch,
+        )
+        .map_err(|e| format!("refspecs: {e}"))?;
+    let outcome = remote
+        .connect(gix::remote::Direction::Fetch)
+        .map_err(|e| format!("cannot connect: {e}"))?
+        .prepare_fetch(gix::progress::Discard, Default::default())
+        .map_err(|e| format!("cannot list the repository's refs: {e}"))?
+        .receive(gix::progress::Discard, &AtomicBool::new(false))
+        .map_err(|e| format!("fetch failed: {e}"))?;
+    let refs = &outcome.ref_map.remote_refs;
+    let wanted = reference.unwrap_or("HEAD");
+    let candidates = [
+        wanted.to_owned(),
+        format!("refs/heads/{wanted}"),
+        format!("refs/tags/{wanted}"),
+    ];
+    let found = candidates.iter().find_map(|name| {
+        refs.iter().find_map(|r| {
+            let (n, target, peeled) = r.unpack();
+            (n == name.as_str()).then(|| peeled.or(target).map(ToOwned::to_owned))?
+        })
+    });
+    let oid = match found {
+        Some(oid) => oid,
+        None if is_commit_id(wanted) => {
+            gix::ObjectId::from_hex(wanted.to_ascii_lowercase().as_bytes())
+                .map_err(|e| format!("`{wanted}`: {e}"))?
+        }
+        None => return Err(format!("the repository has no branch or tag `{wanted}`")),
+    };
+    tree_files(&repo, oid).map_err(|e| format!("`{wanted}` ({oid}): {e}"))
+}
+
+/// The commit `oid` is (or a tag points to) and the policy files of its tree.
+fn tree_files(repo: &gix::Repository, oid: gix::ObjectId) -> Result<Fetched, String> {
+    let object = repo
+        .find_object(oid)
+        .map_err(|e| format!("not in the repository: {e}"))?;
+    let commit = object
+        .peel_to_commit()
+        .map_err(|e| format!("not a commit: {e}"))?;
+    let tree = commit.tree().map_err(|e| format!("no tree: {e}"))?;
+    let mut recorder = gix::traverse::tree::Recorder::default();
+    tree.traverse()
+        .breadthfirst(&mut recorder)
+        .map_err(|e| format!("cannot walk the tree: {e}"))?;
+    let mut out = Vec::new();
+    for entry in recorder.records {
+        if !entry.mode.is_blob() {
+            continue;
+        }
+        let path = entry.filepath.to_string();
+        let name = path.rsplit('/').next().unwrap_or(&path);
+        if !super::sources::is_policy_file(name) {
+            continue;
+        }
+        let blob = repo
+            .find_object(entry.oid)
+            .map_err(|e| format!("{path}: {e}"))?;
+        out.push((path, blob.data.clone()));
+    }
+    out.sort();
+    Ok(Fetched {
+        commit: commit.id.to_string(),
+        files: out,
+    })
+}

@@ -1,0 +1,281 @@
+//! Policy checks: OPA/Rego policies evaluated against each module's `plan.json`.
+//!
+//! Input: `extensions.policy` of the config, the policy sources (a directory of the
+//! project, a git repository, an OCI artifact) and the plans left by the plan jobs
+//! (`<module>/plan.json`). Output: per-module results (pass / warn / fail with the
+//! messages and the rules that produced them), the report `<service_dir>/policy-report.json`
+//! the summary comment renders, and the exit code the decisions give.
+//!
+//! Stages: [`sources`] materialises git and OCI sources under the cache directory with a
+//! lock of what was pulled (`policy pull`); [`engine`] evaluates Rego in process;
+//! [`check`] applies the decisions and overrides per module and renders the report
+//! (the commands are in `src/commands/policy.rs`).
+
+pub mod check;
+pub mod engine;
+mod git;
+mod http;
+mod oci;
+pub mod sources;
+
+pub use http::redact_url;
+
+use crate::config::{Action, Config, Policy};
+
+/// The namespace evaluated when none is configured.
+pub const DEFAULT_NAMESPACE: &str = "terraform";
+
+/// Where TerraCi keeps its runtime files when `service_dir` is not set.
+pub const DEFAULT_SERVICE_DIR: &str = ".terraci";
+
+/// `service_dir` (project-relative).
+pub fn service_dir(config: &Config) -> &str {
+    config
+        .service_dir
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .unwrap_or(DEFAULT_SERVICE_DIR)
+}
+
+/// Where pulled policies go (project-relative): `source_cache_dir`, default
+/// `<service_dir>/policies`.
+pub fn cache_dir(config: &Config, policy: &Policy) -> String {
+    match policy.source_cache_dir.as_deref().filter(|s| !s.is_empty()) {
+        Some(dir) => dir.trim_end_matches('/').to_owned(),
+        None => format!("{}/policies", service_dir(config).trim_end_matches('/')),
+    }
+}
+
+/// A module's settings after the overrides that match it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effective {
+    pub enabled: bool,
+    pub namespaces: Vec<String>,
+    pub deny: Action,
+    pub warn: Action,
+}
+
+impl Effective {
+    /// Whether a result can fail the module (some decision is `block`).
+    pub fn can_block(&self) -> bool {
+        self.deny == Action::Block || self.warn == Action::Block
+    }
+}
+
+/// The settings for `module`: the section's, then each matching override in order
+/// (`enabled` and each decision replace, a non-empty `namespaces` replaces).
+pub fn effective(policy: &Policy, module: &str) -> Effective {
+    let mut out = Effective {
+        enabled: policy.enabled,
+        namespaces: if policy.namespaces.is_empty() {
+            vec![DEFAULT_NAMESPACE.to_owned()]
+        } else {
+            policy.namespaces.clone()
+        },
+        deny: policy.decisions.deny.unwrap_or(Action::Block),
+        warn: policy.decisions.warn.unwrap_or(Action::Warn),
+    };
+    for o in &policy.overrides {
+        if !crate::filter::glob_matches(&o.pattern, module) {
+            continue;
+        }
+        if let Some(enabled) = o.enabled {
+            out.enabled = enabled;
+        }
+        if !o.namespaces.is_empty() {
+            out.namespaces = o.namespaces.clone();
+        }
+        if let Some(deny) = o.decisions.deny {
+            out.deny = deny;
+        }
+        if let Some(warn) = o.decisions.warn {
+            out.warn = warn;
+        }
+    }
+    out
+}
+
+/// The job name of the policy check in GitLab and GitHub pipelines (TerraCi's).
+pub const JOB_NAME: &str = "policy-check";
+
+/// What the pipelines get when policy checks are on: a job after the plans that pulls
+/// the policies and checks every plan, leaving `<service_dir>/policy-report.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineJob {
+    pub name: &'static str,
+    /// Program and arguments of each command, run from the repository root.
+    pub commands: Vec<Vec<String>>,
+    /// The producer of the report it writes (`policy`).
+    pub produces: &'static str,
+    /// Some decision is `block`: the apply jobs wait for the check (a failing module
+    /// stops them).
+    pub gates_applies: bool,
+}
+
+/// The policy job for `config`, when its section turns checks on for some module
+/// (`enabled`, or an override that enables them).
+pub fn pipeline_job(config: &Config) -> Option<PipelineJob> {
+    let policy = config.extensions.policy.as_ref()?;
+    let enabled = policy.enabled || policy.overrides.iter().any(|o| o.enabled == Some(true));
+    if !enabled {
+        return None;
+    }
+    let blocks = |d: &crate::config::Decisions, default_deny: bool| {
+        d.deny.map_or(default_deny, |a| a == Action::Block) || d.warn == Some(Action::Block)
+    };
+    let gates_applies = blocks(&policy.decisions, true)
+        || policy.overrides.iter().any(|o| blocks(&o.decisions, false));
+    let command = |sub: &str| vec!["terraci".to_owned(), "policy".to_owned(), sub.to_owned()];
+    Some(PipelineJob {
+        name: JOB_NAME,
+        commands: vec![command("pull"), command("check")],
+        produces: "policy",
+        gates_applies,
+    })
+}
+
+/// Problems of the section that make it unusable (checked before any work).
+pub fn validate(policy: &Policy) -> Result<(), String> {
+    if policy.sources.is_empty() {
+        return Err("extensions.policy.sources is empty: at least one source is needed".into());
+    }
+    for (i, s) in policy.sources.iter().enumerate() {
+        let empty = match s {
+            crate::config::PolicySource::Path { path } => path.trim().is_empty(),
+            crate::config::PolicySource::Git { url, .. }
+            | crate::config::PolicySource::Oci { url } => url.trim().is_empty(),
+        };
+        if empty {
+            return Err(format!(
+                "extensions.policy.sources[{i}]: `{}` is empty",
+                if matches!(s, crate::config::PolicySource::Path { .. }) {
+                    "path"
+                } else {
+                    "url"
+                }
+            ));
+        }
+    }
+    for (i, o) in policy.overrides.iter().enumerate() {
+        if o.pattern.trim().is_empty() {
+            return Err(format!(
+                "extensions.policy.overrides[{i}]: `match` is empty"
+            ));
+        }
+    }
+    for ns in policy
+        .namespaces
+        .iter()
+        .chain(policy.overrides.iter().flat_map(|o| o.namespaces.iter()))
+    {
+        if !is_namespace(ns) {
+            return Err(format!(
+                "extensions.policy: namespace `{ns}` is not a Rego package path (letters, digits, `_`, parts joined by `.`)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `terraform`, `org.terraform`: what `data.<namespace>.deny` can be written with.
+fn is_namespace(ns: &str) -> bool {
+    !ns.is_empty()
+        && ns.split('.').all(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Decisions, PolicyOverride};
+
+    fn policy() -> Policy {
+        Policy {
+            enabled: true,
+            overrides: vec![
+                PolicyOverride {
+                    pattern: "**/sandbox/**".into(),
+                    decisions: Decisions {
+                        deny: Some(Action::Warn),
+                        warn: None,
+                    },
+                    ..Default::default()
+                },
+                PolicyOverride {
+                    pattern: "legacy/**".into(),
+                    enabled: Some(false),
+                    ..Default::default()
+                },
+                PolicyOverride {
+                    pattern: "**/prod/**".into(),
+                    namespaces: vec!["terraform".into(), "compliance".into()],
+                    decisions: Decisions {
+                        deny: None,
+                        warn: Some(Action::Block),
+                    },
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn overrides_apply_in_order_to_matching_modules() {
+        let p = policy();
+        let plain = effective(&p, "platform/stage/eu/app");
+        assert_eq!(
+            plain,
+            Effective {
+                enabled: true,
+                namespaces: vec!["terraform".into()],
+                deny: Action::Block,
+                warn: Action::Warn
+            }
+        );
+        assert_eq!(effective(&p, "platform/sandbox/eu/test").deny, Action::Warn);
+        assert!(!effective(&p, "legacy/old/eu/db").enabled);
+        assert!(effective(&p, "platform/legacy/x").enabled);
+        let prod = effective(&p, "platform/prod/eu/vpc");
+        assert_eq!(prod.namespaces, ["terraform", "compliance"]);
+        assert_eq!((prod.deny, prod.warn), (Action::Block, Action::Block));
+    }
+
+    #[test]
+    fn the_pipeline_job_gates_applies_when_a_decision_blocks() {
+        let mut config = Config::default();
+        assert_eq!(pipeline_job(&config), None);
+        config.extensions.policy = Some(Policy::default());
+        assert_eq!(pipeline_job(&config), None, "not enabled");
+        config.extensions.policy = Some(policy());
+        let job = pipeline_job(&config).unwrap();
+        assert_eq!(job.name, "policy-check");
+        assert_eq!(job.commands[1], ["terraci", "policy", "check"]);
+        assert!(job.gates_applies, "deny defaults to block");
+        let mut relaxed = policy();
+        relaxed.decisions.deny = Some(Action::Warn);
+        relaxed.overrides.truncate(2);
+        config.extensions.policy = Some(relaxed.clone());
+        assert!(!pipeline_job(&config).unwrap().gates_applies);
+        relaxed.overrides[1].decisions.warn = Some(Action::Block);
+        config.extensions.policy = Some(relaxed);
+        assert!(
+            pipeline_job(&config).unwrap().gates_applies,
+            "an override blocks"
+        );
+    }
+
+    #[test]
+    fn namespaces_must_be_package_paths() {
+        assert!(is_namespace("terraform"));
+        assert!(is_namespace("org.aws_rules"));
+        assert!(!is_namespace("terraform.deny["));
+        assert!(!is_namespace("1abc"));
+        assert!(!is_namespace("a..b"));
+    }
+}

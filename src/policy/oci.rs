@@ -1,0 +1,324 @@
+//! OCI policy sources: a manifest and its layer blobs pulled over the distribution API.
+//!
+//! Input: `oci://registry[:port]/repository[:tag|@sha256:digest]` (tag default `latest`;
+//! `localhost`, `127.0.0.1` and `[::1]` registries are spoken to over plain HTTP, all
+//! others over HTTPS). Output: the manifest digest and the policy files of the layers.
+//! Layers are read as `conftest push` and `oras push` write them: a layer with an
+//! `org.opencontainers.image.title` annotation is the file of that name; a `tar+gzip`
+//! layer (an OPA bundle) is unpacked (into the directory its title names when the
+//! `io.deis.oras.content.unpack` annotation is set). Each blob is checked against its
+//! sha256 digest. Anonymous pulls, with the registry's bearer-token challenge answered.
+
+use std::io::Read;
+
+use serde::Deserialize;
+
+use super::http;
+
+/// Bound on a manifest and on each blob.
+const MAX_MANIFEST: u64 = 4 << 20;
+const MAX_BLOB: u64 = 64 << 20;
+/// Bound on the files unpacked from one tar layer (count, total bytes).
+const MAX_TAR_FILES: usize = 10_000;
+const MAX_TAR_BYTES: u64 = 256 << 20;
+
+const TITLE: &str = "org.opencontainers.image.title";
+const UNPACK: &str = "io.deis.oras.content.unpack";
+
+const ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, \
+application/vnd.docker.distribution.manifest.v2+json";
+
+pub struct Pulled {
+    /// `sha256:...` of the manifest.
+    pub digest: String,
+    /// (relative path, bytes).
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// `oci://host/repo:tag` split.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Reference {
+    pub base: String,
+    pub repository: String,
+    pub reference: String,
+}
+
+pub fn parse(url: &str) -> Result<Reference, String> {
+    let rest = url.strip_prefix("oci://").unwrap_or(url);
+    let (host, path) = rest
+        .split_once('/')
+        .ok_or_else(|| format!("`{url}` is not registry/repository[:tag]"))?;
+    if host.is_empty() || path.is_empty() || host.contains('@') {
+        return Err(format!("`{url}` is not registry/repository[:tag]"));
+    }
+    let (repository, reference) = if let Some((repo, digest)) = path.split_once('@') {
+        (repo.to_owned(), digest.to_owned())
+    } else {
+        match path.rsplit_once(':') {
+            Some((repo, tag)) if !tag.contains('/') => (repo.to_owned(), tag.to_owned()),
+            _ => (path.to_owned(), "latest".to_owned()),
+        }
+    };
+    let valid_repo = !repository.is_empty()
+        && repository
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-/".contains(c));
+    let valid_ref = !reference.is_empty()
+        && reference
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-:".contains(c));
+    if !valid_repo || !valid_ref {
+        return Err(format!("`{url}` is not registry/repository[:tag]"));
+    }
+    let plain = {
+        let name = host.rsplit_once(':').map_or(host, |(h, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        });
+        matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+    };
+    let scheme = if plain { "http" } else { "https" };
+    Ok(Reference {
+        base: format!("{scheme}://{host}"),
+        repository,
+        reference,
+    })
+}
+
+#[derive(Deserialize)]
+struct Manifest {
+    #[serde(default, rename = "mediaType")]
+    media_type: Option<String>,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+    #[serde(default)]
+    manifests: Option<Vec<serde_json::Value>>,
+}
+
+#[derive(Deserialize)]
+struct Descriptor {
+    #[serde(rename = "mediaType")]
+    media_type: String,
+    digest: String,
+    #[serde(default)]
+    annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// A GET with the registry's token challenge answered once.
+struct Client {
+    token: Option<String>,
+}
+
+impl Client {
+    fn get(&mut self, url: &str, accept: &str, max: u64) -> Result<http::Response, String> {
+        let response = self.send(url, accept, max)?;
+        if response.status != 401 || self.token.is_some() {
+            return Ok(response);
+        }
+        let Some(challenge) = response.header("www-authenticate").map(str::to_owned) else {
+            return Ok(response);
+        };
+        self.token = Some(token(&challenge)?);
+        self.send(url, accept, max)
+    }
+
+    fn send(&self, url: &str, accept: &str, max: u64) -> Result<http::Response, String> {
+        let bearer = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut headers = vec![("Accept", accept)];
+        if let Some(b) = &bearer {
+            headers.push(("Authorization", b.as_str()));
+        }
+        http::get(url, &headers, max)
+    }
+}
+
+/// An anonymous token from a `Bearer realm="...",service="...",scope="..."` challenge.
+fn token(challenge: &str) -> Result<String, String> {
+    let Some(params) = challenge.strip_prefix("Bearer ") else {
+        return Err(format!(
+            "the registry asks for credentials (`{challenge}`); only anonymous pulls are supported"
+        ));
+    };
+    let mut realm = None;
+    let mut query = Vec::new();
+    for part in params.split(',') {
+        let Some((k, v)) = part.trim().split_once('=') else {
+            continue;
+        };
+        let v = v.trim_matches('"');
+        if k == "realm" {
+            realm = Some(v.to_owned());
+        } else if k == "service" || k == "scope" {
+            query.push(format!("{k}={}", v.replace(' ', "%20")));
+        }
+    }
+    let realm = realm.ok_or("the registry's token challenge names no realm")?;
+    let url = if query.is_empty() {
+        realm
+    } else {
+        format!("{realm}?{}", query.join("&"))
+    };
+    let response = http::get(&url, &[], MAX_MANIFEST)?;
+    if response.status != 200 {
+        return Err(format!(
+            "the registry refused an anonymous token (HTTP {})",
+            response.status
+        ));
+    }
+    let value: serde_json::Value =
+        serde_json::from_slice(&response.body).map_err(|e| format!("token response: {e}"))?;
+    value["token"]
+        .as_str()
+        .or_else(|| value["access_token"].as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| "the token response has no token".to_owned())
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let mut out = String::from("sha256:");
+    for b in digest.as_ref() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+pub fn pull(url: &str) -> Result<Pulled, String> {
+    let r = parse(url)?;
+    let mut client = Client { token: None };
+    let manifest_url = format!("{}/v2/{}/manifests/{}", r.base, r.repository, r.reference);
+    let response = client.get(&manifest_url, ACCEPT, MAX_MANIFEST)?;
+    match response.status {
+        200 => {}
+        404 => {
+            return Err(format!(
+                "{}:{} was not found in the registry",
+                r.repository, r.reference
+            ))
+        }
+        status => {
+            return Err(format!(
+                "the registry answered HTTP {status} for the manifest"
+            ))
+        }
+    }
+    let digest = sha256(&response.body);
+    if r.reference.starts_with("sha256:") && r.reference != digest {
+        return Err(format!(
+            "the manifest's digest is {digest}, not the {} asked for",
+            r.reference
+        ));
+    }
+    let manifest: Manifest = serde_json::from_slice(&response.body)
+        .map_err(|e| format!("the manifest is not an OCI image manifest: {e}"))?;
+    if manifest.manifests.is_some()
+        || manifest
+            .media_type
+            .as_deref()
+            .is_some_and(|m| m.contains("index") || m.contains("manifest.list"))
+    {
+        return Err("the reference is an image index, not a policy bundle".into());
+    }
+    let mut files = Vec::new();
+    for layer in &manifest.layers {
+        if !layer.digest.starts_with("sha256:") {
+            return Err(format!("layer {} is not a sha256 digest", layer.digest));
+        }
+        let blob_url = format!("{}/v2/{}/blobs/{}", r.base, r.repository, layer.digest);
+        let blob = client.get(&blob_url, "*/*", MAX_BLOB)?;
+        if blob.status != 200 {
+            return Err(format!(
+                "the registry answered HTTP {} for layer {}",
+                blob.status, layer.digest
+            ));
+        }
+        if sha256(&blob.body) != layer.digest {
+            return Err(format!("layer {} does not match its digest", layer.digest));
+        }
+        let title = layer.annotations.get(TITLE);
+        let is_tar =
+            layer.media_type.ends_with("tar+gzip") || layer.media_type.ends_with(".tar.gzip");
+        if is_tar {
+            let prefix = match (title, layer.annotations.get(UNPACK).map(String::as_str)) {
+                (Some(t), Some("true")) => format!("{}/", t.trim_end_matches('/')),
+                _ => String::new(),
+            };
+            unpack(&blob.body, &prefix, &mut files)
+                .map_err(|e| format!("layer {}: {e}", layer.digest))?;
+        } else if let Some(title) = title {
+            files.push((title.clone(), blob.body));
+        }
+    }
+    if files.is_empty() {
+        return Err("the artifact has no policy files (no titled layer, no tar+gzip layer)".into());
+    }
+    Ok(Pulled { digest, files })
+}
+
+/// The regular files of a tar.gz (`prefix` put before each path).
+fn unpack(bytes: &[u8], prefix: &str, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+    let gz = flate2::read::GzDecoder::new(bytes);
+    let mut archive = tar::Archive::new(gz.take(MAX_TAR_BYTES));
+    let mut count = 0usize;
+    for entry in archive
+        .entries()
+        .map_err(|e| format!("not a tar.gz: {e}"))?
+    {
+        let mut entry = entry.map_err(|e| format!("not a tar.gz: {e}"))?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        count += 1;
+        if count > MAX_TAR_FILES {
+            return Err(format!("more than {MAX_TAR_FILES} files"));
+        }
+        let path = entry
+            .path()
+            .map_err(|e| format!("a path in the archive: {e}"))?
+            .to_string_lossy()
+            .trim_start_matches("./")
+            .trim_start_matches('/')
+            .to_owned();
+        let mut data = Vec::new();
+        entry
+            .read_to_end(&mut data)
+            .map_err(|e| format!("reading {path}: {e}"))?;
+        out.push((format!("{prefix}{path}"), data));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_name_registry_repository_and_tag() {
+        assert_eq!(
+            parse("oci://ghcr.io/org/policies:v1.0").unwrap(),
+            Reference {
+                base: "https://ghcr.io".into(),
+                repository: "org/policies".into(),
+                reference: "v1.0".into()
+            }
+        );
+        let local = parse("oci://localhost:5000/p").unwrap();
+        assert_eq!(
+            (local.base.as_str(), local.reference.as_str()),
+            ("http://localhost:5000", "latest")
+        );
+        let pinned = parse("oci://127.0.0.1:80/a/b@sha256:abc").unwrap();
+        assert_eq!(pinned.reference, "sha256:abc");
+        assert!(parse("oci://ghcr.io").is_err());
+        assert!(parse("oci://ghcr.io/Org/x").is_err());
+        assert!(parse("oci://ghcr.io/org/x:a b").is_err());
+    }
+
+    #[test]
+    fn challenge_parameters_become_the_token_query() {
+        assert!(token("Basic realm=x").unwrap_err().contains("anonymous"));
+    }
+}

@@ -1,0 +1,595 @@
+//! `policy pull` and `policy check`: results against OPA's (fixtures/policy/expected.json,
+//! made by tools/policy-oracle/regen.py with OPA's Go engine), decisions and overrides,
+//! exit codes, the report, bad policies, and each source kind (a path, a git repository
+//! at a tag and a branch, an OCI registry served here).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+
+use crate::changes::git_at;
+use crate::support::{Output, Project};
+
+/// `policy check` of the one module without resources of its own policy findings.
+fn check_vpc(p: &Project) -> Output {
+    p.run(&[
+        "policy",
+        "check",
+        "--module",
+        "platform/stage/eu-central-1/vpc",
+    ])
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+}
+
+/// Every module's findings as OPA's expected file lists them: `data.ns.rule` -> values.
+fn findings_by_rule(result: &serde_json::Value) -> BTreeMap<String, Vec<serde_json::Value>> {
+    let mut out: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for f in result["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(result["warnings"].as_array().unwrap())
+    {
+        let key = format!(
+            "data.{}.{}",
+            f["namespace"].as_str().unwrap(),
+            f["rule"].as_str().unwrap()
+        );
+        let value = match f.get("metadata") {
+            Some(meta) => {
+                let mut obj = meta.as_object().unwrap().clone();
+                obj.insert("msg".into(), f["msg"].clone());
+                serde_json::Value::Object(obj)
+            }
+            None => f["msg"].clone(),
+        };
+        out.entry(key).or_default().push(value);
+    }
+    for v in out.values_mut() {
+        v.sort_by_key(|x| x.to_string());
+    }
+    out
+}
+
+#[test]
+fn regorus_gives_the_results_opa_gives_on_the_fixture_plans() {
+    let p = Project::fixture("policy");
+    // Every namespace, every module, nothing blocking: all findings are listed.
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{service}/{environment}/{region}/{module}\"\n\
+         extensions:\n  policy:\n    enabled: true\n    sources:\n      - {type: path, path: terraform}\n      - {type: path, path: compliance}\n\
+         \x20   namespaces: [terraform, compliance]\n    decisions: {deny: warn, warn: warn}\n",
+    );
+    let out = p.run(&["policy", "check", "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = json(&out.stdout);
+    let expected = json(&p.read("expected.json"));
+    let modules = expected["modules"].as_object().unwrap();
+    assert_eq!(got["results"].as_array().unwrap().len(), modules.len());
+    for result in got["results"].as_array().unwrap() {
+        let module = result["module"].as_str().unwrap();
+        let mut want: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+        for (rule, values) in modules[module].as_object().unwrap() {
+            let values = values.as_array().unwrap();
+            if !values.is_empty() {
+                let mut v = values.clone();
+                v.sort_by_key(|x| x.to_string());
+                want.insert(rule.clone(), v);
+            }
+        }
+        assert_eq!(findings_by_rule(result), want, "module {module}");
+    }
+}
+
+#[test]
+fn decisions_and_overrides_give_statuses_exit_code_and_report() {
+    let p = Project::fixture("policy");
+    let out = p.run(&["policy", "check"]);
+    assert_eq!(
+        out.code, 1,
+        "a blocking deny fails the check\n{}{}",
+        out.stdout, out.stderr
+    );
+    let statuses: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.contains(": "))
+        .filter(|l| !l.contains("checked"))
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "skip  legacy/old/eu-central-1/db",
+            "fail  platform/prod/eu-central-1/db",
+            "warn  platform/sandbox/eu-central-1/test",
+            "warn  platform/stage/eu-central-1/app",
+            "fail  platform/stage/eu-central-1/bad",
+            "pass  platform/stage/eu-central-1/vpc",
+        ],
+        "{}",
+        out.stdout
+    );
+    // The sandbox's deny is a warning by its override; prod also runs compliance.
+    assert!(out.stdout.contains(
+        "warning: terraform.deny: S3 bucket 'scratch' must not be public (acl public-read-write)"
+    ));
+    assert!(out.stdout.contains(
+        "failure: compliance.deny: instance 'replica' uses expensive type 'x2iedn.32xlarge'"
+    ));
+    // Elsewhere compliance is not a namespace.
+    assert!(!out.stdout.contains("compliance.deny: instance 'gpu'"));
+    let last = out.stdout.lines().last().unwrap();
+    assert_eq!(
+        last,
+        "5 modules checked: 1 passed, 2 warned, 2 failed, 1 skipped (5 failures, 11 warnings, 0 ignored)"
+    );
+
+    let report = json(&p.read(".terraci/policy-report.json"));
+    // Exactly the keys of the summary's producer format (its reader refuses others).
+    let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["producer", "title", "status", "summary", "modules"]);
+    let module_keys: Vec<&String> = report["modules"][0].as_object().unwrap().keys().collect();
+    assert_eq!(module_keys, ["module", "status", "summary", "details"]);
+    let results = json(&p.read(".terraci/policy-results.json"));
+    assert_eq!(results["failed_modules"], 2);
+    assert_eq!(report["producer"], "policy");
+    assert_eq!(report["title"], "Policy checks");
+    assert_eq!(report["status"], "fail");
+    assert_eq!(
+        report["summary"],
+        "5 modules checked: 1 passed, 2 warned, 2 failed, 1 skipped"
+    );
+    let bad = report["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["module"] == "platform/stage/eu-central-1/bad")
+        .unwrap();
+    assert_eq!(bad["status"], "fail");
+    assert_eq!(bad["summary"], "4 failures, 4 warnings");
+    assert!(bad["details"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!(
+            "failure: terraform.violation: terraform_data.public has an unknown Environment qa"
+        )));
+}
+
+#[test]
+fn warn_and_ignore_decisions_do_not_fail_and_one_module_can_be_checked() {
+    let p = Project::fixture("policy");
+    let config = p
+        .read(".terraci.yaml")
+        .replace("deny: block", "deny: ignore");
+    p.write(".terraci.yaml", config);
+    let out = p.run(&[
+        "policy",
+        "check",
+        "--module",
+        "platform/stage/eu-central-1/bad",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = json(&out.stdout);
+    assert_eq!(got["total_modules"], 1);
+    assert_eq!(got["status"], "warn");
+    assert_eq!(got["total_failures"], 0);
+    assert_eq!(
+        got["total_suppressed"], 4,
+        "the four deny results are ignored"
+    );
+    assert_eq!(
+        got["results"][0]["module"],
+        "platform/stage/eu-central-1/bad"
+    );
+    let report = json(&p.read(".terraci/policy-report.json"));
+    assert_eq!(report["modules"].as_array().unwrap().len(), 1);
+
+    let missing = p.run(&[
+        "policy",
+        "check",
+        "--module",
+        "platform/stage/eu-central-1/nope",
+    ]);
+    assert_stderr(
+        &missing,
+        2,
+        "`platform/stage/eu-central-1/nope` is not a module",
+    );
+}
+
+#[test]
+fn a_syntax_error_names_the_file_and_line_and_checks_nothing() {
+    let p = Project::fixture("policy");
+    p.write(
+        "terraform/broken.rego",
+        "package terraform\n\nimport rego.v1\n\ndeny contains msg if {\n  msg := \n}\n",
+    );
+    let out = p.run(&["policy", "check"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("error[policy-syntax]: terraform/broken.rego:"),
+        "{}",
+        out.stderr
+    );
+    let line: u32 = out.stderr["error[policy-syntax]: terraform/broken.rego:".len()..]
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((5..=7).contains(&line), "{}", out.stderr);
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_runtime_error_or_a_loop_fails_the_module_with_a_coded_diagnostic() {
+    let p = Project::fixture("policy");
+    p.write(
+        "terraform/conflict.rego",
+        "package terraform\n\nimport rego.v1\n\nowner := \"a\" if { count(input.resource_changes) > 1 }\nowner := \"b\" if { count(input.resource_changes) > 1 }\n\nviolation_owner contains owner if { owner }\n",
+    );
+    let out = p.run(&[
+        "policy",
+        "check",
+        "--module",
+        "platform/stage/eu-central-1/app",
+    ]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("error[policy-runtime]: terraform/conflict.rego:"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.starts_with(
+            "fail  platform/stage/eu-central-1/app: policy error: terraform/conflict.rego:"
+        ),
+        "{}",
+        out.stdout
+    );
+
+    p.write(
+        "terraform/conflict.rego",
+        "package terraform\n\nimport rego.v1\n\ndeny_slow contains \"never\" if {\n  count([1 | some a in numbers.range(1, 20000); some b in numbers.range(1, 20000); a * b == -1]) > 0\n}\n",
+    );
+    let started = std::time::Instant::now();
+    let out = p.run(&[
+        "policy",
+        "check",
+        "--module",
+        "platform/stage/eu-central-1/vpc",
+        "--timeout",
+        "0.5",
+    ]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("error[policy-limit]"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("data.terraform.deny_slow did not finish within 0.5 s"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn config_mistakes_are_reported() {
+    let p = Project::fixture("policy");
+    let config = p.read(".terraci.yaml");
+    p.write(
+        ".terraci.yaml",
+        config.replace("path: compliance", "path: missing-dir"),
+    );
+    let out = p.run(&["policy", "check"]);
+    assert_stderr(
+        &out,
+        2,
+        "error[policy-source]: policy source path:missing-dir: `missing-dir` is not a directory",
+    );
+    p.write(".terraci.yaml", config.replace("deny: block", "deny: stop"));
+    let out = p.run(&["policy", "check"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("stop"), "{}", out.stderr);
+    // TerraCi's older keys: a warning naming the key that replaced it.
+    p.write(
+        ".terraci.yaml",
+        config.replace(
+            "    decisions:\n      deny: block\n      warn: warn\n",
+            "    on_failure: warn\n",
+        ),
+    );
+    let out = check_vpc(&p);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("extensions.policy.on_failure is not a key terraci knows; it has no effect (TerraCi renamed it: use `decisions.deny`)"), "{}", out.stderr);
+    let no_section = Project::fixture("policy");
+    no_section.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{service}/{environment}/{region}/{module}\"\n",
+    );
+    let out = no_section.run(&["policy", "check"]);
+    assert_stderr(&out, 2, "extensions.policy is not configured");
+}
+
+/// Exit `code` with `message` on stderr.
+fn assert_stderr(out: &Output, code: i32, message: &str) {
+    assert_eq!(out.code, code, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains(message), "{}", out.stderr);
+}
+
+/// `policy pull` exits 2 with `message` on stderr.
+fn assert_pull_fails(p: &Project, message: &str) {
+    assert_stderr(&p.run(&["policy", "pull"]), 2, message);
+}
+
+/// Exit 1 and `line` among the results.
+fn assert_failure(out: &Output, line: &str) {
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stdout.contains(line), "{}", out.stdout);
+}
+
+const DENY_ALL: &str =
+    "package terraform\n\nimport rego.v1\n\ndeny contains \"tagged policy\" if { true }\n";
+const WARN_ALL: &str =
+    "package terraform\n\nimport rego.v1\n\nwarn contains \"branch policy\" if { true }\n";
+
+fn git_config(url: &str, reference: &str) -> String {
+    format!(
+        "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+         extensions:\n  policy:\n    enabled: true\n    sources:\n      - type: git\n        url: \"{url}\"\n        ref: \"{reference}\"\n"
+    )
+}
+
+#[test]
+fn a_git_source_is_pulled_at_a_tag_and_at_a_branch_and_cached_by_commit() {
+    let repo = tempfile::tempdir().unwrap();
+    let r = repo.path();
+    git_at(r, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(r.join("policies")).unwrap();
+    std::fs::write(r.join("policies/deny.rego"), DENY_ALL).unwrap();
+    git_at(r, &["add", "."]);
+    git_at(r, &["commit", "-q", "-m", "v1"]);
+    git_at(r, &["tag", "-a", "v1", "-m", "v1"]);
+    let tagged = git_at(r, &["rev-parse", "HEAD"]).trim().to_owned();
+    git_at(r, &["checkout", "-q", "-b", "next"]);
+    std::fs::remove_file(r.join("policies/deny.rego")).unwrap();
+    std::fs::write(r.join("policies/warn.rego"), WARN_ALL).unwrap();
+    git_at(r, &["add", "-A"]);
+    git_at(r, &["commit", "-q", "-m", "next"]);
+    let branch = git_at(r, &["rev-parse", "HEAD"]).trim().to_owned();
+    let url = format!("file://{}", r.display());
+
+    let p = Project::fixture("policy");
+    p.write(".terraci.yaml", git_config(&url, "v1"));
+    let before = p.run(&["policy", "check"]);
+    assert_stderr(&before, 2, "not pulled: run `terraci policy pull` first");
+
+    let pull = p.run(&["policy", "pull"]);
+    assert_eq!(pull.code, 0, "{}", pull.stderr);
+    assert!(
+        pull.stdout.contains(&format!("at {tagged}")),
+        "{tagged}: {}",
+        pull.stdout
+    );
+    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    assert_eq!(lock["sources"][0]["type"], "git");
+    assert_eq!(lock["sources"][0]["ref"], "v1");
+    assert_eq!(lock["sources"][0]["commit"], tagged.as_str());
+    assert_eq!(lock["sources"][0]["files"], 1);
+    let check = check_vpc(&p);
+    assert_failure(&check, "failure: terraform.deny: tagged policy");
+
+    p.write(".terraci.yaml", git_config(&url, "next"));
+    assert_eq!(p.run(&["policy", "pull"]).code, 0);
+    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    assert_eq!(lock["sources"][0]["commit"], branch.as_str());
+    let check = check_vpc(&p);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    assert!(
+        check
+            .stdout
+            .contains("warning: terraform.warn: branch policy"),
+        "{}",
+        check.stdout
+    );
+
+    // A ref the repository does not have.
+    p.write(".terraci.yaml", git_config(&url, "v9"));
+    assert_pull_fails(&p, &format!("error[policy-source]: policy source git:{url}@v9: the repository has no branch or tag `v9`"));
+    // A commit already fetched is read from the cache: the repository can be gone.
+    p.write(".terraci.yaml", git_config(&url, &tagged));
+    drop(repo);
+    let pull = p.run(&["policy", "pull"]);
+    assert_eq!(pull.code, 0, "{}", pull.stderr);
+    assert!(p.run(&["policy", "check"]).stdout.contains("tagged policy"));
+
+    // A repository that is not there.
+    let gone = format!("file://{}/nothing-here", p.path().display());
+    p.write(".terraci.yaml", git_config(&gone, "main"));
+    assert_pull_fails(
+        &p,
+        "error[policy-source]: policy source git:file://[PROJECT]/nothing-here@main: cannot connect",
+    );
+}
+
+/// A registry serving `routes` (path -> (content type, body)) to any number of GETs.
+fn registry(routes: BTreeMap<String, (String, Vec<u8>)>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request = String::new();
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+            }
+            let path = request.split(' ').nth(1).unwrap_or("/").to_owned();
+            let (status, ctype, body) = match routes.get(&path) {
+                Some((ctype, body)) => ("200 OK", ctype.clone(), body.clone()),
+                None => (
+                    "404 Not Found",
+                    "text/plain".to_owned(),
+                    b"not found".to_vec(),
+                ),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(&body);
+            let _ = stream.flush();
+            let mut rest = Vec::new();
+            let _ = reader.read_to_end(&mut rest);
+        }
+    });
+    port
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let hex: String = d.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+fn tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for (path, text) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(text.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, path, text.as_bytes()).unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+#[test]
+fn an_oci_source_is_pulled_from_a_registry_by_tag() {
+    // A conftest-style layer (one .rego file, titled) and an OPA bundle (tar.gz).
+    let rego = DENY_ALL.as_bytes().to_vec();
+    let bundle = tar_gz(&[
+        ("bundle/warn.rego", WARN_ALL),
+        ("bundle/warn_test.rego", "package x\n"),
+    ]);
+    let config = b"{}".to_vec();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.cncf.openpolicyagent.config.v1+json", "digest": sha256(&config), "size": config.len()},
+        "layers": [
+            {"mediaType": "application/vnd.cncf.openpolicyagent.policy.layer.v1+rego", "digest": sha256(&rego), "size": rego.len(),
+             "annotations": {"org.opencontainers.image.title": "policies/deny.rego"}},
+            {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": sha256(&bundle), "size": bundle.len()}
+        ]
+    })
+    .to_string()
+    .into_bytes();
+    let digest = sha256(&manifest);
+    let mut routes = BTreeMap::new();
+    routes.insert(
+        "/v2/org/policies/manifests/v1".to_owned(),
+        (
+            "application/vnd.oci.image.manifest.v1+json".to_owned(),
+            manifest,
+        ),
+    );
+    routes.insert(
+        format!("/v2/org/policies/blobs/{}", sha256(&rego)),
+        ("application/octet-stream".to_owned(), rego),
+    );
+    routes.insert(
+        format!("/v2/org/policies/blobs/{}", sha256(&bundle)),
+        ("application/octet-stream".to_owned(), bundle),
+    );
+    let port = registry(routes);
+
+    let p = Project::fixture("policy");
+    let oci_config = |url: String| {
+        format!(
+            "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+             extensions:\n  policy:\n    enabled: true\n    sources:\n      - type: oci\n        url: \"{url}\"\n"
+        )
+    };
+    p.write(
+        ".terraci.yaml",
+        oci_config(format!("oci://127.0.0.1:{port}/org/policies:v1")),
+    );
+    let pull = p.run(&["policy", "pull"]);
+    assert_eq!(pull.code, 0, "{}", pull.stderr);
+    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    assert_eq!(lock["sources"][0]["digest"], digest.as_str());
+    assert_eq!(
+        lock["sources"][0]["files"], 2,
+        "the _test.rego file is not a policy"
+    );
+    let check = check_vpc(&p);
+    assert_failure(&check, "failure: terraform.deny: tagged policy");
+    assert!(
+        check
+            .stdout
+            .contains("warning: terraform.warn: branch policy"),
+        "{}",
+        check.stdout
+    );
+
+    // A tag the registry does not have; a registry that is not there.
+    p.write(
+        ".terraci.yaml",
+        oci_config(format!("oci://127.0.0.1:{port}/org/policies:v2")),
+    );
+    let pull = p.run(&["policy", "pull"]);
+    assert_eq!(pull.code, 2);
+    assert!(pull.stderr.contains(&format!("policy source oci:oci://127.0.0.1:{port}/org/policies:v2: org/policies:v2 was not found")), "{}", pull.stderr);
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    p.write(
+        ".terraci.yaml",
+        oci_config(format!("oci://127.0.0.1:{closed}/org/policies:v1")),
+    );
+    assert_pull_fails(
+        &p,
+        &format!(
+            "error[policy-source]: policy source oci:oci://127.0.0.1:{closed}/org/policies:v1: GET"
+        ),
+    );
+}
+
+#[test]
+fn the_summary_comment_renders_the_policy_report() {
+    let p = Project::fixture("policy");
+    assert_eq!(p.run(&["policy", "check"]).code, 1);
+    let out = p.run(&["summary"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("summary-report"), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("### ❌ Policy checks"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("| `platform/stage/eu-central-1/bad` | ❌ fail | 4 failures\\, 4 warnings |"),
+        "{}",
+        out.stdout
+    );
+}
