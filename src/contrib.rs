@@ -288,6 +288,27 @@ pub fn summary_contribution() -> Contribution {
     }
 }
 
+/// `policy-check` when `extensions.policy` turns checks on: `terraci policy pull` then
+/// `terraci policy check` over the plan results of every target module, in review
+/// pipelines (merge and pull requests) once the plans finished; its report is a section
+/// of the summary comment. It does not hold the applies back: a job that every apply
+/// waits for, reading the plans that wait for the applies of the modules they read,
+/// would be a cycle as soon as two target modules depend on each other, so blocking an
+/// apply needs a check in the apply job itself, which is not built yet.
+pub fn policy_contribution(config: &Config) -> Option<Contribution> {
+    let job = crate::policy::pipeline_job(config)?;
+    Some(Contribution {
+        name: job.name.to_owned(),
+        commands: job.commands,
+        consumes: vec![Input::PlanResults],
+        produces: Some(job.produces.to_owned()),
+        gates_applies: false,
+        when: When::ReviewAlways,
+        permissions: vec![],
+        local: true,
+    })
+}
+
 /// Whether the summary job is part of pipelines for `runner`: on unless
 /// `extensions.summary.enabled: false`, or for GitLab `extensions.gitlab.mr.comment.enabled:
 /// false`, for GitHub `extensions.github.pr.comment.enabled: false`.
@@ -307,6 +328,9 @@ pub fn contributions(
     runner: Runner,
 ) -> Result<ContributionSet, ContributionError> {
     let mut jobs = Vec::new();
+    if let Some(policy) = policy_contribution(config) {
+        jobs.push(policy);
+    }
     if summary_enabled(config, runner) {
         jobs.push(summary_contribution());
     }
