@@ -162,19 +162,7 @@ fn render_gitlab_text(
                 .into_iter()
                 .map(|w| RenderWarning::new("needs-limit", w)),
         );
-        let limit = gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT);
         for job in &plan.contributed {
-            if job.needs.len() > limit {
-                warnings.push(RenderWarning::new(
-                    "needs-limit",
-                    format!(
-                        "job `{}` needs {} jobs, over GitLab's limit of {limit} \
-                         (extensions.gitlab.needs_limit); it waits for its stage instead",
-                        job.name,
-                        job.needs.len()
-                    ),
-                ));
-            }
             let job_text = format!(
                 "\n{}",
                 contributed_job_text(job, &gitlab, &prefix, &plan.service_dir)
