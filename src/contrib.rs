@@ -114,6 +114,9 @@ impl ContributionError {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct ContributionSet {
     jobs: Vec<Contribution>,
+    /// Checks every apply job runs, from the project root, before it applies; `{module}`
+    /// in an argument stands for the job's module id. A check that fails stops the apply.
+    apply_checks: Vec<Vec<String>>,
 }
 
 impl ContributionSet {
@@ -239,7 +242,10 @@ impl ContributionSet {
         drop(producers);
         let mut jobs = jobs;
         jobs.sort_by_key(|j| position.get(&j.name).copied().unwrap_or(usize::MAX));
-        Ok(ContributionSet { jobs })
+        Ok(ContributionSet {
+            jobs,
+            apply_checks: Vec::new(),
+        })
     }
 
     pub fn jobs(&self) -> &[Contribution] {
@@ -248,6 +254,16 @@ impl ContributionSet {
 
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()
+    }
+
+    /// The set with `checks` run in every apply job before it applies.
+    pub fn with_apply_checks(mut self, checks: Vec<Vec<String>>) -> Self {
+        self.apply_checks = checks;
+        self
+    }
+
+    pub fn apply_checks(&self) -> &[Vec<String>] {
+        &self.apply_checks
     }
 
     pub fn get(&self, name: &str) -> Option<&Contribution> {
@@ -291,10 +307,7 @@ pub fn summary_contribution() -> Contribution {
 /// `policy-check` when `extensions.policy` turns checks on: `terraci policy pull` then
 /// `terraci policy check` over the plan results of every target module, in review
 /// pipelines (merge and pull requests) once the plans finished; its report is a section
-/// of the summary comment. It does not hold the applies back: a job that every apply
-/// waits for, reading the plans that wait for the applies of the modules they read,
-/// would be a cycle as soon as two target modules depend on each other, so blocking an
-/// apply needs a check in the apply job itself, which is not built yet.
+/// of the summary comment. It does not hold the applies back (see [`apply_checks`]).
 pub fn policy_contribution(config: &Config) -> Option<Contribution> {
     let job = crate::policy::pipeline_job(config)?;
     Some(Contribution {
@@ -308,6 +321,32 @@ pub fn policy_contribution(config: &Config) -> Option<Contribution> {
         local: true,
     })
 }
+
+/// What each apply job checks before it applies: with a policy decision of `block`, the
+/// policies over its own module's plan (`terraci policy pull`, then `terraci policy check
+/// --module <its module>`), so a module whose plan a policy blocks is never applied and
+/// its dependents wait. Per apply, not one job for all: that job would read every plan,
+/// and the plans of modules that read others wait for those modules' applies.
+pub fn apply_checks(config: &Config) -> Vec<Vec<String>> {
+    match crate::policy::pipeline_job(config) {
+        Some(job) if job.gates_applies => {
+            let terraci = |args: &[&str]| {
+                std::iter::once("terraci")
+                    .chain(args.iter().copied())
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            };
+            vec![
+                terraci(&["policy", "pull"]),
+                terraci(&["policy", "check", "--module", MODULE_PLACEHOLDER]),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// In an apply check's argument, the module id of the apply job.
+pub const MODULE_PLACEHOLDER: &str = "{module}";
 
 /// Whether the summary job is part of pipelines for `runner`: on unless
 /// `extensions.summary.enabled: false`, or for GitLab `extensions.gitlab.mr.comment.enabled:
@@ -334,7 +373,7 @@ pub fn contributions(
     if summary_enabled(config, runner) {
         jobs.push(summary_contribution());
     }
-    ContributionSet::new(jobs)
+    Ok(ContributionSet::new(jobs)?.with_apply_checks(apply_checks(config)))
 }
 
 /// `service_dir`, default `.terraci` (validated at load: relative, inside the project).

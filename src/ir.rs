@@ -88,6 +88,9 @@ pub struct JobPlan {
     pub plan_results: bool,
     /// `service_dir`, where reports are written.
     pub service_dir: String,
+    /// Commands each apply job runs before it applies, from the project root
+    /// ([`crate::contrib::ContributionSet::apply_checks`]; `{module}` is its module).
+    pub apply_checks: Vec<Vec<String>>,
 }
 
 impl JobPlan {
@@ -440,6 +443,7 @@ fn plan_nodes(
         contributed: Vec::new(),
         plan_results: false,
         service_dir: String::new(),
+        apply_checks: Vec::new(),
     })
 }
 
@@ -456,6 +460,9 @@ pub fn contribute(
 ) -> Result<JobPlan, IrError> {
     use crate::contrib::{ContributionError, Input};
     plan.service_dir = service_dir.to_owned();
+    if !plan.plan_only {
+        plan.apply_checks = set.apply_checks().to_vec();
+    }
     if plan.jobs.is_empty() || set.is_empty() {
         return Ok(plan);
     }

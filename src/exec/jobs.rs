@@ -224,6 +224,27 @@ fn task(plan: &JobPlan, job: &Job, needs: Vec<usize>, options: &ExecOptions) -> 
     if init {
         commands.push(command(&["init", "-input=false", "-no-color"]));
     }
+    if job.kind == JobKind::Apply {
+        // The apply's checks (policies over its module's plan), from the project root.
+        for check in &plan.apply_checks {
+            let Some((program, args)) = check.split_first() else {
+                continue;
+            };
+            let program = match (program.as_str(), &options.terraci) {
+                ("terraci", Some(me)) => me.clone(),
+                _ => program.clone(),
+            };
+            let mut all = vec!["-d".to_owned(), options.project_dir.to_string()];
+            all.extend(args.iter().map(|a| {
+                if a == crate::contrib::MODULE_PLACEHOLDER {
+                    job.module.to_string()
+                } else {
+                    a.clone()
+                }
+            }));
+            commands.push(CommandLine { program, args: all });
+        }
+    }
     let plan_out = format!("-out={PLAN_FILE}");
     let plan_results = plan.plan_results && job.kind == JobKind::Plan;
     commands.push(match job.kind {

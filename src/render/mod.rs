@@ -261,9 +261,13 @@ pub(crate) fn job_commands(
     plan: &crate::ir::JobPlan,
     kind: crate::ir::JobKind,
     commit_var: &str,
+    root_var: &str,
 ) -> Vec<String> {
     let bin = plan.binary.command();
     let mut commands = Vec::new();
+    if kind == crate::ir::JobKind::Apply {
+        commands.extend(apply_check_commands(plan, root_var));
+    }
     if plan.init_enabled {
         commands.push(format!("{bin} init"));
     }
@@ -284,6 +288,35 @@ pub(crate) fn job_commands(
         crate::ir::JobKind::Apply => commands.push(format!("{bin} apply {PLAN_FILE}")),
     }
     commands
+}
+
+/// The checks an apply job runs before it applies ([`crate::ir::JobPlan::apply_checks`]),
+/// as shell lines run in the module directory: `terraci -d "$<root_var>" ...` (the
+/// repository root the CI gives), the module as `"$TF_MODULE_PATH"`. Without `terraci` in
+/// the job's image the apply fails: a check that cannot run must not let it through.
+fn apply_check_commands(plan: &crate::ir::JobPlan, root_var: &str) -> Vec<String> {
+    if plan.apply_checks.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "command -v terraci >/dev/null 2>&1 || {{ echo 'the policy checks of this apply need terraci on PATH in this job; set the image of the apply jobs (job_defaults or an overwrites entry of type apply) to one that has it' >&2; exit 127; }}"
+    )];
+    for check in &plan.apply_checks {
+        let Some((program, args)) = check.split_first() else {
+            continue;
+        };
+        let mut line = format!("{program} -d \"${root_var}\"");
+        for arg in args {
+            line.push(' ');
+            if arg == crate::contrib::MODULE_PLACEHOLDER {
+                line.push_str("\"$TF_MODULE_PATH\"");
+            } else {
+                line.push_str(&crate::escape::sh_word(arg));
+            }
+        }
+        lines.push(line);
+    }
+    lines
 }
 
 /// The files a plan job keeps as its artifact, relative to the module directory.

@@ -294,3 +294,46 @@ fn local_exec_plan_keeps_the_plans_as_data_and_prints_the_summary() {
     assert!(log.contains("## Terraform plan summary"), "{log}");
     assert!(log.contains("`live/vpc`"), "{log}");
 }
+
+/// A policy decision of `block` holds the apply of the module whose plan it denies: the
+/// apply job checks its own module's plan first (here in `local-exec run`, the same
+/// commands the generated GitLab and GitHub apply jobs run), and fails without applying.
+#[test]
+fn a_blocking_policy_stops_the_apply_of_the_module_it_denies() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let state = work.path().join("state");
+    std::fs::create_dir_all(&state).expect("mkdir state");
+    let p = repository(&state);
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{env}/{module}\"\nextensions:\n  summary:\n    enabled: false\n  policy:\n    enabled: true\n    sources:\n      - type: path\n        path: policies\n    namespaces: [terraform]\n    decisions:\n      deny: block\n",
+    );
+    p.write(
+        "policies/terraform.rego",
+        "package terraform\n\nimport rego.v1\n\ndeny contains msg if {\n  some rc in input.resource_changes\n  rc.name == \"app\"\n  msg := sprintf(\"%s may not be created here\", [rc.address])\n}\n",
+    );
+    commit_all(p.path());
+    let path = format!(
+        "{}:{}",
+        terraform_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = p.command(&["local-exec", "run", "--var", "suffix=1"]);
+    cmd.env("PATH", &path);
+    let out = cmd.output().expect("run terraci");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    // vpc passes its check and is applied; app's plan is denied, so it is never applied.
+    assert!(state.join("vpc.tfstate").is_file(), "{text}");
+    let app_state = std::fs::read_to_string(state.join("app.tfstate")).unwrap_or_default();
+    assert!(
+        !app_state.contains("terraform_data"),
+        "app was applied:\n{app_state}"
+    );
+    let log = p.read(".terraci/logs/apply-live-app.log");
+    assert!(
+        log.contains("terraform_data.app may not be created here"),
+        "{log}"
+    );
+    assert!(!log.contains("Apply complete"), "{log}");
+}
