@@ -240,16 +240,23 @@ fn no_changes_job(github: &GitHub) -> Value {
     Value::Mapping(job)
 }
 
-/// The job after `job_defaults` and matching `overwrites`: set keys replace, `env` merges
-/// key by key, and `steps_before` / `steps_after` append (as in TerraCi: an overwrite's
-/// steps run after the defaults' ones, which often set up credentials).
+/// The job after `job_defaults` and the matching `overwrites` ([`apply_overwrites`]).
 fn effective_config(github: &GitHub, kind: JobKind) -> GitHubJobConfig {
     let mut out = github.job_defaults.clone().unwrap_or_default();
     let wanted = match kind {
         JobKind::Plan => OverwriteType::Plan,
         JobKind::Apply => OverwriteType::Apply,
     };
-    for overwrite in github.overwrites.iter().filter(|o| o.job_type == wanted) {
+    apply_overwrites(&mut out, github, &wanted);
+    out
+}
+
+/// Layers the `overwrites` of type `wanted` over `out`, in order: a key an entry sets
+/// replaces, `env` merges key by key, and `steps_before` / `steps_after` append (as in
+/// TerraCi: an overwrite's steps run after the defaults' ones, which often set up
+/// credentials).
+fn apply_overwrites(out: &mut GitHubJobConfig, github: &GitHub, wanted: &OverwriteType) {
+    for overwrite in github.overwrites.iter().filter(|o| &o.job_type == wanted) {
         let layer = overwrite.job_config();
         macro_rules! replace {
             ($($field:ident),*) => {$(
@@ -269,7 +276,6 @@ fn effective_config(github: &GitHub, kind: JobKind) -> GitHubJobConfig {
         }
         out.env.extend(layer.env);
     }
-    out
 }
 
 fn artifact_name(job: &Job) -> String {
@@ -423,27 +429,7 @@ fn contributed_config(github: &GitHub, job: &ContributedJob) -> GitHubJobConfig 
         out.runs_on = Some(runs_on);
     }
     let wanted = OverwriteType::Job(job.name.to_string());
-    for overwrite in github.overwrites.iter().filter(|o| o.job_type == wanted) {
-        let layer = overwrite.job_config();
-        macro_rules! replace {
-            ($($field:ident),*) => {$(
-                if layer.$field.is_some() {
-                    out.$field = layer.$field.clone();
-                }
-            )*};
-        }
-        replace!(runs_on, container, if_, environment);
-        // Steps add to job_defaults', as for plan and apply jobs.
-        for (steps, more) in [
-            (&mut out.steps_before, layer.steps_before),
-            (&mut out.steps_after, layer.steps_after),
-        ] {
-            if let Some(more) = more {
-                steps.get_or_insert_with(Vec::new).extend(more);
-            }
-        }
-        out.env.extend(layer.env);
-    }
+    apply_overwrites(&mut out, github, &wanted);
     out
 }
 

@@ -549,7 +549,20 @@ fn effective_config(gitlab: &GitLab, kind: JobKind) -> GitLabJobConfig {
         JobKind::Plan => OverwriteType::Plan,
         JobKind::Apply => OverwriteType::Apply,
     };
-    for overwrite in gitlab.overwrites.iter().filter(|o| o.job_type == wanted) {
+    apply_overwrites(&mut out, gitlab, &wanted);
+    if kind == JobKind::Apply && out.when.is_none() && gitlab.auto_approve == Some(false) {
+        out.when = Some(GitLabWhen::Manual);
+    }
+    if kind == JobKind::Apply && out.rules.is_none() {
+        out.rules = Some(default_apply_rules());
+    }
+    out
+}
+
+/// Layers the `overwrites` of type `wanted` over `out`, in order: a key an entry sets
+/// replaces, `variables` merge key by key.
+fn apply_overwrites(out: &mut GitLabJobConfig, gitlab: &GitLab, wanted: &OverwriteType) {
+    for overwrite in gitlab.overwrites.iter().filter(|o| &o.job_type == wanted) {
         let layer = overwrite.job_config();
         macro_rules! replace {
             ($($field:ident),*) => {$(
@@ -571,13 +584,6 @@ fn effective_config(gitlab: &GitLab, kind: JobKind) -> GitLabJobConfig {
         );
         out.variables.extend(layer.variables);
     }
-    if kind == JobKind::Apply && out.when.is_none() && gitlab.auto_approve == Some(false) {
-        out.when = Some(GitLabWhen::Manual);
-    }
-    if kind == JobKind::Apply && out.rules.is_none() {
-        out.rules = Some(default_apply_rules());
-    }
-    out
 }
 
 /// A contributed job's settings: `job_defaults` but `rules`, `when` and `artifacts`
@@ -597,28 +603,7 @@ fn contributed_config(gitlab: &GitLab, job: &ContributedJob) -> GitLabJobConfig 
         }
     }
     let wanted = OverwriteType::Job(job.name.to_string());
-    for overwrite in gitlab.overwrites.iter().filter(|o| o.job_type == wanted) {
-        let layer = overwrite.job_config();
-        macro_rules! replace {
-            ($($field:ident),*) => {$(
-                if layer.$field.is_some() {
-                    out.$field = layer.$field.clone();
-                }
-            )*};
-        }
-        replace!(
-            image,
-            id_tokens,
-            secrets,
-            before_script,
-            after_script,
-            artifacts,
-            tags,
-            rules,
-            when
-        );
-        out.variables.extend(layer.variables);
-    }
+    apply_overwrites(&mut out, gitlab, &wanted);
     if out.rules.is_none() && job.spec.when == When::ReviewAlways {
         out.rules = Some(vec![GitLabRule {
             if_: Some("$CI_MERGE_REQUEST_IID".into()),
