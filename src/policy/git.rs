@@ -1,14 +1,23 @@
 //! Git policy sources, fetched in process with gix.
 //!
-//! Input: a repository URL (`file://`, a local path, `ssh://`, `git://`) and a ref (a
-//! branch, a tag or a full commit id; default the remote's HEAD). Output: the commit the
-//! ref resolves to and the policy files (`.rego`) of its tree. The objects are
-//! kept in a bare repository per URL under the cache (`<cache>/.git-store/<hash>`), so a
-//! commit already fetched is read without the network. `https://` needs an HTTP
-//! transport this build does not include: it is an error saying so. gix reads and writes
-//! that store itself; the policy files go to disk through the `System` (see `sources`).
+//! Input: a repository URL (`https://`, `ssh://`, `git://`, `file://` or a local path)
+//! and a ref (a branch, a tag or a full commit id; default the remote's HEAD). Output:
+//! the commit the ref resolves to and the policy files (`.rego`) of its tree. The objects
+//! are kept in a bare repository per URL under the cache (`<cache>/.git-store/<hash>`), so
+//! a commit already fetched is read without the network. gix reads and writes that store
+//! itself; the policy files go to disk through the `System` (see `sources`).
+//!
+//! HTTPS speaks git's smart protocol over this build's HTTP client (`git_http`); plain
+//! `http://` only to this machine. Credentials: the URL's user-info, or a line of
+//! `TERRACI_POLICY_GIT_CREDENTIALS` (the `~/.git-credentials` format, one
+//! `https://user:token@host` per line) for the URL's host. The URL comes from the
+//! repository under review, so a credential is bound to the host its owner named, never
+//! to whatever host a merge request writes; git's credential helpers and prompts are never
+//! run.
 
 use std::sync::atomic::AtomicBool;
+
+use gix::error::ErrorExt as _;
 
 use camino::Utf8Path;
 
@@ -40,11 +49,9 @@ pub fn fetch(
     url: &str,
     reference: Option<&str>,
 ) -> Result<Fetched, String> {
-    if url.starts_with("http://") || url.starts_with("https://") {
-        return Err(
-            "git over HTTP(S) is not supported by this build: use an ssh:// or file:// URL, or an OCI source"
-                .into(),
-        );
+    let http = url.starts_with("http://") || url.starts_with("https://");
+    if url.starts_with("http://") && !is_local_http(url) {
+        return Err("git over plain http:// is only spoken to this machine: use https://".into());
     }
     let dir = store.join(store_name(url));
     let repo = match gix::open(dir.as_std_path()) {
@@ -78,13 +85,30 @@ pub fn fetch(
             gix::remote::Direction::Fetch,
         )
         .map_err(|e| format!("refspecs: {e}"))?;
-    let outcome = remote
-        .connect(gix::remote::Direction::Fetch)
-        .map_err(|e| format!("cannot connect: {e}"))?
-        .prepare_fetch(gix::progress::Discard, Default::default())
-        .map_err(|e| format!("cannot list the repository's refs: {e}"))?
-        .receive(gix::progress::Discard, &AtomicBool::new(false))
-        .map_err(|e| format!("fetch failed: {e}"))?;
+    let outcome = if http {
+        let parsed = gix::url::parse(gix::bstr::BStr::new(url))
+            .map_err(|e| format!("not a repository URL: {e}"))?;
+        let has_user_info = parsed.user().is_some();
+        let mut transport = gix_transport::client::blocking_io::http::connect_http(
+            super::git_http::UreqHttp::new(),
+            parsed,
+            gix_transport::Protocol::V2,
+            false,
+        );
+        if !has_user_info {
+            if let Some(account) = bound_credentials(system, url) {
+                gix_transport::client::TransportWithoutIO::set_identity(&mut transport, account)
+                    .map_err(|e| format!("credentials: {e}"))?;
+            }
+        }
+        receive(remote.to_connection_with_transport(transport))?
+    } else {
+        receive(
+            remote
+                .connect(gix::remote::Direction::Fetch)
+                .map_err(|e| format!("cannot connect: {e}"))?,
+        )?
+    };
     let refs = &outcome.ref_map.remote_refs;
     let wanted = reference.unwrap_or("HEAD");
     let candidates = [
@@ -107,6 +131,116 @@ pub fn fetch(
         None => return Err(format!("the repository has no branch or tag `{wanted}`")),
     };
     tree_files(&repo, oid).map_err(|e| format!("`{wanted}` ({oid}): {e}"))
+}
+
+/// Lists the remote's refs and receives the pack, over `connection`'s transport, with
+/// git's credential helpers replaced by a refusal.
+fn receive<T>(
+    connection: gix::remote::Connection<'_, '_, '_, T>,
+) -> Result<gix::remote::fetch::Outcome, String>
+where
+    T: gix_transport::client::blocking_io::Transport,
+{
+    connection
+        .with_credentials(|action| match action {
+            gix::credentials::helper::Action::Get(_) => Err(gix::error::message(
+                "the repository needs credentials: put them in TERRACI_POLICY_GIT_CREDENTIALS (https://user:token@host)",
+            )
+            .raise()),
+            _ => Ok(None),
+        })
+        .prepare_fetch(gix::progress::Discard, Default::default())
+        .map_err(|e| format!("cannot list the repository's refs: {}", chain(&e)))?
+        .receive(gix::progress::Discard, &AtomicBool::new(false))
+        .map_err(|e| format!("fetch failed: {}", chain(&e)))
+}
+
+/// An error and its causes on one line (`a: b: c`), each said once.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = vec![error.to_string()];
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let text = e.to_string();
+        if parts.last() != Some(&text) {
+            parts.push(text);
+        }
+        cause = e.source();
+    }
+    parts.join(": ")
+}
+
+/// `http://` to this machine (a test server, a local mirror).
+fn is_local_http(url: &str) -> bool {
+    let rest = &url["http://".len()..];
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    matches!(host, "localhost" | "127.0.0.1" | "::1")
+}
+
+/// `scheme://host[:port]` of a URL, lower-cased, without user-info or path.
+fn origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    let host = authority.rsplit('@').next()?;
+    (!host.is_empty()).then(|| {
+        format!(
+            "{}://{}",
+            scheme.to_ascii_lowercase(),
+            host.to_ascii_lowercase()
+        )
+    })
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            if let Some(b) = text
+                .get(i + 1..i + 3)
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The credentials `TERRACI_POLICY_GIT_CREDENTIALS` binds to `url`'s scheme, host and
+/// port (HTTPS only: none are sent in clear text).
+fn bound_credentials(
+    system: &dyn crate::system::System,
+    url: &str,
+) -> Option<gix::sec::identity::Account> {
+    if !url.starts_with("https://") {
+        return None;
+    }
+    let wanted = origin(url)?;
+    let store = system.env_var("TERRACI_POLICY_GIT_CREDENTIALS")?;
+    store.lines().map(str::trim).find_map(|line| {
+        if origin(line)? != wanted {
+            return None;
+        }
+        let rest = line.split_once("://")?.1;
+        let authority = rest.split('/').next()?;
+        let (user_info, _) = authority.rsplit_once('@')?;
+        let (user, password) = user_info.split_once(':')?;
+        Some(gix::sec::identity::Account {
+            username: percent_decode(user),
+            password: percent_decode(password),
+            oauth_refresh_token: None,
+        })
+    })
 }
 
 /// The commit `oid` is (or a tag points to) and the policy files of its tree.
@@ -142,4 +276,44 @@ fn tree_files(repo: &gix::Repository, oid: gix::ObjectId) -> Result<Fetched, Str
         commit: commit.id.to_string(),
         files: out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bound_credentials, is_local_http};
+    use crate::system::MemorySystem;
+
+    #[test]
+    fn credentials_are_bound_to_the_host_their_owner_named() {
+        let system = MemorySystem::default();
+        system.set_env(
+            "TERRACI_POLICY_GIT_CREDENTIALS",
+            "https://other:x@git.other.example\nhttps://oauth2:t%40k@Git.Example.com/ignored\n",
+        );
+        let account = bound_credentials(&system, "https://git.example.com/org/policies.git")
+            .expect("the host's line");
+        assert_eq!(
+            (account.username.as_str(), account.password.as_str()),
+            ("oauth2", "t@k")
+        );
+        // Another host, another port, or clear text: nothing is sent.
+        for url in [
+            "https://evil.example/org/policies.git",
+            "https://git.example.com:8443/org/policies.git",
+            "http://git.example.com/org/policies.git",
+            "https://git.example.com.evil.example/p.git",
+        ] {
+            assert!(bound_credentials(&system, url).is_none(), "{url}");
+        }
+    }
+
+    #[test]
+    fn plain_http_is_only_for_this_machine() {
+        assert!(is_local_http("http://127.0.0.1:8080/p.git"));
+        assert!(is_local_http("http://u:p@localhost/p.git"));
+        assert!(is_local_http("http://[::1]:80/p.git"));
+        assert!(!is_local_http("http://git.example.com/p.git"));
+        assert!(!is_local_http("http://127.0.0.1.evil.example/p.git"));
+        assert!(!is_local_http("http://localhost@evil.example/p.git"));
+    }
 }

@@ -14,6 +14,7 @@
 pub mod check;
 pub mod engine;
 mod git;
+mod git_http;
 mod http;
 mod oci;
 pub mod sources;

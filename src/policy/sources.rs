@@ -148,7 +148,8 @@ pub fn pull(
                     .map_err(|m| err(source, m))?;
                 Locked {
                     kind: "git".into(),
-                    source: url.clone(),
+                    // The lock may become a job artifact: no user-info in it.
+                    source: super::http::redact_url(url),
                     reference: reference.clone(),
                     commit: Some(fetched.commit),
                     digest: None,
@@ -164,7 +165,7 @@ pub fn pull(
                     .map_err(|m| err(source, m))?;
                 Locked {
                     kind: "oci".into(),
-                    source: url.clone(),
+                    source: super::http::redact_url(url),
                     reference: None,
                     commit: None,
                     digest: Some(pulled.digest),
@@ -318,9 +319,11 @@ pub fn policy_files(
             }
             PolicySource::Git { url, reference } => {
                 let found = lock.as_ref().and_then(|l| {
-                    l.sources
-                        .iter()
-                        .find(|e| e.kind == "git" && &e.source == url && &e.reference == reference)
+                    l.sources.iter().find(|e| {
+                        e.kind == "git"
+                            && e.source == super::http::redact_url(url)
+                            && &e.reference == reference
+                    })
                 });
                 slot(system, root, source, found)?
             }
@@ -328,7 +331,7 @@ pub fn policy_files(
                 let found = lock.as_ref().and_then(|l| {
                     l.sources
                         .iter()
-                        .find(|e| e.kind == "oci" && &e.source == url)
+                        .find(|e| e.kind == "oci" && e.source == super::http::redact_url(url))
                 });
                 slot(system, root, source, found)?
             }

@@ -420,45 +420,214 @@ fn a_git_source_is_pulled_at_a_tag_and_at_a_branch_and_cached_by_commit() {
     );
 }
 
-/// A registry serving `routes` (path -> (content type, body)) to any number of GETs.
-fn registry(routes: BTreeMap<String, (String, Vec<u8>)>) -> u16 {
+/// A request the test servers got.
+struct Request {
+    method: String,
+    path: String,
+    query: String,
+    /// Lower-case names.
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+}
+
+/// Serves HTTP/1.1 on a free local port, one connection per request (`Connection:
+/// close`), answering each with what `answer` makes of it.
+fn serve(answer: impl Fn(Request) -> Vec<u8> + Send + 'static) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request = String::new();
-            if reader.read_line(&mut request).is_err() {
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
                 continue;
             }
+            let mut headers = BTreeMap::new();
             loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
                     break;
                 }
+                if let Some((k, v)) = header.split_once(':') {
+                    headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+                }
             }
-            let path = request.split(' ').nth(1).unwrap_or("/").to_owned();
-            let (status, ctype, body) = match routes.get(&path) {
-                Some((ctype, body)) => ("200 OK", ctype.clone(), body.clone()),
-                None => (
-                    "404 Not Found",
-                    "text/plain".to_owned(),
-                    b"not found".to_vec(),
-                ),
-            };
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(&body);
+            let length = headers
+                .get("content-length")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let mut parts = line.split(' ');
+            let method = parts.next().unwrap_or("GET").to_owned();
+            let target = parts.next().unwrap_or("/");
+            let (path, query) = target.split_once('?').unwrap_or((target, ""));
+            let response = answer(Request {
+                method,
+                path: path.to_owned(),
+                query: query.to_owned(),
+                headers,
+                body,
+            });
+            let _ = stream.write_all(&response);
             let _ = stream.flush();
-            let mut rest = Vec::new();
-            let _ = reader.read_to_end(&mut rest);
         }
     });
     port
+}
+
+fn response(status: &str, headers: &str, body: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+/// A git smart-HTTP server for the bare repositories under `root`: each request is
+/// answered by `git http-backend` (git's own CGI program). With `token`, every request
+/// must carry it as basic authentication, or it gets a 401.
+fn git_http_server(root: std::path::PathBuf, token: Option<&'static str>) -> u16 {
+    serve(
+        move |Request {
+                  method,
+                  path,
+                  query,
+                  headers,
+                  body,
+              }| {
+            let authorised =
+                token.is_none_or(|t| headers.get("authorization").map(String::as_str) == Some(t));
+            if !authorised {
+                return response(
+                    "401 Unauthorized",
+                    "WWW-Authenticate: Basic realm=\"policies\"\r\n",
+                    b"",
+                );
+            }
+            let mut cgi = std::process::Command::new("git");
+            cgi.arg("http-backend")
+                .env("GIT_PROJECT_ROOT", &root)
+                .env("GIT_HTTP_EXPORT_ALL", "1")
+                .env("PATH_INFO", &path)
+                .env("QUERY_STRING", &query)
+                .env("REQUEST_METHOD", &method)
+                .env("CONTENT_LENGTH", body.len().to_string())
+                .env(
+                    "CONTENT_TYPE",
+                    headers.get("content-type").cloned().unwrap_or_default(),
+                )
+                .env(
+                    "GIT_PROTOCOL",
+                    headers.get("git-protocol").cloned().unwrap_or_default(),
+                )
+                .env("REMOTE_ADDR", "127.0.0.1")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped());
+            let mut child = cgi.spawn().unwrap();
+            child.stdin.take().unwrap().write_all(&body).unwrap();
+            let out = child.wait_with_output().unwrap().stdout;
+            // CGI: header lines (`Status:` among them), a blank line, the body.
+            let (end, gap) = out
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map(|i| (i, 4))
+                .or_else(|| out.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)))
+                .unwrap_or((out.len(), 0));
+            let mut status = "200 OK".to_owned();
+            let mut lines = String::new();
+            for line in String::from_utf8_lossy(&out[..end]).lines() {
+                match line.strip_prefix("Status:") {
+                    Some(s) => status = s.trim().to_owned(),
+                    None => lines.push_str(&format!("{line}\r\n")),
+                }
+            }
+            response(&status, &lines, &out[end + gap..])
+        },
+    )
+}
+
+#[test]
+fn a_git_source_is_pulled_over_http_at_a_tag_and_at_a_branch() {
+    let served = tempfile::tempdir().unwrap();
+    let work = served.path().join("work");
+    std::fs::create_dir_all(work.join("policies")).unwrap();
+    git_at(&work, &["init", "-q", "-b", "main"]);
+    std::fs::write(work.join("policies/deny.rego"), DENY_ALL).unwrap();
+    git_at(&work, &["add", "."]);
+    git_at(&work, &["commit", "-q", "-m", "v1"]);
+    git_at(&work, &["tag", "-a", "v1", "-m", "v1"]);
+    let tagged = git_at(&work, &["rev-parse", "HEAD"]).trim().to_owned();
+    git_at(&work, &["checkout", "-q", "-b", "next"]);
+    std::fs::write(work.join("policies/warn.rego"), WARN_ALL).unwrap();
+    git_at(&work, &["add", "-A"]);
+    git_at(&work, &["commit", "-q", "-m", "next"]);
+    let branch = git_at(&work, &["rev-parse", "HEAD"]).trim().to_owned();
+    git_at(
+        served.path(),
+        &["clone", "-q", "--bare", "work", "policies.git"],
+    );
+
+    let open = git_http_server(served.path().to_owned(), None);
+    let url = format!("http://127.0.0.1:{open}/policies.git");
+    let p = Project::fixture("policy");
+    p.write(".terraci.yaml", git_config(&url, "v1"));
+    let pull = p.run(&["policy", "pull"]);
+    assert_eq!(pull.code, 0, "{}", pull.stderr);
+    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    assert_eq!(lock["sources"][0]["commit"], tagged.as_str());
+    assert_eq!(lock["sources"][0]["files"], 1);
+    assert_failure(&check_vpc(&p), "failure: terraform.deny: tagged policy");
+
+    p.write(".terraci.yaml", git_config(&url, "next"));
+    let pull = p.run(&["policy", "pull"]);
+    assert_eq!(pull.code, 0, "{}", pull.stderr);
+    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    assert_eq!(lock["sources"][0]["commit"], branch.as_str());
+    assert_eq!(lock["sources"][0]["files"], 2);
+
+    // A server that wants credentials: none are sent over plain HTTP, none are asked
+    // for, and the message says where they go.
+    let closed = git_http_server(served.path().to_owned(), Some("Basic dTpw"));
+    let url = format!("http://127.0.0.1:{closed}/policies.git");
+    p.write(".terraci.yaml", git_config(&url, "v1"));
+    let out = p.run_env(
+        &["policy", "pull"],
+        &[("TERRACI_POLICY_GIT_CREDENTIALS", "http://u:p@127.0.0.1")],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "Failed to obtain credentials: the repository needs credentials: put them in TERRACI_POLICY_GIT_CREDENTIALS"
+        ),
+        "{}",
+        out.stderr
+    );
+
+    // Plain HTTP to another machine is refused before any connection.
+    p.write(
+        ".terraci.yaml",
+        git_config("http://git.example.com/org/policies.git", "v1"),
+    );
+    assert_pull_fails(
+        &p,
+        "error[policy-source]: policy source git:http://git.example.com/org/policies.git@v1: git over plain http:// is only spoken to this machine: use https://",
+    );
+}
+
+/// A registry serving `routes` (path -> (content type, body)) to any number of GETs.
+fn registry(routes: BTreeMap<String, (String, Vec<u8>)>) -> u16 {
+    serve(move |request| match routes.get(&request.path) {
+        Some((ctype, body)) => response("200 OK", &format!("Content-Type: {ctype}\r\n"), body),
+        None => response(
+            "404 Not Found",
+            "Content-Type: text/plain\r\n",
+            b"not found",
+        ),
+    })
 }
 
 fn sha256(bytes: &[u8]) -> String {
