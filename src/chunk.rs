@@ -1,9 +1,11 @@
-//! Project-wide results assembled from fixed-size chunks of modules.
+//! The project's module lists that project-wide queries walk: the root modules in id
+//! order ([`roots`]) and fixed-size chunks of all modules ([`chunks`]).
 //!
-//! Input: the project's module list. Output, per chunk of [`CHUNK_SIZE`] consecutive
-//! modules: the chunk's diagnostics ([`chunk_diagnostics`]), state identities
-//! ([`chunk_identities`]) and dependency lists ([`chunk_dependencies`]), which the
-//! project-wide queries concatenate. Invalidated by the chunk's modules.
+//! Input: the project's module list. Each project-wide query reads one memo per chunk of
+//! [`CHUNK_SIZE`] consecutive modules and concatenates them; the per-chunk query sits
+//! beside the query it serves (`chunk_diagnostics` in `crate::resolve`, `chunk_identities`
+//! beside `crate::resolve::identity_index`, `chunk_dependencies` beside
+//! `crate::graph::dependency_graph`). Invalidated by the chunk's modules.
 //!
 //! Why chunks: a project-wide query that reads one memo per module must check all of
 //! them after any edit, since the edited file has made it volatile (low durability):
@@ -12,10 +14,10 @@
 //! changed (one comparison each: they are high durability) and one chunk that holds the
 //! edited module, whose 64 modules it checks one by one.
 
+use std::sync::Arc;
+
 use crate::db::Db;
-use crate::diagnostic::Diagnostic;
 use crate::files::{Module, Project};
-use crate::resolve::StateIdentity;
 
 /// Modules per chunk: large enough that a project of 10,000 modules has few chunks, small
 /// enough that checking the edited module's chunk is cheap.
@@ -46,75 +48,28 @@ pub fn chunk_modules<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> &'db [Mod
     &modules[start..end]
 }
 
-/// The fact and scope diagnostics of a chunk's modules, each with its module, in module
-/// order (resolution diagnostics come with the graph).
-#[salsa::tracked(returns(ref))]
-pub fn chunk_diagnostics<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> Vec<Diagnostic> {
-    let project = chunk.project(db);
-    let mut out = Vec::new();
-    for &m in chunk_modules(db, chunk) {
-        let info = m.info(db);
-        let with_module = |d: &Diagnostic| d.clone().with_module(info.id.clone());
-        out.extend(
-            crate::facts::module_facts(db, m)
-                .diagnostics
-                .iter()
-                .map(with_module),
-        );
-        if info.is_root() {
-            out.extend(
-                crate::resolve::module_scope(db, project, m)
-                    .diagnostics
-                    .iter()
-                    .map(with_module),
-            );
-        }
-    }
-    out
-}
-
-/// The root modules of a chunk: (id, state identity), in module order.
-#[salsa::tracked(returns(ref))]
-pub fn chunk_identities<'db>(
-    db: &'db dyn Db,
-    chunk: ModuleChunk<'db>,
-) -> Vec<(String, StateIdentity)> {
-    let project = chunk.project(db);
-    chunk_modules(db, chunk)
-        .iter()
-        .filter(|m| m.info(db).is_root())
-        .map(|&m| {
-            let identity = crate::resolve::state_identity(db, project, m);
-            (m.info(db).id.clone(), identity.clone())
-        })
-        .collect()
-}
-
-/// The direct dependencies of a chunk's root modules, as indices among all root modules
-/// ([`crate::graph::roots`]), with their resolution diagnostics.
+/// The graph's nodes: root modules, sorted by id. Changes only when the module set
+/// does, so the ids are shared (not copied) by every graph built over them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ChunkDependencies {
-    /// Per root module of the chunk, in order: `targets[at[i]..at[i + 1]]`, sorted.
-    pub at: Vec<u32>,
-    pub targets: Vec<u32>,
-    pub diagnostics: Vec<Diagnostic>,
+pub struct Roots {
+    pub modules: Vec<Module>,
+    pub ids: Arc<[String]>,
 }
 
 #[salsa::tracked(returns(ref))]
-pub fn chunk_dependencies<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> ChunkDependencies {
-    let project = chunk.project(db);
-    let mut out = ChunkDependencies {
-        at: vec![0],
-        ..Default::default()
-    };
-    for &m in chunk_modules(db, chunk) {
-        if !m.info(db).is_root() {
-            continue;
-        }
-        let resolved = crate::resolve::resolved_dependencies(db, project, m);
-        out.targets.extend_from_slice(&resolved.targets);
-        out.at.push(out.targets.len() as u32);
-        out.diagnostics.extend(resolved.diagnostics.iter().cloned());
+pub fn roots(db: &dyn Db, project: Project) -> Roots {
+    let mut roots: Vec<(&str, Module)> = project
+        .modules(db)
+        .iter()
+        .map(|&m| (m.info(db).id.as_str(), m))
+        .filter(|&(_, m)| m.info(db).is_root())
+        .collect();
+    // The project keeps its modules sorted by id; sorting again is a no-op check.
+    if !roots.is_sorted_by(|a, b| a.0 <= b.0) {
+        roots.sort_by(|a, b| a.0.cmp(b.0));
     }
-    out
+    Roots {
+        ids: roots.iter().map(|(id, _)| (*id).to_owned()).collect(),
+        modules: roots.into_iter().map(|(_, m)| m).collect(),
+    }
 }

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Config;
-use crate::ir::Runner;
+use crate::selection::Runner;
 
 /// The summary job: TerraCi's name on GitLab and GitHub.
 pub const SUMMARY_JOB: &str = "terraci-summary";

@@ -43,7 +43,7 @@ pub struct Database {
     extra: Arc<Mutex<Extra>>,
     /// The last identity index that [`crate::resolve::sync_owners`] found equal to the
     /// project's owners input (compared by address next time).
-    pub(crate) owners_checked: Option<Arc<crate::resolve::IdentityIndex>>,
+    pub(crate) owners_checked: Option<Arc<crate::owners::IdentityIndex>>,
 }
 
 impl Default for Database {

@@ -9,6 +9,7 @@ use camino::Utf8PathBuf;
 use indexmap::IndexMap;
 
 use crate::config::{Config, Pattern};
+pub use crate::selection::{ChangeInput, Selection};
 
 /// What a file held when it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,30 +172,7 @@ pub struct Project {
     /// it was does not make every module's resolution depend on a changed (low
     /// durability) value: only the edited module's resolution is verified deeply.
     #[returns(ref)]
-    pub owners: Arc<crate::resolve::IdentityIndex>,
-}
-
-/// What `--changed-only` saw: changed paths relative to the project dir.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ChangeInput {
-    /// Sorted, `/`-separated, relative to the project dir. Includes deleted paths.
-    pub files: Vec<String>,
-    /// The paths of `files` that are submodules: they mark the modules around and inside.
-    pub submodules: Vec<String>,
-    /// `--include-dependencies`: add the changed modules' transitive dependencies.
-    pub include_dependencies: bool,
-}
-
-/// Which modules get jobs and how: the command line's selection flags.
-#[salsa::input(debug)]
-pub struct Selection {
-    #[returns(ref)]
-    pub filters: crate::filter::Filters,
-    #[returns(copy)]
-    pub plan_options: crate::ir::PlanOptions,
-    /// `None`: every module is a candidate (no `--changed-only`).
-    #[returns(ref)]
-    pub changes: Option<ChangeInput>,
+    pub owners: Arc<crate::owners::IdentityIndex>,
 }
 
 /// A file that an expression reads (`file()`, `templatefile()`, `fileexists()`), created

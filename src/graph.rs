@@ -17,36 +17,11 @@ use std::sync::Arc;
 
 use petgraph::graphmap::DiGraphMap;
 
+use crate::chunk::{chunk_modules, chunks, roots, ModuleChunk};
 use crate::db::Db;
 use crate::diagnostic::Diagnostic;
 use crate::files::Project;
 use crate::resolve::{resolved_dependencies, EdgeSource};
-
-/// The graph's nodes: root modules, sorted by id. Changes only when the module set
-/// does, so the ids are shared (not copied) by every graph built over them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Roots {
-    pub modules: Vec<crate::files::Module>,
-    pub ids: Arc<[String]>,
-}
-
-#[salsa::tracked(returns(ref))]
-pub fn roots(db: &dyn Db, project: Project) -> Roots {
-    let mut roots: Vec<(&str, crate::files::Module)> = project
-        .modules(db)
-        .iter()
-        .map(|&m| (m.info(db).id.as_str(), m))
-        .filter(|&(_, m)| m.info(db).is_root())
-        .collect();
-    // The project keeps its modules sorted by id; sorting again is a no-op check.
-    if !roots.is_sorted_by(|a, b| a.0 <= b.0) {
-        roots.sort_by(|a, b| a.0.cmp(b.0));
-    }
-    Roots {
-        ids: roots.iter().map(|(id, _)| (*id).to_owned()).collect(),
-        modules: roots.into_iter().map(|(_, m)| m).collect(),
-    }
-}
 
 /// The dependency graph, over module indices (positions in [`Self::modules`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -283,8 +258,8 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
     let mut diagnostics = Vec::new();
     forward_at.push(0);
     // By chunks (see `crate::chunk`), whose root modules come in the roots' order.
-    for chunk in crate::chunk::chunks(db, project) {
-        let part = crate::chunk::chunk_dependencies(db, chunk);
+    for chunk in chunks(db, project) {
+        let part = chunk_dependencies(db, chunk);
         for &to in &part.targets {
             in_degree[to as usize] += 1;
         }
@@ -506,4 +481,33 @@ mod tests {
         let (order, _) = kahn_ids(&modules, &edges);
         assert!(order.is_empty());
     }
+}
+
+/// The direct dependencies of a chunk's root modules, as indices among all root modules
+/// ([`roots`]), with their resolution diagnostics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChunkDependencies {
+    /// Per root module of the chunk, in order: `targets[at[i]..at[i + 1]]`, sorted.
+    pub at: Vec<u32>,
+    pub targets: Vec<u32>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn chunk_dependencies<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> ChunkDependencies {
+    let project = chunk.project(db);
+    let mut out = ChunkDependencies {
+        at: vec![0],
+        ..Default::default()
+    };
+    for &m in chunk_modules(db, chunk) {
+        if !m.info(db).is_root() {
+            continue;
+        }
+        let resolved = resolved_dependencies(db, project, m);
+        out.targets.extend_from_slice(&resolved.targets);
+        out.at.push(out.targets.len() as u32);
+        out.diagnostics.extend(resolved.diagnostics.iter().cloned());
+    }
+    out
 }

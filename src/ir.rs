@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::config::Binary;
+pub use crate::selection::{holds_expression, holds_variable, PlanOptions, Runner};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -115,54 +116,6 @@ pub struct Target {
     pub components: IndexMap<String, String>,
     /// Ids of modules this one reads from, restricted to targets; sorted.
     pub dependencies: Vec<String>,
-}
-
-/// What the pipeline is built for: the CI provider, or this machine (`local-exec`).
-/// Extensions contribute jobs per runner (`extensions.gitlab.mr` is GitLab's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Runner {
-    #[default]
-    Local,
-    Gitlab,
-    Github,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct PlanOptions {
-    /// No apply jobs.
-    pub plan_only: bool,
-    /// With `plan_only`: plan jobs do not wait for each other.
-    pub parallel_plans: bool,
-    /// No jobs for modules whose id holds `${{`: GitHub evaluates that as an expression
-    /// wherever it appears, and there is no way to escape it.
-    pub refuse_expressions: bool,
-    /// No jobs for modules whose id holds a GitLab variable reference (`$NAME`,
-    /// `${NAME}`): GitLab expands those in `artifacts`, `cache` and `resource_group`,
-    /// where no escape is documented (a directory named `$CI_JOB_TOKEN` would put the
-    /// token into artifact paths and the job log).
-    pub refuse_variables: bool,
-    /// Which extensions' jobs the pipeline gets.
-    pub runner: Runner,
-}
-
-/// Whether GitHub would evaluate part of `s` as an expression.
-pub fn holds_expression(s: &str) -> bool {
-    s.contains("${{")
-}
-
-/// Whether `s` holds what GitLab expands as a variable: `$` then a letter, `_` or `{`.
-pub fn holds_variable(s: &str) -> bool {
-    s.as_bytes()
-        .windows(2)
-        .any(|w| w[0] == b'$' && (w[1].is_ascii_alphabetic() || w[1] == b'_' || w[1] == b'{'))
-}
-
-impl PlanOptions {
-    /// Whether the module `id` gets no jobs for its name alone.
-    pub fn refuses(&self, id: &str) -> bool {
-        (self.refuse_expressions && holds_expression(id))
-            || (self.refuse_variables && holds_variable(id))
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -274,7 +227,7 @@ impl PartialEq for ModuleNames {
 
 impl Eq for ModuleNames {}
 
-/// The job names of every root module, in graph order ([`crate::graph::roots`]), and
+/// The job names of every root module, in graph order ([`crate::chunk::roots`]), and
 /// whether two of them share a job name. Recomputed only when the module set changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RootNames {
@@ -284,7 +237,7 @@ pub struct RootNames {
 
 #[salsa::tracked(returns(ref))]
 pub fn module_names(db: &dyn crate::db::Db, project: crate::files::Project) -> RootNames {
-    let roots = crate::graph::roots(db, project);
+    let roots = crate::chunk::roots(db, project);
     let modules: Vec<ModuleNames> = roots
         .modules
         .iter()

@@ -23,10 +23,12 @@ use hcl_edit::Span;
 
 use crate::db::Db;
 use crate::diagnostic::{Anchor, ItemPath};
-use crate::facts::expr::{
+use crate::files::{File, FileContents, FileKind};
+use crate::syntax::{
     BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
 };
-use crate::files::{File, FileContents, FileKind};
+// Kept here too: the fast parser (`fast`) builds the same bodies.
+pub(crate) use crate::syntax::{number_nodes, FactBlock, FactBody, FactItem};
 
 mod fast;
 mod skim;
@@ -358,26 +360,6 @@ impl From<ParsedFile> for FactSource {
     }
 }
 
-/// A native body as fact extraction reads it: attributes with their lowered expressions
-/// (node ids from 0 within each) and blocks, in source order.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct FactBody {
-    pub items: Vec<FactItem>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum FactItem {
-    Attribute(String, Expr),
-    Block(FactBlock),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct FactBlock {
-    pub ident: String,
-    pub labels: Vec<String>,
-    pub body: FactBody,
-}
-
 impl FactBody {
     /// Lowers an hcl-edit body.
     #[cfg(test)]
@@ -408,63 +390,6 @@ impl FactBody {
                 .collect(),
         }
     }
-
-    pub(crate) fn attributes(&self) -> impl Iterator<Item = (&str, &Expr)> {
-        self.items.iter().filter_map(|i| match i {
-            FactItem::Attribute(k, v) => Some((k.as_str(), v)),
-            FactItem::Block(_) => None,
-        })
-    }
-
-    pub(crate) fn blocks(&self) -> impl Iterator<Item = &FactBlock> {
-        self.items.iter().filter_map(|i| match i {
-            FactItem::Block(b) => Some(b),
-            FactItem::Attribute(..) => None,
-        })
-    }
-
-    /// The first attribute named `key`.
-    pub(crate) fn attribute(&self, key: &str) -> Option<&Expr> {
-        self.attributes().find(|(k, _)| *k == key).map(|(_, v)| v)
-    }
-}
-
-impl FactBlock {
-    /// The block's body as an object expression (`config { key = ... }`), numbered as
-    /// [`Lowerer::block_as_object`] numbers it: the block first, then each entry in order.
-    pub(crate) fn as_object(&self) -> Expr {
-        self.object_from(&mut 0)
-    }
-
-    fn object_from(&self, next: &mut u32) -> Expr {
-        let id = NodeId(*next);
-        *next += 1;
-        let entries = self
-            .body
-            .items
-            .iter()
-            .map(|item| match item {
-                FactItem::Attribute(k, v) => {
-                    let mut v = v.clone();
-                    number_nodes(&mut v, next);
-                    (ObjectKey::Ident(k.clone()), v)
-                }
-                FactItem::Block(b) => (ObjectKey::Ident(b.ident.clone()), b.object_from(next)),
-            })
-            .collect();
-        Expr {
-            id,
-            kind: ExprKind::Object(entries),
-        }
-    }
-}
-
-/// Gives `e`'s nodes ids in pre-order from `*next`: the order [`Lowerer`] assigns them.
-pub(crate) fn number_nodes(e: &mut Expr, next: &mut u32) {
-    crate::facts::expr::visit_mut(e, &mut |node| {
-        node.id = NodeId(*next);
-        *next += 1;
-    });
 }
 
 fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {

@@ -351,7 +351,7 @@ impl Workspace {
         let db = &self.db;
         let mut all = self.diagnostics.clone();
         for chunk in crate::chunk::chunks(db, self.project) {
-            all.extend(crate::chunk::chunk_diagnostics(db, chunk).iter().cloned());
+            all.extend(crate::resolve::chunk_diagnostics(db, chunk).iter().cloned());
         }
         all.extend(
             dependency_graph(db, self.project)
@@ -569,7 +569,7 @@ impl Workspace {
             .filter(|(from, to)| shown.contains(from.as_str()) && shown.contains(to.as_str()))
             .map(|(from, to)| (from.clone(), to.clone()))
             .collect();
-        let roots = crate::graph::roots(db, self.project);
+        let roots = crate::chunk::roots(db, self.project);
         let external_state = if !with_sources {
             Vec::new()
         } else {

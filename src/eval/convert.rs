@@ -159,7 +159,7 @@ pub fn convert_to_type(value: Value, type_expr: &Expr) -> Result<Value, String> 
     convert(value, type_expr, 0)
 }
 
-use crate::facts::expr::{Expr, ExprKind, ObjectKey};
+use crate::syntax::{Expr, ExprKind, ObjectKey};
 
 const MAX_TYPE_DEPTH: usize = 64;
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::facts::expr::{
+use crate::syntax::{
     BinaryOp, Expr, ExprKind, ForExpr, NodeId, ObjectKey, TemplatePart, Traverser, UnaryOp,
 };
 

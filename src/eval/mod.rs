@@ -44,7 +44,7 @@ use std::collections::BTreeMap;
 
 use camino::Utf8PathBuf;
 
-use crate::facts::expr::{Expr, NodeId};
+use crate::syntax::{Expr, NodeId};
 
 /// Filesystem access for `file`, `fileexists`, `fileset`, `templatefile`. Paths are absolute.
 /// The resolve stage implements this on top of salsa inputs so reads are tracked.

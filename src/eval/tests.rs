@@ -8,8 +8,8 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use super::value::format_number;
 use super::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
-use crate::facts::expr::{Expr, ExprKind, NodeId};
 use crate::parse::parse_expr_text as parse_expr;
+use crate::syntax::{Expr, ExprKind, NodeId};
 
 /// A small in-memory filesystem for the file functions.
 pub(crate) struct MemHost(pub BTreeMap<Utf8PathBuf, String>);
@@ -799,7 +799,7 @@ type Wrap = Box<dyn Fn(Expr) -> ExprKind>;
 
 #[test]
 fn deep_nesting_is_a_limit_not_a_crash() {
-    use crate::facts::expr::{ForExpr, TemplatePart};
+    use crate::syntax::{ForExpr, TemplatePart};
     let scope = scope();
     let ctx = EvalContext {
         scope: &scope,
@@ -1010,8 +1010,8 @@ const FUNCTION_NAMES: &[&str] = &[
     "timestamp",
 ];
 
-fn random_expr(rng: &mut Rng, depth: usize) -> crate::facts::expr::Expr {
-    use crate::facts::expr::{
+fn random_expr(rng: &mut Rng, depth: usize) -> crate::syntax::Expr {
+    use crate::syntax::{
         BinaryOp, Expr, ExprKind, ForExpr, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
     };
     let leaf = depth == 0 || rng.below(4) == 0;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::facts::expr::NodeId;
+use crate::syntax::NodeId;
 
 /// Why a value is not known statically, and where the unknown entered the expression.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,9 +10,9 @@ use super::{
     AttrExpr, AttrExprData, BackendFact, FileFacts, ModuleCallFact, RemoteStateFact, VariableFact,
 };
 use crate::diagnostic::{Diagnostic, ItemPath};
-use crate::facts::expr::{Expr, ExprKind, NodeId, Num, ObjectKey};
 use crate::files::{File, FileKind};
 use crate::parse::lower_template;
+use crate::syntax::{Expr, ExprKind, NodeId, Num, ObjectKey};
 
 pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts {
     let mut facts = FileFacts::default();

@@ -5,7 +5,7 @@
 //! `terraform_remote_state` blocks and `module` calls. Facts are `Eq` and span-free, so an
 //! edit that changes no fact (a comment, whitespace, a resource) stops here.
 
-pub mod expr;
+pub mod cache;
 mod json;
 
 pub(crate) use json::literal as json_literal;
@@ -16,8 +16,8 @@ use std::sync::Arc;
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic, ItemPath};
 use crate::files::{File, FileKind, Module};
-use crate::parse::{fact_source, FactBlock, FactBody, FactItem, FactSource, SyntaxError};
-use expr::{Expr, ExprKind, NodeId, ObjectKey};
+use crate::parse::{fact_source, FactSource, SyntaxError};
+use crate::syntax::{Expr, ExprKind, FactBlock, FactBody, FactItem, NodeId, ObjectKey};
 
 /// An attribute's expression and where it came from, shared: a module's merged facts
 /// and everything evaluated from them hold the file's facts, not copies of them (at
@@ -133,7 +133,7 @@ pub struct FileFacts {
 /// The facts of one file.
 #[salsa::tracked(returns(ref))]
 pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
-    if let Some(facts) = crate::cache::cached_facts(db, file) {
+    if let Some(facts) = cache::cached_facts(db, file) {
         return facts;
     }
     let kind = file.kind(db);

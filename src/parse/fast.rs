@@ -18,7 +18,7 @@
 
 use super::skim::{comment_end, is_ident_continue, is_ident_start};
 use super::{finish_template, number_nodes, FactBlock, FactBody, FactItem};
-use crate::facts::expr::{
+use crate::syntax::{
     BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
 };
 

@@ -12,9 +12,9 @@ use camino::Utf8Path;
 
 use crate::config::Config;
 use crate::eval::{evaluate, EvalContext, EvalHost, NoFilesystem, Value};
-use crate::facts::expr::Expr;
 use crate::files::ModuleInfo;
 use crate::filter::{glob_matches, match_segment};
+use crate::syntax::Expr;
 use crate::system::normalize;
 
 /// A layer of variable assignments, and what went wrong reading it.
@@ -289,7 +289,7 @@ pub fn config_rule_diagnostics(
 ) -> Vec<crate::diagnostic::Diagnostic> {
     let config = project.config(db);
     let deps = &config.dependencies;
-    let roots = crate::graph::roots(db, project);
+    let roots = crate::chunk::roots(db, project);
     let mut out = Vec::new();
     // Entries whose globs name no module.
     let entries = config

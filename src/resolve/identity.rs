@@ -5,54 +5,20 @@
 //! per module, [`IdentityIndex`] per project. Invalidated by the backend's expressions
 //! and what they read.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use camino::Utf8Path;
 
 use super::scope::{module_dir, module_scope, TrackedFilesystem};
+use crate::chunk::{chunk_modules, chunks, ModuleChunk};
 use crate::db::Db;
 use crate::eval::{evaluate, EvalContext, Value};
 use crate::facts::module_facts;
 use crate::files::{Module, Project};
+use crate::owners::location_field;
+pub use crate::owners::{hint_name, IdentityIndex, Owner, StateIdentity};
 use crate::system::normalize;
-
-/// A state location: backend type plus the identity fields of spec §4.2.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StateIdentity {
-    pub backend: String,
-    /// The identity fields that are known.
-    pub fields: BTreeMap<String, String>,
-    /// Some identity field is missing or unknown (e.g. supplied by `-backend-config`).
-    pub partial: bool,
-    /// Where the backend places non-default workspaces: s3 `workspace_key_prefix`
-    /// (default `env:`; workspace W lives at `<prefix>/W/<key>`), remote/cloud
-    /// `workspaces.prefix` (workspace W is `<prefix>W`).
-    pub workspace_prefix: Option<String>,
-}
-
-impl StateIdentity {
-    /// Whether the two cannot be the same state: the same backend type with an identity
-    /// field known on both sides and different.
-    pub fn conflicts(&self, other: &StateIdentity) -> bool {
-        self.backend == other.backend
-            && self
-                .fields
-                .iter()
-                .any(|(k, v)| other.fields.get(k).is_some_and(|o| o != v))
-    }
-
-    /// The field that locates the state within its store (s3 `key`, gcs `prefix`,
-    /// local `path`, remote `workspace`...), if the backend has one.
-    pub fn location_field(&self) -> Option<&'static str> {
-        path_field(Some(&self.backend), &BTreeMap::new())
-    }
-
-    /// The known location (the default workspace's state).
-    pub fn location(&self) -> Option<&str> {
-        self.fields.get(self.location_field()?).map(String::as_str)
-    }
-}
 
 /// The identity fields of each backend type.
 pub fn identity_fields(backend: &str) -> &'static [&'static str] {
@@ -77,11 +43,7 @@ pub(super) fn path_field(
     config: &BTreeMap<String, Value>,
 ) -> Option<&'static str> {
     match backend {
-        Some("s3" | "azurerm" | "oss" | "cos") => Some("key"),
-        Some("gcs") => Some("prefix"),
-        Some("local" | "consul") => Some("path"),
-        Some("remote" | "cloud") => Some("workspace"),
-        Some(_) => None,
+        Some(backend) => location_field(backend),
         None => ["key", "prefix", "path"]
             .into_iter()
             .find(|f| config.contains_key(*f)),
@@ -239,101 +201,35 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
     )
 }
 
-/// A module that may own a state, as the index keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owner {
-    pub id: String,
-    /// Every identity field is known (the fields are in [`IdentityIndex::identities`]).
-    pub complete: bool,
-}
-
-/// Who could own a state: root modules by the location their backend gives, and the
-/// ids of every root module.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IdentityIndex {
-    /// (backend, location of the default workspace's state) -> owners. For backends
-    /// without a location field (http, pg, kubernetes) the location is empty and the
-    /// fields say everything.
-    pub by_location: BTreeMap<(String, String), Vec<Owner>>,
-    /// (backend, workspace prefix, location) -> owners whose other workspaces live
-    /// under the prefix (s3 `<prefix>/<ws>/<key>`, remote `<prefix><ws>`).
-    pub by_workspace_prefix: BTreeMap<(String, String, String), Vec<Owner>>,
-    pub ids: BTreeSet<String>,
-    /// The identities of modules whose backend gives any identity field: what the
-    /// path-based rules check a candidate against (see [`StateIdentity::conflicts`]).
-    pub identities: BTreeMap<String, StateIdentity>,
-    /// A module's last directory, `_` read as `-` -> the ids ending in it: where a
-    /// `terraform_remote_state` block's name hints at the module it means.
-    pub by_name: BTreeMap<String, Vec<String>>,
-    /// Every segment of every id: a state path segment that no id holds names no
-    /// directory (the tail rule may skip it).
-    pub segments: BTreeSet<String>,
-}
-
-impl IdentityIndex {
-    /// The known identity fields of module `id` (none when its backend gives none).
-    pub fn fields_of(&self, id: &str) -> Option<&BTreeMap<String, String>> {
-        self.identities.get(id).map(|i| &i.fields)
-    }
-
-    pub fn add(&mut self, id: &str, identity: &StateIdentity) {
-        self.ids.insert(id.to_owned());
-        let name = hint_name(id.rsplit('/').next().unwrap_or(id));
-        self.by_name.entry(name).or_default().push(id.to_owned());
-        for seg in id.split('/') {
-            if !self.segments.contains(seg) {
-                self.segments.insert(seg.to_owned());
-            }
-        }
-        if !identity.fields.is_empty() {
-            self.identities.insert(id.to_owned(), identity.clone());
-        }
-        let location_field = identity.location_field();
-        let location = match location_field {
-            Some(f) => match identity.fields.get(f) {
-                Some(l) => l.clone(),
-                // remote/cloud `workspaces { prefix = "app-" }`: every `app-*` workspace.
-                None if identity.backend == "remote" && identity.workspace_prefix.is_some() => {
-                    String::new()
-                }
-                // Nothing locates the state: no match by identity can find it.
-                None => return,
-            },
-            None if identity.partial => return,
-            None => String::new(),
-        };
-        let owner = Owner {
-            id: id.to_owned(),
-            complete: !identity.partial,
-        };
-        if let Some(prefix) = &identity.workspace_prefix {
-            self.by_workspace_prefix
-                .entry((identity.backend.clone(), prefix.clone(), location.clone()))
-                .or_default()
-                .push(owner.clone());
-        }
-        if location.is_empty() && location_field.is_some() {
-            return;
-        }
-        self.by_location
-            .entry((identity.backend.clone(), location))
-            .or_default()
-            .push(owner);
-    }
-}
-
 /// Shared ([`Arc`]) so that [`sync_owners`] can tell an index it has already copied
 /// into the owners input by its address.
 #[salsa::tracked(returns(ref))]
 pub fn identity_index(db: &dyn Db, project: Project) -> Arc<IdentityIndex> {
     let mut index = IdentityIndex::default();
     // By chunks (see `crate::chunk`): an edit that keeps every identity checks one chunk.
-    for chunk in crate::chunk::chunks(db, project) {
-        for (id, identity) in crate::chunk::chunk_identities(db, chunk) {
+    for chunk in chunks(db, project) {
+        for (id, identity) in chunk_identities(db, chunk) {
             index.add(id, identity);
         }
     }
     Arc::new(index)
+}
+
+/// The root modules of a chunk: (id, state identity), in module order.
+#[salsa::tracked(returns(ref))]
+pub fn chunk_identities<'db>(
+    db: &'db dyn Db,
+    chunk: ModuleChunk<'db>,
+) -> Vec<(String, StateIdentity)> {
+    let project = chunk.project(db);
+    chunk_modules(db, chunk)
+        .iter()
+        .filter(|m| m.info(db).is_root())
+        .map(|&m| {
+            let identity = state_identity(db, project, m);
+            (m.info(db).id.clone(), identity.clone())
+        })
+        .collect()
 }
 
 /// Copies [`identity_index`] into the project's owners input when it differs; whether
@@ -363,10 +259,4 @@ pub fn sync_owners(db: &mut crate::db::Database, project: Project) -> bool {
         .with_durability(salsa::Durability::MEDIUM)
         .to(index);
     true
-}
-
-/// How a block name and a directory name are compared for a hint:
-/// `infra_google_monitoring` and `infra-google-monitoring` are the same.
-pub fn hint_name(name: &str) -> String {
-    name.to_ascii_lowercase().replace('_', "-")
 }

@@ -31,6 +31,7 @@ mod scope;
 
 use std::collections::BTreeMap;
 
+use crate::chunk::{chunk_modules, ModuleChunk};
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic};
 use crate::files::{Module, Project};
@@ -44,6 +45,33 @@ use matching::{match_reference, Match};
 pub use matching::{normalise_state_path, Rule};
 pub use references::{module_references, ModuleReferences, StateReference, StateTarget};
 pub use scope::{cli_variables, command_line_env, module_scope, var_file_assignments, ModuleScope};
+
+/// The fact and scope diagnostics of a chunk's modules, each with its module, in module
+/// order (resolution diagnostics come with the graph).
+#[salsa::tracked(returns(ref))]
+pub fn chunk_diagnostics<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> Vec<Diagnostic> {
+    let project = chunk.project(db);
+    let mut out = Vec::new();
+    for &m in chunk_modules(db, chunk) {
+        let info = m.info(db);
+        let with_module = |d: &Diagnostic| d.clone().with_module(info.id.clone());
+        out.extend(
+            crate::facts::module_facts(db, m)
+                .diagnostics
+                .iter()
+                .map(with_module),
+        );
+        if info.is_root() {
+            out.extend(
+                module_scope(db, project, m)
+                    .diagnostics
+                    .iter()
+                    .map(with_module),
+            );
+        }
+    }
+    out
+}
 
 /// Where an edge came from: the block instance, its config attribute, the rule that
 /// matched it and the local module calls it was read through.
@@ -60,7 +88,7 @@ pub struct EdgeSource {
 pub struct ResolvedDependencies {
     /// Dependency id -> the references that created the edge (in block order).
     pub edges: BTreeMap<String, Vec<EdgeSource>>,
-    /// The dependencies' indices among the root modules ([`crate::graph::roots`]), in
+    /// The dependencies' indices among the root modules ([`crate::chunk::roots`]), in
     /// the order of `edges`: what the graph is built from.
     pub targets: Vec<u32>,
     pub diagnostics: Vec<Diagnostic>,
@@ -242,7 +270,7 @@ pub fn resolved_dependencies(
             );
         }
     }
-    let ids = &crate::graph::roots(db, project).ids;
+    let ids = &crate::chunk::roots(db, project).ids;
     // Resolution only ever names root modules, so each has an index.
     out.targets = out
         .edges

@@ -19,9 +19,9 @@ use super::scope::{
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic};
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, Value};
-use crate::facts::expr::{Expr, ExprKind, TemplatePart};
 use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact};
 use crate::files::{Module, Project};
+use crate::syntax::{Expr, ExprKind, TemplatePart};
 
 /// What a reference reads: the state location, evaluated as far as it can be.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -137,7 +137,7 @@ fn unresolved(
     site: &Site<'_>,
     attr: &AttrExpr,
     reason: &str,
-    node: Option<crate::facts::expr::NodeId>,
+    node: Option<crate::syntax::NodeId>,
     name: &str,
 ) -> Diagnostic {
     Diagnostic::warning(
@@ -651,7 +651,7 @@ fn known_tail(e: &Expr, ctx: &EvalContext<'_>) -> Option<String> {
 
 /// The node of `field`'s value in a literal `config` object (where a diagnostic about the
 /// state path should point), else the whole expression.
-fn entry_node(config: &Expr, field: &str) -> crate::facts::expr::NodeId {
+fn entry_node(config: &Expr, field: &str) -> crate::syntax::NodeId {
     crate::facts::object_entries(config)
         .into_iter()
         .find(|(k, _)| *k == field)

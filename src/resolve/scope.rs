@@ -12,9 +12,9 @@ use indexmap::IndexMap;
 use crate::db::Db;
 use crate::diagnostic::Diagnostic;
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
-use crate::facts::expr::{visit, Expr, ExprKind, Traverser};
 use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact, VariableFact};
 use crate::files::{FileContents, Module, Project};
+use crate::syntax::{visit, Expr, ExprKind, Traverser};
 use crate::system::normalize;
 
 /// Evaluated values a module's expressions can see.

@@ -18,7 +18,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use crate::facts::expr::{Expr, ExprKind, NodeId};
+use crate::syntax::{Expr, ExprKind, NodeId};
 
 use super::convert::{to_bool, to_number, to_string_primitive};
 use super::evaluator::{error, limit, Evaluator, R};

@@ -29,13 +29,13 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic, ItemPath, Severity};
-use crate::facts::expr::{
-    BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
-};
 use crate::facts::{
     AttrExpr, AttrExprData, BackendFact, FileFacts, ModuleCallFact, RemoteStateFact, VariableFact,
 };
 use crate::files::{File, FileContents, FileKind};
+use crate::syntax::{
+    BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
+};
 use crate::system::System;
 
 const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
@@ -43,6 +43,9 @@ const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
 /// that accepts more).
 const FORMAT: u32 = 3;
 const FILE_NAME: &str = "facts.bin";
+/// The run record `crate::replay` keeps beside the facts (its `FILE_NAME`; a test
+/// checks the two agree).
+const RUN_RECORD_FILE: &str = "run.bin";
 
 /// Where the cache lives and whether to use it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,11 +91,9 @@ impl CacheSettings {
             return Ok(());
         };
         let ours = |name: &str| {
-            [FILE_NAME, crate::replay::FILE_NAME, ".gitignore"]
-                .iter()
-                .any(|f| {
-                    name == *f || (name.starts_with(&format!(".{f}.")) && name.ends_with(".tmp"))
-                })
+            [FILE_NAME, RUN_RECORD_FILE, ".gitignore"].iter().any(|f| {
+                name == *f || (name.starts_with(&format!(".{f}.")) && name.ends_with(".tmp"))
+            })
         };
         for entry in entries {
             let foreign = !ours(&entry.name)
@@ -936,6 +937,12 @@ impl Reader<'_, File> {
 mod tests {
     use super::*;
     use crate::db::Database;
+
+    /// `check` accepts the run record in the cache dir by this name.
+    #[test]
+    fn run_record_name_is_replays() {
+        assert_eq!(RUN_RECORD_FILE, crate::replay::FILE_NAME);
+    }
 
     fn roundtrip(kind: FileKind, path: &str, text: &str) {
         let db = Database::default();

@@ -1,12 +1,16 @@
-//! The span-free expression tree that module facts are made of.
+//! The syntax tree every stage shares: span-free expressions and the bodies facts are
+//! read from. It imports no other stage: the parser builds it, facts, evaluation and
+//! resolution read it, and diagnostics point into it by [`NodeId`].
 //!
-//! Input: an `hcl_edit` expression (native syntax) or a JSON value (JSON syntax, issue 3).
-//! Output: [`Expr`], which is `Eq + Hash` and carries no byte offsets, so a whitespace or
-//! comment edit produces an equal tree and salsa backdates everything downstream.
+//! Input: an `hcl_edit` expression (native syntax) or a JSON value (JSON syntax), lowered
+//! by `crate::parse` and `crate::facts`. Output: [`Expr`], which is `Eq + Hash` and
+//! carries no byte offsets, so a whitespace or comment edit produces an equal tree and
+//! salsa backdates everything downstream; and [`FactBody`], a native file's attributes
+//! and blocks as fact extraction reads them.
 //!
 //! Every node has a [`NodeId`]: its pre-order index within the attribute expression it
 //! belongs to. Diagnostics carry node ids; the line and column are looked up at the edge
-//! by [`crate::parse::node_position`], which lowers the same attribute again and reads the
+//! by `crate::parse::locate`, which lowers the same attribute again and reads the
 //! span recorded for that index. Lowering is the single place that assigns ids, so the two
 //! can never disagree.
 
@@ -279,3 +283,82 @@ macro_rules! pre_order {
 
 pre_order!(visit, visit_parts);
 pre_order!(visit_mut, visit_parts_mut, mut);
+
+/// A native body as fact extraction reads it: attributes with their lowered expressions
+/// (node ids from 0 within each) and blocks, in source order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FactBody {
+    pub items: Vec<FactItem>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FactItem {
+    Attribute(String, Expr),
+    Block(FactBlock),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FactBlock {
+    pub ident: String,
+    pub labels: Vec<String>,
+    pub body: FactBody,
+}
+
+impl FactBody {
+    pub(crate) fn attributes(&self) -> impl Iterator<Item = (&str, &Expr)> {
+        self.items.iter().filter_map(|i| match i {
+            FactItem::Attribute(k, v) => Some((k.as_str(), v)),
+            FactItem::Block(_) => None,
+        })
+    }
+
+    pub(crate) fn blocks(&self) -> impl Iterator<Item = &FactBlock> {
+        self.items.iter().filter_map(|i| match i {
+            FactItem::Block(b) => Some(b),
+            FactItem::Attribute(..) => None,
+        })
+    }
+
+    /// The first attribute named `key`.
+    pub(crate) fn attribute(&self, key: &str) -> Option<&Expr> {
+        self.attributes().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+}
+
+impl FactBlock {
+    /// The block's body as an object expression (`config { key = ... }`), numbered as
+    /// the parser's lowering numbers it: the block first, then each entry in order.
+    pub(crate) fn as_object(&self) -> Expr {
+        self.object_from(&mut 0)
+    }
+
+    fn object_from(&self, next: &mut u32) -> Expr {
+        let id = NodeId(*next);
+        *next += 1;
+        let entries = self
+            .body
+            .items
+            .iter()
+            .map(|item| match item {
+                FactItem::Attribute(k, v) => {
+                    let mut v = v.clone();
+                    number_nodes(&mut v, next);
+                    (ObjectKey::Ident(k.clone()), v)
+                }
+                FactItem::Block(b) => (ObjectKey::Ident(b.ident.clone()), b.object_from(next)),
+            })
+            .collect();
+        Expr {
+            id,
+            kind: ExprKind::Object(entries),
+        }
+    }
+}
+
+/// Gives `e`'s nodes ids in pre-order from `*next`: the order lowering assigns them.
+pub(crate) fn number_nodes(e: &mut Expr, next: &mut u32) {
+    visit_mut(e, &mut |node| {
+        node.id = NodeId(*next);
+        *next += 1;
+    });
+}
