@@ -50,7 +50,7 @@ pub fn fetch(
     reference: Option<&str>,
 ) -> Result<Fetched, String> {
     let http = url.starts_with("http://") || url.starts_with("https://");
-    if url.starts_with("http://") && !is_local_http(url) {
+    if url.starts_with("http://") && !super::http::is_local_http(url) {
         return Err("git over plain http:// is only spoken to this machine: use https://".into());
     }
     let dir = store.join(store_name(url));
@@ -96,7 +96,18 @@ pub fn fetch(
             false,
         );
         if !has_user_info {
-            if let Some(account) = bound_credentials(system, url) {
+            let bound = url
+                .starts_with("https://")
+                .then(|| {
+                    super::http::bound_credentials(system, "TERRACI_POLICY_GIT_CREDENTIALS", url)
+                })
+                .flatten();
+            if let Some((username, password)) = bound {
+                let account = gix::sec::identity::Account {
+                    username,
+                    password,
+                    oauth_refresh_token: None,
+                };
                 gix_transport::client::TransportWithoutIO::set_identity(&mut transport, account)
                     .map_err(|e| format!("credentials: {e}"))?;
             }
@@ -169,80 +180,6 @@ fn chain(error: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
-/// `http://` to this machine (a test server, a local mirror).
-fn is_local_http(url: &str) -> bool {
-    let rest = &url["http://".len()..];
-    let authority = rest.split('/').next().unwrap_or("");
-    let host = authority.rsplit('@').next().unwrap_or("");
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.split(':').next().unwrap_or(""),
-    };
-    matches!(host, "localhost" | "127.0.0.1" | "::1")
-}
-
-/// `scheme://host[:port]` of a URL, lower-cased, without user-info or path.
-fn origin(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split('/').next()?;
-    let host = authority.rsplit('@').next()?;
-    (!host.is_empty()).then(|| {
-        format!(
-            "{}://{}",
-            scheme.to_ascii_lowercase(),
-            host.to_ascii_lowercase()
-        )
-    })
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            if let Some(b) = text
-                .get(i + 1..i + 3)
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-            {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The credentials `TERRACI_POLICY_GIT_CREDENTIALS` binds to `url`'s scheme, host and
-/// port (HTTPS only: none are sent in clear text).
-fn bound_credentials(
-    system: &dyn crate::system::System,
-    url: &str,
-) -> Option<gix::sec::identity::Account> {
-    if !url.starts_with("https://") {
-        return None;
-    }
-    let wanted = origin(url)?;
-    let store = system.env_var("TERRACI_POLICY_GIT_CREDENTIALS")?;
-    store.lines().map(str::trim).find_map(|line| {
-        if origin(line)? != wanted {
-            return None;
-        }
-        let rest = line.split_once("://")?.1;
-        let authority = rest.split('/').next()?;
-        let (user_info, _) = authority.rsplit_once('@')?;
-        let (user, password) = user_info.split_once(':')?;
-        Some(gix::sec::identity::Account {
-            username: percent_decode(user),
-            password: percent_decode(password),
-            oauth_refresh_token: None,
-        })
-    })
-}
-
 /// The commit `oid` is (or a tag points to) and the policy files of its tree.
 fn tree_files(repo: &gix::Repository, oid: gix::ObjectId) -> Result<Fetched, String> {
     let object = repo
@@ -276,44 +213,4 @@ fn tree_files(repo: &gix::Repository, oid: gix::ObjectId) -> Result<Fetched, Str
         commit: commit.id.to_string(),
         files: out,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{bound_credentials, is_local_http};
-    use crate::system::MemorySystem;
-
-    #[test]
-    fn credentials_are_bound_to_the_host_their_owner_named() {
-        let system = MemorySystem::default();
-        system.set_env(
-            "TERRACI_POLICY_GIT_CREDENTIALS",
-            "https://other:x@git.other.example\nhttps://oauth2:t%40k@Git.Example.com/ignored\n",
-        );
-        let account = bound_credentials(&system, "https://git.example.com/org/policies.git")
-            .expect("the host's line");
-        assert_eq!(
-            (account.username.as_str(), account.password.as_str()),
-            ("oauth2", "t@k")
-        );
-        // Another host, another port, or clear text: nothing is sent.
-        for url in [
-            "https://evil.example/org/policies.git",
-            "https://git.example.com:8443/org/policies.git",
-            "http://git.example.com/org/policies.git",
-            "https://git.example.com.evil.example/p.git",
-        ] {
-            assert!(bound_credentials(&system, url).is_none(), "{url}");
-        }
-    }
-
-    #[test]
-    fn plain_http_is_only_for_this_machine() {
-        assert!(is_local_http("http://127.0.0.1:8080/p.git"));
-        assert!(is_local_http("http://u:p@localhost/p.git"));
-        assert!(is_local_http("http://[::1]:80/p.git"));
-        assert!(!is_local_http("http://git.example.com/p.git"));
-        assert!(!is_local_http("http://127.0.0.1.evil.example/p.git"));
-        assert!(!is_local_http("http://localhost@evil.example/p.git"));
-    }
 }

@@ -107,39 +107,61 @@ struct Descriptor {
     annotations: std::collections::BTreeMap<String, String>,
 }
 
-/// A GET with the registry's token challenge answered once.
+/// The environment variable whose lines bind registry credentials to a registry.
+pub const CREDENTIALS_VAR: &str = "TERRACI_POLICY_OCI_CREDENTIALS";
+
+/// A GET with the registry's challenge answered once: a `Bearer` challenge with a token
+/// from its realm (asked for with the registry's credentials, or anonymously), a `Basic`
+/// one with the credentials.
 struct Client {
-    token: Option<String>,
+    /// `Basic <base64>` of the credentials bound to the registry.
+    basic: Option<String>,
+    authorization: Option<String>,
+}
+
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    let pair = format!("{user}:{password}");
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
 }
 
 impl Client {
     fn get(&mut self, url: &str, accept: &str, max: u64) -> Result<http::Response, String> {
         let response = self.send(url, accept, max)?;
-        if response.status != 401 || self.token.is_some() {
+        if response.status != 401 || self.authorization.is_some() {
             return Ok(response);
         }
         let Some(challenge) = response.header("www-authenticate").map(str::to_owned) else {
             return Ok(response);
         };
-        self.token = Some(token(&challenge)?);
+        self.authorization = Some(if challenge.starts_with("Basic") {
+            self.basic.clone().ok_or_else(|| {
+                format!("the registry asks for credentials: put them in {CREDENTIALS_VAR} (https://user:token@registry)")
+            })?
+        } else {
+            format!("Bearer {}", token(&challenge, self.basic.as_deref())?)
+        });
         self.send(url, accept, max)
     }
 
     fn send(&self, url: &str, accept: &str, max: u64) -> Result<http::Response, String> {
-        let bearer = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let mut headers = vec![("Accept", accept)];
-        if let Some(b) = &bearer {
-            headers.push(("Authorization", b.as_str()));
+        if let Some(a) = &self.authorization {
+            headers.push(("Authorization", a.as_str()));
         }
         http::get(url, &headers, max)
     }
 }
 
-/// An anonymous token from a `Bearer realm="...",service="...",scope="..."` challenge.
-fn token(challenge: &str) -> Result<String, String> {
+/// A token from a `Bearer realm="...",service="...",scope="..."` challenge, asked for with
+/// `basic` (the registry's credentials) when the realm is HTTPS or this machine.
+fn token(challenge: &str, basic: Option<&str>) -> Result<String, String> {
     let Some(params) = challenge.strip_prefix("Bearer ") else {
         return Err(format!(
-            "the registry asks for credentials (`{challenge}`); only anonymous pulls are supported"
+            "the registry asks for an unknown kind of authentication (`{challenge}`)"
         ));
     };
     let mut realm = None;
@@ -161,12 +183,24 @@ fn token(challenge: &str) -> Result<String, String> {
     } else {
         format!("{realm}?{}", query.join("&"))
     };
-    let response = http::get(&url, &[], MAX_MANIFEST)?;
+    let safe = url.starts_with("https://") || http::is_local_http(&url);
+    let mut headers = Vec::new();
+    if let Some(b) = basic.filter(|_| safe) {
+        headers.push(("Authorization", b));
+    }
+    let response = http::get(&url, &headers, MAX_MANIFEST)?;
     if response.status != 200 {
-        return Err(format!(
-            "the registry refused an anonymous token (HTTP {})",
-            response.status
-        ));
+        return Err(if headers.is_empty() {
+            format!(
+                "the registry refused an anonymous token (HTTP {}): put credentials in {CREDENTIALS_VAR} (https://user:token@registry)",
+                response.status
+            )
+        } else {
+            format!(
+                "the registry refused the credentials of {CREDENTIALS_VAR} (HTTP {})",
+                response.status
+            )
+        });
     }
     let value: serde_json::Value =
         serde_json::from_slice(&response.body).map_err(|e| format!("token response: {e}"))?;
@@ -186,9 +220,13 @@ fn sha256(bytes: &[u8]) -> String {
     out
 }
 
-pub fn pull(url: &str) -> Result<Pulled, String> {
+pub fn pull(system: &dyn crate::system::System, url: &str) -> Result<Pulled, String> {
     let r = parse(url)?;
-    let mut client = Client { token: None };
+    let mut client = Client {
+        basic: http::bound_credentials(system, CREDENTIALS_VAR, &r.base)
+            .map(|(user, password)| basic(&user, &password)),
+        authorization: None,
+    };
     let manifest_url = format!("{}/v2/{}/manifests/{}", r.base, r.repository, r.reference);
     let response = client.get(&manifest_url, ACCEPT, MAX_MANIFEST)?;
     match response.status {
@@ -319,6 +357,8 @@ mod tests {
 
     #[test]
     fn challenge_parameters_become_the_token_query() {
-        assert!(token("Basic realm=x").unwrap_err().contains("anonymous"));
+        assert!(token("Digest realm=x", None)
+            .unwrap_err()
+            .contains("unknown kind"));
     }
 }

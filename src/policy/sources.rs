@@ -158,7 +158,7 @@ pub fn pull(
                 }
             }
             PolicySource::Oci { url } => {
-                let pulled = super::oci::pull(url).map_err(|m| err(source, m))?;
+                let pulled = super::oci::pull(system, url).map_err(|m| err(source, m))?;
                 let hex = pulled.digest.trim_start_matches("sha256:").to_owned();
                 let rel = format!("{cache}/oci/{hex}");
                 let files = fill_slot(system, root, &rel, &pulled.digest, &pulled.files)

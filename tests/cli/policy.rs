@@ -649,9 +649,9 @@ fn tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
     tar.into_inner().unwrap().finish().unwrap()
 }
 
-#[test]
-fn an_oci_source_is_pulled_from_a_registry_by_tag() {
-    // A conftest-style layer (one .rego file, titled) and an OPA bundle (tar.gz).
+/// A conftest-style layer (one .rego file, titled) and an OPA bundle (tar.gz), with
+/// the manifest: the registry's routes and the manifest's digest.
+fn policy_artifact() -> (BTreeMap<String, (String, Vec<u8>)>, String) {
     let rego = DENY_ALL.as_bytes().to_vec();
     let bundle = tar_gz(&[
         ("bundle/warn.rego", WARN_ALL),
@@ -687,18 +687,25 @@ fn an_oci_source_is_pulled_from_a_registry_by_tag() {
         format!("/v2/org/policies/blobs/{}", sha256(&bundle)),
         ("application/octet-stream".to_owned(), bundle),
     );
+    (routes, digest)
+}
+
+fn oci_config(url: &str) -> String {
+    format!(
+        "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+         extensions:\n  policy:\n    enabled: true\n    sources:\n      - type: oci\n        url: \"{url}\"\n"
+    )
+}
+
+#[test]
+fn an_oci_source_is_pulled_from_a_registry_by_tag() {
+    let (routes, digest) = policy_artifact();
     let port = registry(routes);
 
     let p = Project::fixture("policy");
-    let oci_config = |url: String| {
-        format!(
-            "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
-             extensions:\n  policy:\n    enabled: true\n    sources:\n      - type: oci\n        url: \"{url}\"\n"
-        )
-    };
     p.write(
         ".terraci.yaml",
-        oci_config(format!("oci://127.0.0.1:{port}/org/policies:v1")),
+        oci_config(&format!("oci://127.0.0.1:{port}/org/policies:v1")),
     );
     let pull = p.run(&["policy", "pull"]);
     assert_eq!(pull.code, 0, "{}", pull.stderr);
@@ -721,7 +728,7 @@ fn an_oci_source_is_pulled_from_a_registry_by_tag() {
     // A tag the registry does not have; a registry that is not there.
     p.write(
         ".terraci.yaml",
-        oci_config(format!("oci://127.0.0.1:{port}/org/policies:v2")),
+        oci_config(&format!("oci://127.0.0.1:{port}/org/policies:v2")),
     );
     let pull = p.run(&["policy", "pull"]);
     assert_eq!(pull.code, 2);
@@ -733,7 +740,7 @@ fn an_oci_source_is_pulled_from_a_registry_by_tag() {
         .port();
     p.write(
         ".terraci.yaml",
-        oci_config(format!("oci://127.0.0.1:{closed}/org/policies:v1")),
+        oci_config(&format!("oci://127.0.0.1:{closed}/org/policies:v1")),
     );
     assert_pull_fails(
         &p,
@@ -741,6 +748,60 @@ fn an_oci_source_is_pulled_from_a_registry_by_tag() {
             "error[policy-source]: policy source oci:oci://127.0.0.1:{closed}/org/policies:v1: GET"
         ),
     );
+}
+
+#[test]
+fn a_registry_that_wants_credentials_gets_only_those_bound_to_it() {
+    // The token service wants `u:p` as basic authentication; the registry wants its token.
+    let tokens = serve(|request| {
+        if request.headers.get("authorization").map(String::as_str) == Some("Basic dTpw") {
+            response(
+                "200 OK",
+                "Content-Type: application/json\r\n",
+                br#"{"token":"T1"}"#,
+            )
+        } else {
+            response("401 Unauthorized", "", b"")
+        }
+    });
+    let (routes, digest) = policy_artifact();
+    let port = serve(move |request| {
+        if request.headers.get("authorization").map(String::as_str) != Some("Bearer T1") {
+            let challenge = format!(
+                "WWW-Authenticate: Bearer realm=\"http://127.0.0.1:{tokens}/token\",service=\"registry\",scope=\"repository:org/policies:pull\"\r\n"
+            );
+            return response("401 Unauthorized", &challenge, b"");
+        }
+        match routes.get(&request.path) {
+            Some((ctype, body)) => response("200 OK", &format!("Content-Type: {ctype}\r\n"), body),
+            None => response("404 Not Found", "", b""),
+        }
+    });
+    let p = Project::fixture("policy");
+    p.write(
+        ".terraci.yaml",
+        oci_config(&format!("oci://127.0.0.1:{port}/org/policies:v1")),
+    );
+    let refused = format!(
+        "error[policy-source]: policy source oci:oci://127.0.0.1:{port}/org/policies:v1: the registry refused an anonymous token (HTTP 401): put credentials in TERRACI_POLICY_OCI_CREDENTIALS"
+    );
+    // None, or credentials bound to another registry: nothing is sent.
+    assert_pull_fails(&p, &refused);
+    let elsewhere = format!("http://u:p@127.0.0.1:{tokens}\nhttps://u:p@127.0.0.1:{port}");
+    let out = p.run_env(
+        &["policy", "pull"],
+        &[("TERRACI_POLICY_OCI_CREDENTIALS", elsewhere.as_str())],
+    );
+    assert_stderr(&out, 2, &refused);
+    // Bound to this registry: its token service gets them, and the pull works.
+    let bound = format!("http://u:p@127.0.0.1:{port}");
+    let out = p.run_env(
+        &["policy", "pull"],
+        &[("TERRACI_POLICY_OCI_CREDENTIALS", bound.as_str())],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    assert_eq!(lock["sources"][0]["digest"], digest.as_str());
 }
 
 #[test]
