@@ -61,8 +61,8 @@ fn regorus_gives_the_results_opa_gives_on_the_fixture_plans() {
     p.write(
         ".terraci.yaml",
         "structure:\n  pattern: \"{service}/{environment}/{region}/{module}\"\n\
-         extensions:\n  policy:\n    enabled: true\n    sources:\n      - {type: path, path: terraform}\n      - {type: path, path: compliance}\n\
-         \x20   namespaces: [terraform, compliance]\n    decisions: {deny: warn, warn: warn}\n",
+         extensions:\n  policy:\n    enabled: true\n    sources:\n      - {type: path, path: terraform}\n      - {type: path, path: compliance}\n      - {type: path, path: builtins}\n\
+         \x20   namespaces: [terraform, compliance, builtins]\n    decisions: {deny: warn, warn: warn}\n",
     );
     let out = p.run(&["policy", "check", "--format", "json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);

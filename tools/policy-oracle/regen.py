@@ -35,7 +35,7 @@ def canonical(value):
 
 def main():
     policies = sorted(
-        p for d in ("terraform", "compliance") for p in (ROOT / d).rglob("*.rego")
+        p for d in ("terraform", "compliance", "builtins") for p in (ROOT / d).rglob("*.rego")
         if not p.name.endswith("_test.rego")
     )
     packages = sorted({re.search(r"^package\s+([\w.]+)", p.read_text(), re.M).group(1) for p in policies})
