@@ -67,7 +67,7 @@ pub fn render_github(
             "${{ github.event.pull_request.head.sha || github.sha }}".to_owned(),
         );
         let mut script = String::new();
-        for line in job_commands(plan, JobKind::Plan, "TERRACI_COMMIT", "GITHUB_WORKSPACE")
+        for line in job_commands(plan, JobKind::Plan, "TERRACI_COMMIT")
             .into_iter()
             .skip(usize::from(plan.init_enabled))
         {
@@ -376,7 +376,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         }
         run.push_str(&format!("eval \"${PLAN_SCRIPT_VAR}\"\n"));
     } else {
-        for command in job_commands(plan, job.kind, "TERRACI_COMMIT", "GITHUB_WORKSPACE") {
+        for command in job_commands(plan, job.kind, "TERRACI_COMMIT") {
             run.push_str(&command);
             run.push('\n');
         }

@@ -752,11 +752,7 @@ impl KindSettings {
     fn new(gitlab: &GitLab, plan: &JobPlan, kind: JobKind, own_keys: Option<&[String]>) -> Self {
         let user = effective_config(gitlab, kind);
         let mut commands = String::new();
-        write_str_items(
-            &mut commands,
-            4,
-            &job_commands(plan, kind, "CI_COMMIT_SHA", "CI_PROJECT_DIR"),
-        );
+        write_str_items(&mut commands, 4, &job_commands(plan, kind, "CI_COMMIT_SHA"));
         let mut shared = plan.env.clone();
         shared.extend(user.variables.iter().map(|(k, v)| (k.clone(), v.clone())));
         let separate_variables =
@@ -1125,12 +1121,7 @@ mod tests {
             m.insert(string("needs"), Value::Sequence(needs));
         }
         let mut script = vec![sh_cd(&job.module)];
-        script.extend(job_commands(
-            plan,
-            job.kind,
-            "CI_COMMIT_SHA",
-            "CI_PROJECT_DIR",
-        ));
+        script.extend(job_commands(plan, job.kind, "CI_COMMIT_SHA"));
         m.insert(string("script"), strings(&script));
         let mut variables = gitlab_job_variables(plan, job);
         variables.extend(user.variables.clone());

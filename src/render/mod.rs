@@ -261,12 +261,11 @@ pub(crate) fn job_commands(
     plan: &crate::ir::JobPlan,
     kind: crate::ir::JobKind,
     commit_var: &str,
-    root_var: &str,
 ) -> Vec<String> {
     let bin = plan.binary.command();
     let mut commands = Vec::new();
     if kind == crate::ir::JobKind::Apply {
-        commands.extend(apply_check_commands(plan, root_var));
+        commands.extend(apply_check_commands(plan));
     }
     if plan.init_enabled {
         commands.push(format!("{bin} init"));
@@ -291,10 +290,13 @@ pub(crate) fn job_commands(
 }
 
 /// The checks an apply job runs before it applies ([`crate::ir::JobPlan::apply_checks`]),
-/// as shell lines run in the module directory: `terraci -d "$<root_var>" ...` (the
-/// repository root the CI gives), the module as `"$TF_MODULE_PATH"`. Without `terraci` in
-/// the job's image the apply fails: a check that cannot run must not let it through.
-fn apply_check_commands(plan: &crate::ir::JobPlan, root_var: &str) -> Vec<String> {
+/// as shell lines run in the module directory: `terraci -d "${PWD%/"$TF_MODULE_PATH"}"
+/// ...`, the repository root as the module directory without the module's path (the
+/// same line for every job; a CI's own root variable is not always where the job runs:
+/// gitlab-ci-local's `CI_PROJECT_DIR` is not), the module as `"$TF_MODULE_PATH"`.
+/// Without `terraci` in the job's image the apply fails: a check that cannot run must not
+/// let it through.
+fn apply_check_commands(plan: &crate::ir::JobPlan) -> Vec<String> {
     if plan.apply_checks.is_empty() {
         return Vec::new();
     }
@@ -305,7 +307,7 @@ fn apply_check_commands(plan: &crate::ir::JobPlan, root_var: &str) -> Vec<String
         let Some((program, args)) = check.split_first() else {
             continue;
         };
-        let mut line = format!("{program} -d \"${root_var}\"");
+        let mut line = format!("{program} -d \"${{PWD%/\"$TF_MODULE_PATH\"}}\"");
         for arg in args {
             line.push(' ');
             if arg == crate::contrib::MODULE_PLACEHOLDER {

@@ -295,15 +295,9 @@ fn local_exec_plan_keeps_the_plans_as_data_and_prints_the_summary() {
     assert!(log.contains("`live/vpc`"), "{log}");
 }
 
-/// A policy decision of `block` holds the apply of the module whose plan it denies: the
-/// apply job checks its own module's plan first (here in `local-exec run`, the same
-/// commands the generated GitLab and GitHub apply jobs run), and fails without applying.
-#[test]
-fn a_blocking_policy_stops_the_apply_of_the_module_it_denies() {
-    let work = tempfile::tempdir().expect("temp dir");
-    let state = work.path().join("state");
-    std::fs::create_dir_all(&state).expect("mkdir state");
-    let p = repository(&state);
+/// The repository with a policy that denies app's plan, blocking (not committed yet).
+fn denying_repository(state: &Path) -> Project {
+    let p = repository(state);
     p.write(
         ".terraci.yaml",
         "structure:\n  pattern: \"{env}/{module}\"\nextensions:\n  summary:\n    enabled: false\n  policy:\n    enabled: true\n    sources:\n      - type: path\n        path: policies\n    namespaces: [terraform]\n    decisions:\n      deny: block\n",
@@ -312,6 +306,18 @@ fn a_blocking_policy_stops_the_apply_of_the_module_it_denies() {
         "policies/terraform.rego",
         "package terraform\n\nimport rego.v1\n\ndeny contains msg if {\n  some rc in input.resource_changes\n  rc.name == \"app\"\n  msg := sprintf(\"%s may not be created here\", [rc.address])\n}\n",
     );
+    p
+}
+
+/// A policy decision of `block` holds the apply of the module whose plan it denies: the
+/// apply job checks its own module's plan first (here in `local-exec run`, the same
+/// commands the generated GitLab and GitHub apply jobs run), and fails without applying.
+#[test]
+fn a_blocking_policy_stops_the_apply_of_the_module_it_denies() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let state = work.path().join("state");
+    std::fs::create_dir_all(&state).expect("mkdir state");
+    let p = denying_repository(&state);
     commit_all(p.path());
     let path = format!(
         "{}:{}",
@@ -336,4 +342,36 @@ fn a_blocking_policy_stops_the_apply_of_the_module_it_denies() {
         "{log}"
     );
     assert!(!log.contains("Apply complete"), "{log}");
+}
+
+/// The same gate in the generated GitLab pipeline, run by gitlab-ci-local: app's apply
+/// job runs `terraci policy check` over its plan artifact and fails before applying.
+#[test]
+fn a_blocking_policy_stops_the_gitlab_apply_job_of_the_module_it_denies() {
+    let work = tempfile::tempdir().expect("temp dir");
+    let state = work.path().join("state");
+    std::fs::create_dir_all(&state).expect("mkdir state");
+    let p = denying_repository(&state);
+    let out = p.run(&["generate", "-o", ".gitlab-ci.yml", "--var", "suffix=1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    commit_all(p.path());
+    let home = work.path().join("home");
+    let (ok, output) = gitlab_ci_local(p.path(), &home, &[]);
+    assert!(!ok, "the pipeline passed although app is denied:\n{output}");
+    assert_eq!(
+        applied_input(&state, "vpc").as_deref(),
+        Some("net-1"),
+        "{output}"
+    );
+    assert_eq!(
+        applied_input(&state, "app"),
+        None,
+        "app was applied:\n{output}"
+    );
+    let apply = job_log(&output, "apply-live-app");
+    assert!(
+        apply.contains("terraform_data.app may not be created here"),
+        "{output}"
+    );
+    assert!(!apply.contains("Apply complete"), "{apply}");
 }
