@@ -39,6 +39,8 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// A JSON document (`Content-Type: application/json` is added).
     pub body: Option<String>,
+    /// Not sent again once the server may have acted on it (see [`Request::once`]).
+    pub once: bool,
 }
 
 impl Request {
@@ -48,7 +50,16 @@ impl Request {
             url: url.into(),
             headers: Vec::new(),
             body: None,
+            once: false,
         }
+    }
+
+    /// A request that must not take effect twice (creating a comment): after a 5xx or no
+    /// response the server may have acted on it, so it is an error at once, for the
+    /// caller to look before it tries again. A 429 is still retried (nothing was done).
+    pub fn once(mut self) -> Request {
+        self.once = true;
+        self
     }
 
     pub fn header(mut self, name: &str, value: &str) -> Request {
@@ -180,12 +191,13 @@ impl Client {
             };
             // `Some(server's wait)` when another attempt can help.
             let retry: Option<Option<Duration>> = match &outcome {
-                Ok(r) if r.status == 429 || r.status >= 500 => Some(
+                Ok(r) if r.status == 429 || (r.status >= 500 && !request.once) => Some(
                     r.header("retry-after")
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(Duration::from_secs),
                 ),
                 Ok(_) => None,
+                Err(_) if request.once => None,
                 Err(_) => Some(None),
             };
             if let Some(server_wait) = retry.filter(|_| attempt < attempts) {
@@ -442,5 +454,18 @@ mod tests {
             err.what.starts_with("no response: connection refused"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_request_sent_once_is_not_repeated_after_the_server_may_have_acted() {
+        for answer in [response(502, "{}"), Err("connection reset".into())] {
+            let (client, sent) = client(vec![answer, response(201, "{}")]);
+            client.send(&get().once()).expect_err("not sent again");
+            assert_eq!(sent.lock().expect("lock").len(), 1);
+        }
+        // A rate limit means nothing was done: that is retried.
+        let (client, sent) = client(vec![response(429, "{}"), response(201, "{}")]);
+        client.send(&get().once()).expect("second attempt");
+        assert_eq!(sent.lock().expect("lock").len(), 2);
     }
 }

@@ -225,7 +225,18 @@ pub fn post(
             }
         }
         None if create => {
-            let (id, endpoint) = api.create(&body)?;
+            let (id, endpoint) = match api.create(&body) {
+                Ok(created) => created,
+                // The server may have stored the comment before it failed: look again,
+                // and edit what is there rather than post a second comment.
+                Err(e) if e.status.is_none_or(|s| s >= 500) => {
+                    match find_existing(&api.list()?).cloned() {
+                        Some(c) => (c.id, api.update(c.id, &body)?),
+                        None => api.create(&body)?,
+                    }
+                }
+                Err(e) => return Err(e),
+            };
             Posted {
                 action: "created",
                 comment_id: Some(id),
@@ -356,7 +367,8 @@ impl<'a> Api<'a> {
     fn create(&self, body: &str) -> Result<(u64, String), HttpError> {
         let request = self
             .request(Method::Post, self.comments_url())
-            .json(&serde_json::json!({ "body": body }));
+            .json(&serde_json::json!({ "body": body }))
+            .once();
         let response = self.client.send(&request)?;
         let value: serde_json::Value = serde_json::from_str(&response.body)
             .map_err(|e| unexpected(&request, format!("the response is not JSON: {e}")))?;

@@ -33,6 +33,9 @@ struct State {
     seen: Vec<Seen>,
     /// Statuses to answer with, in order, before serving requests normally.
     fail_with: VecDeque<u16>,
+    /// (method, status): the next request of that method is served, then answered with
+    /// the status (a server that failed after it acted).
+    fail_after: Option<(String, u16)>,
 }
 
 impl State {
@@ -126,6 +129,10 @@ impl Server {
         self.state.lock().unwrap().fail_with.extend(statuses);
     }
 
+    fn fail_after_next(&self, method: &str, status: u16) {
+        self.state.lock().unwrap().fail_after = Some((method.to_owned(), status));
+    }
+
     fn gitlab_env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("GITLAB_CI", "true".into()),
@@ -182,7 +189,16 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
                 status,
                 json!({"message": format!("{status} Internal Server Error")}),
             ),
-            None => route(&mut s, &method, path, &body, &header),
+            None => {
+                let served = route(&mut s, &method, path, &body, &header);
+                match s.fail_after.take() {
+                    Some((m, status)) if m == method => (status, json!({"message": "Bad Gateway"})),
+                    other => {
+                        s.fail_after = other;
+                        served
+                    }
+                }
+            }
         }
     };
     let text = reply.to_string();
@@ -554,6 +570,23 @@ fn a_server_error_is_retried() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(server.ours().len(), 1);
     assert_eq!(server.count("GET"), 2, "the failed list was sent again");
+}
+
+#[test]
+fn a_comment_the_server_stored_before_failing_is_edited_not_posted_twice() {
+    let server = Server::start();
+    let p = project();
+    server.fail_after_next("POST", 502);
+    let out = run(&p, &["summary"], &server.gitlab_env());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.ours().len(), 1, "one comment on the merge request");
+    assert_eq!(server.count("POST"), 1, "the create was not sent again");
+    let edits = server
+        .seen()
+        .iter()
+        .filter(|s| s.method == "PUT" && s.path.contains("/notes/"))
+        .count();
+    assert_eq!(edits, 1, "the stored comment was edited instead");
 }
 
 #[test]
