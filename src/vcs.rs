@@ -129,7 +129,7 @@ pub fn checked_out_commit(project_dir: &Utf8Path) -> Option<String> {
 
 /// Computes the changed files of `req` (spec §6).
 pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
-    let repo = gix::discover(req.project_dir.as_std_path()).map_err(|err| {
+    let mut repo = gix::discover(req.project_dir.as_std_path()).map_err(|err| {
         let chain = error_chain(&err);
         if chain.iter().any(|m| m.contains("extensions.objectFormat")) {
             VcsError::Sha256 {
@@ -142,6 +142,7 @@ pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
             }
         }
     })?;
+    strict_stat(&mut repo)?;
     let prefix = project_prefix(&repo, &req.project_dir)?;
     // The index is read by the tree diff too (for attributes), so a damaged one is named
     // here rather than as a failure of whichever step met it first.
@@ -187,6 +188,33 @@ pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
         changed_files: rebased(&paths.files),
         submodules: rebased(&paths.submodules),
     })
+}
+
+/// Makes the status compare every stat field the index records (nanoseconds of the
+/// modification and change times, inode, device, size) against the working tree,
+/// whatever the repository's config says: a file whose stat differs from its index
+/// entry is hashed, so a same-length edit with its modification time put back is still
+/// a change. A file whose stat matches is taken as unchanged without reading it (git's
+/// own rule, with its check for entries written in the same instant as the index).
+fn strict_stat(repo: &mut gix::Repository) -> Result<(), VcsError> {
+    use gix::config::tree::{gitoxide, Core};
+    let mut config = repo.config_snapshot_mut();
+    for (key, value) in [
+        (
+            &Core::TRUST_C_TIME as &'static dyn gix::config::tree::Key,
+            "true",
+        ),
+        (&Core::CHECK_STAT, "default"),
+        (&gitoxide::Core::USE_NSEC, "true"),
+    ] {
+        config
+            .set_value(key, value)
+            .map_err(|e| VcsError::Git(format!("cannot configure the status: {e}")))?;
+    }
+    config
+        .commit()
+        .map_err(|e| VcsError::Git(format!("cannot configure the status: {e}")))?;
+    Ok(())
 }
 
 /// The project directory relative to the repository work tree, `/`-separated, empty when
