@@ -495,7 +495,7 @@ fn diff_commits(
 /// Adds staged (HEAD vs index), unstaged (index vs working tree) and untracked, not
 /// ignored files.
 fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), VcsError> {
-    use gix::status::{index_worktree, tree_index::TrackRenames, Item};
+    use gix::status::{tree_index::TrackRenames, Item};
 
     // Every untracked file is listed one by one, whatever `status.showUntrackedFiles` says.
     let dirwalk = repo
@@ -514,12 +514,52 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), Vcs
         .index_worktree_rewrites(None)
         .tree_index_track_renames(TrackRenames::Disabled)
         .index_worktree_options_mut(|options| options.dirwalk_options = Some(dirwalk));
-    let items = status
-        .into_iter(Vec::new())
-        .map_err(git_err("cannot read the working tree status"))?;
-    for item in items {
+    let failed = git_err("cannot read the working tree status");
+    if index_matches_head(repo)? {
+        // Nothing is staged: only the working tree is compared with the index.
+        for item in status
+            .into_index_worktree_iter(Vec::new())
+            .map_err(failed)?
+        {
+            let item = item.map_err(git_err("cannot read the working tree status"))?;
+            worktree_item(&Item::IndexWorktree(item), paths);
+        }
+        return Ok(());
+    }
+    for item in status.into_iter(Vec::new()).map_err(failed)? {
         let item = item.map_err(git_err("cannot read the working tree status"))?;
-        match &item {
+        worktree_item(&item, paths);
+    }
+    Ok(())
+}
+
+/// Whether the index holds exactly HEAD's tree, by its cache-tree extension (which git
+/// keeps for `git commit`, and invalidates along the path of every entry staged since):
+/// a valid root entry naming HEAD's tree and covering every entry. Then the comparison
+/// of HEAD's tree with the index, which reads every tree object of the commit, can find
+/// nothing. Anything else (no extension, an invalidated root, another count) compares
+/// them.
+fn index_matches_head(repo: &gix::Repository) -> Result<bool, VcsError> {
+    let index = repo
+        .index_or_empty()
+        .map_err(git_err("cannot read the index"))?;
+    let head_tree = repo
+        .head_tree_id_or_empty()
+        .map_err(git_err("cannot read the tree of HEAD"))?
+        .detach();
+    Ok(index.tree().is_some_and(|root| {
+        root.id == head_tree
+            && root
+                .num_entries
+                .is_some_and(|n| n as usize == index.entries().len())
+    }))
+}
+
+/// Adds the paths of one status item.
+fn worktree_item(item: &gix::status::Item, paths: &mut Paths) {
+    use gix::status::{index_worktree, Item};
+    {
+        match item {
             Item::TreeIndex(change) => {
                 if let gix::diff::index::ChangeRef::Rewrite {
                     source_location, ..
@@ -559,7 +599,6 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), Vcs
             }
         }
     }
-    Ok(())
 }
 
 /// Changed paths relative to the repository, and which of them are submodules.
