@@ -45,8 +45,9 @@ pub const ENV_VARS: [&str; 7] = [
     "GITHUB_ACTIONS",
     "GITLAB_CI",
     "CI_SERVER_URL",
-    crate::vcs::ENV_VARS[0],
-    crate::vcs::ENV_VARS[1],
+    // `vcs::ENV_VARS` (a test keeps them the same).
+    "CI_MERGE_REQUEST_DIFF_BASE_SHA",
+    "GITHUB_BASE_REF",
     "NO_COLOR",
 ];
 
@@ -563,6 +564,9 @@ mod tests {
 
         #[test]
         fn every_environment_variable_a_run_reads_is_in_its_key() {
+            for name in crate::vcs::ENV_VARS {
+                assert!(super::super::ENV_VARS.contains(&name), "{name}");
+            }
             let fs = project();
             for extra in [
                 &[][..],
