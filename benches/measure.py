@@ -8,6 +8,13 @@ Workloads are generated once into /tmp/terraci-measure/mN by
 without caches (--no-cache), a cold run that writes both caches (.terraci removed before
 each run), a warm run (replayed), a warm run with the fact cache only (run.bin removed
 before each run), reading every file (find | xargs cat), and the peak RSS of a cold run.
+
+Then, per size, the merge-request rows (changed_only_rows): the workload committed to a
+git repository on `main`, a `feature` branch with one changed file committed, and the
+median wall time of: a cold `generate --no-cache`, a cold `generate --changed-only
+--base-ref main --no-cache`, a repeat of it with the caches present (same tree, same
+base: replayed), and a repeat after editing one more file before each run. Set
+MEASURE_ROWS=changed for these rows only, MEASURE_ROWS=main for the first table only.
 """
 import os
 import shutil
@@ -48,7 +55,66 @@ def peak_rss_mb(cmd):
     return int(result.stderr.strip().splitlines()[-1]) / 1024
 
 
-for n in sizes:
+def workload_of(n):
+    workload = f"/tmp/terraci-measure/m{n}"
+    if not os.path.exists(os.path.join(workload, ".complete")):
+        shutil.rmtree(workload, ignore_errors=True)
+        subprocess.run(["python3", GEN, workload, str(n)], check=True, stdout=subprocess.DEVNULL)
+        open(os.path.join(workload, ".complete"), "w").close()
+        time.sleep(0.2)  # let the files settle: runs record only settled files
+    return workload
+
+
+def changed_only_rows(n):
+    """`--changed-only` on a merge request: cold, repeat (replayed), repeat after an edit."""
+    source = workload_of(n)
+    repo = f"/tmp/terraci-measure/git{n}"
+    git = ["git", "-c", "user.name=m", "-c", "user.email=m@example.com", "-c", "commit.gpgsign=false"]
+    marker = os.path.join(repo, ".git", "terraci-measure-complete")
+    if not os.path.exists(marker):
+        shutil.rmtree(repo, ignore_errors=True)
+        shutil.copytree(source, repo, ignore=shutil.ignore_patterns(".terraci", ".complete"))
+        for cmd in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"],
+                    ["checkout", "-q", "-b", "feature"]):
+            subprocess.run(git + cmd, cwd=repo, check=True)
+        files = sorted(
+            os.path.join(d, f) for d, _, fs in os.walk(repo) if ".git" not in d for f in fs
+            if f == "main.tf")
+        with open(files[len(files) // 2], "a") as f:
+            f.write("# the merge request's change\n")
+        subprocess.run(git + ["commit", "-q", "-am", "change"], cwd=repo, check=True)
+        open(marker, "w").close()
+        time.sleep(0.2)
+    runs = 15 if n < 10000 else 9
+    out = f"/tmp/terraci-measure/out-changed{n}.yml"
+    generate = [binary, "generate", "-d", repo, "-o", out]
+    changed = generate + ["--changed-only", "--base-ref", "main"]
+    cache = os.path.join(repo, ".terraci")
+    edits = sorted(
+        os.path.join(d, f) for d, _, fs in os.walk(repo) if ".git" not in d for f in fs
+        if f == "main.tf")[:runs + 1]
+    edited = iter(edits)
+
+    def edit_one_more():
+        with open(next(edited), "a") as f:
+            f.write("# one more edit\n")
+
+    shutil.rmtree(cache, ignore_errors=True)
+    cold = median_ms(runs, generate + ["--no-cache"])
+    cold_changed = median_ms(runs, changed + ["--no-cache"])
+    run(changed)
+    time.sleep(0.1)  # the record holds only files that had settled
+    run(changed)
+    repeat = median_ms(runs, changed)
+    after_edit = median_ms(runs, changed, edit_one_more)
+    subprocess.run(git + ["checkout", "-q", "--", "."], cwd=repo, check=True)
+    print(f"| {n:>6,} | {cold:.0f} ms | {cold_changed:.0f} ms ({cold_changed / cold:.2f}x) "
+          f"| {repeat:.0f} ms ({repeat / cold:.2f}x) | {after_edit:.0f} ms ({after_edit / cold:.2f}x) |",
+          flush=True)
+
+
+rows = os.environ.get("MEASURE_ROWS", "all")
+for n in sizes if rows != "changed" else []:
     workload = f"/tmp/terraci-measure/m{n}"
     if not os.path.exists(os.path.join(workload, ".complete")):
         shutil.rmtree(workload, ignore_errors=True)
@@ -78,3 +144,9 @@ for n in sizes:
     rss = peak_rss_mb(generate)
     print(f"| {n:>6,} | {no_cache:.1f} ms | {cold:.1f} ms | {warm:.1f} ms | {fact_cache:.1f} ms "
           f"| {read_all:.1f} ms | {no_cache / read_all:.2f} | {rss:.0f} MB |", flush=True)
+
+if rows != "main":
+    print("\n| modules | cold `--no-cache` | cold `--changed-only` | repeat `--changed-only` | after one more edit |")
+    print("|--------:|------:|------:|------:|------:|")
+    for n in sizes:
+        changed_only_rows(n)

@@ -17,7 +17,6 @@ use std::sync::OnceLock;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Parser;
 use divan::Bencher;
-use salsa::Setter;
 use terraci::cli::{Cli, Command as Sub, GlobalArgs};
 use terraci::commands::Io;
 use terraci::files::{FileContents, Selection};
@@ -179,11 +178,10 @@ impl Session {
     }
 
     fn set(&mut self, text: &str) {
-        self.file
-            .set_contents(&mut self.ws.db)
-            .with_durability(salsa::Durability::LOW)
-            .to(FileContents::from_bytes(text.as_bytes().to_vec()));
-        terraci::resolve::sync_owners(&mut self.ws.db, self.ws.project);
+        self.ws.apply(terraci::workspace::InputChange::edit(
+            self.file,
+            FileContents::from_bytes(text.as_bytes().to_vec()),
+        ));
     }
 
     /// What a regeneration recomputes: graph, selection, IR, YAML (jobs whose text is

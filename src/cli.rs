@@ -216,12 +216,13 @@ pub struct WatchArgs {
     pub output: Option<Utf8PathBuf>,
     #[command(flatten)]
     pub pipeline: PipelineArgs,
-    /// Not supported by watch (it regenerates the whole pipeline); refused with a reason
-    #[arg(long, hide = true)]
-    pub changed_only: bool,
+    /// `--changed-only`: the merge-request pipeline, kept current on every save, commit
+    /// and checkout
+    #[command(flatten)]
+    pub changes: ChangeArgs,
 }
 
-/// `--changed-only` and its companions, shared by `generate` and `local-exec`.
+/// `--changed-only` and its companions, shared by `generate`, `watch` and `local-exec`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ChangeArgs {
     /// Only modules affected by the change against the base ref

@@ -257,13 +257,105 @@ pub fn select_provider(
     }
 }
 
-/// `--changed-only`: the changed files from git, as an input value; `None` without it.
-pub fn change_input(
+/// `--changed-only`: git's change set, computed on another thread from the start of a
+/// run, so that the status walk and the tree diff overlap discovery and fact extraction.
+/// Joined where the change set is first needed ([`PendingChanges::wait`]).
+pub struct PendingChanges {
+    state: ChangesState,
+    /// The project directory, for [`PendingChanges::input`].
+    root: camino::Utf8PathBuf,
+}
+
+enum ChangesState {
+    Running(std::thread::JoinHandle<Result<crate::vcs::ChangeSet, crate::vcs::VcsError>>),
+    /// The change set, or the message of the error that stops the run.
+    Done(Result<crate::vcs::ChangeSet, String>),
+}
+
+impl PendingChanges {
+    /// Starts change detection for `args`; `None` without `--changed-only` (and a usage
+    /// error for its companions without it). The CI variables are read here, once
+    /// ([`crate::vcs::ENV_VARS`]).
+    pub fn start(
+        system: &dyn System,
+        root: &Utf8Path,
+        args: &ChangeArgs,
+    ) -> anyhow::Result<Option<PendingChanges>> {
+        let Some(request) = change_request(system, root, args)? else {
+            return Ok(None);
+        };
+        let state = match std::thread::Builder::new()
+            .name("terraci-git".into())
+            .spawn(move || crate::vcs::changed_files(&request))
+        {
+            Ok(handle) => ChangesState::Running(handle),
+            Err(e) => ChangesState::Done(Err(format!("cannot start change detection: {e}"))),
+        };
+        Ok(Some(PendingChanges {
+            state,
+            root: root.to_owned(),
+        }))
+    }
+
+    /// The change set, waiting for it if it is still being computed.
+    pub fn wait(&mut self) -> anyhow::Result<&crate::vcs::ChangeSet> {
+        if let ChangesState::Running(_) = self.state {
+            let ChangesState::Running(handle) =
+                std::mem::replace(&mut self.state, ChangesState::Done(Err(String::new())))
+            else {
+                unreachable!("matched above");
+            };
+            self.state = ChangesState::Done(match handle.join() {
+                Ok(result) => result.map_err(|e| e.to_string()),
+                Err(_) => Err("change detection failed".to_owned()),
+            });
+        }
+        match &self.state {
+            ChangesState::Done(Ok(set)) => Ok(set),
+            ChangesState::Done(Err(message)) => Err(fail(exit::ERROR, message.clone())),
+            ChangesState::Running(_) => unreachable!("joined above"),
+        }
+    }
+
+    /// The changed paths and the submodules among them. Paths inside `cache_dir` (the
+    /// caches being written while git looked: their `.gitignore` may not exist yet) are
+    /// left out.
+    pub fn paths(
+        &mut self,
+        cache_dir: Option<&Utf8Path>,
+    ) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+        let root = self.root.clone();
+        let set = self.wait()?;
+        let keep = |path: &&String| cache_dir.is_none_or(|dir| !root.join(path).starts_with(dir));
+        Ok((
+            set.changed_files.iter().filter(keep).cloned().collect(),
+            set.submodules.iter().filter(keep).cloned().collect(),
+        ))
+    }
+
+    /// The change set as the selection's input (see [`PendingChanges::paths`]).
+    pub fn input(
+        &mut self,
+        args: &ChangeArgs,
+        config: &crate::config::Config,
+        cache_dir: Option<&Utf8Path>,
+    ) -> anyhow::Result<ChangeInput> {
+        let (files, submodules) = self.paths(cache_dir)?;
+        Ok(ChangeInput {
+            files,
+            submodules,
+            include_dependencies: args.include_dependencies
+                || config.changed_only.include_dependencies,
+        })
+    }
+}
+
+/// What `--changed-only` asks git; `None` without it.
+fn change_request(
     system: &dyn System,
     root: &Utf8Path,
     args: &ChangeArgs,
-    config: &crate::config::Config,
-) -> anyhow::Result<Option<ChangeInput>> {
+) -> anyhow::Result<Option<crate::vcs::ChangeRequest>> {
     if !args.changed_only {
         if args.base_ref.is_some() || args.committed_only || args.include_dependencies {
             return Err(fail(
@@ -277,16 +369,23 @@ pub fn change_input(
         .iter()
         .filter_map(|name| system.env_var(name).map(|v| ((*name).to_owned(), v)))
         .collect();
-    let set = crate::vcs::changed_files(&crate::vcs::ChangeRequest {
+    Ok(Some(crate::vcs::ChangeRequest {
         project_dir: root.to_owned(),
         base_ref: args.base_ref.clone(),
         committed_only: args.committed_only,
         env,
-    })
-    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
-    Ok(Some(ChangeInput {
-        files: set.changed_files,
-        submodules: set.submodules,
-        include_dependencies: args.include_dependencies || config.changed_only.include_dependencies,
     }))
+}
+
+/// `--changed-only`: the changed files from git, as an input value; `None` without it.
+pub fn change_input(
+    system: &dyn System,
+    root: &Utf8Path,
+    args: &ChangeArgs,
+    config: &crate::config::Config,
+) -> anyhow::Result<Option<ChangeInput>> {
+    match PendingChanges::start(system, root, args)? {
+        Some(mut pending) => pending.input(args, config, None).map(Some),
+        None => Ok(None),
+    }
 }

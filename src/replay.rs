@@ -33,15 +33,22 @@ use crate::system::{Stamp, System};
 
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
-const FORMAT: u64 = 2;
+const FORMAT: u64 = 3;
 pub(crate) const FILE_NAME: &str = "run.bin";
 
-/// The environment variables that `generate` reads (provider selection).
-pub const ENV_VARS: [&str; 4] = [
+/// Every environment variable that `generate` reads through the `System`: provider
+/// selection, the CI variables that pick `--changed-only`'s base, and `NO_COLOR`. The
+/// key holds each one's value; a test records the variables a run reads and requires
+/// each of them to be here.
+pub const ENV_VARS: [&str; 7] = [
     "TERRACI_PROVIDER",
     "GITHUB_ACTIONS",
     "GITLAB_CI",
     "CI_SERVER_URL",
+    // `vcs::ENV_VARS` (a test keeps them the same).
+    "CI_MERGE_REQUEST_DIFF_BASE_SHA",
+    "GITHUB_BASE_REF",
+    "NO_COLOR",
 ];
 
 /// Everything a `generate` run depends on besides the project's files, in full.
@@ -57,8 +64,9 @@ pub struct RunKey {
 /// What [`RunKey::lookup`] found.
 #[derive(Debug)]
 pub enum Lookup {
-    /// The run to replay.
-    Hit(Record),
+    /// The run to replay, if its change set (`--changed-only`) is the current one; the
+    /// walk of the project, for discovery when it is not.
+    Hit(Record, Layout),
     /// Nothing to replay; the walk of the project if one was made.
     Miss(Option<Layout>),
 }
@@ -68,13 +76,31 @@ pub enum Lookup {
 pub struct Record {
     /// Project-relative path and stamp of every file the run read, sorted by path.
     pub files: Vec<(String, Stamp)>,
+    /// `--changed-only`: the change set the run used ([`encode_changes`]); the run
+    /// replays only when git gives the same one again.
+    pub changes: Option<Vec<u8>>,
     pub output: String,
     pub stderr: Vec<u8>,
 }
 
+/// A change set's paths as a record holds them (what else the selection takes from the
+/// change flags and the config is in the key).
+pub fn encode_changes(files: &[String], submodules: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for list in [files, submodules] {
+        put_u64(&mut out, list.len() as u64);
+        for path in list {
+            put_str(&mut out, path);
+        }
+    }
+    out
+}
+
 impl RunKey {
     /// The key of a run, or `None` when the run cannot be replayed (the binary cannot be
-    /// stamped, a `--var-file` cannot be read).
+    /// stamped, a `--var-file` cannot be read). `consumed` is the parsed command line
+    /// that the run acts on, in full (flags set through the environment included);
+    /// `argv` is the command line as typed, which the output's header shows.
     pub fn new(
         system: &dyn System,
         settings: &CacheSettings,
@@ -82,6 +108,7 @@ impl RunKey {
         config_file: Option<&Utf8Path>,
         var_files: &[Utf8PathBuf],
         argv: &[String],
+        consumed: &str,
     ) -> Option<RunKey> {
         let mut bytes = Vec::new();
         put_stamp(&mut bytes, &system.program_stamp()?);
@@ -91,6 +118,10 @@ impl RunKey {
         for arg in argv {
             put_str(&mut bytes, arg);
         }
+        put_str(&mut bytes, consumed);
+        // `--color auto` colours the replayed stderr as the recorded run did only if
+        // stderr is a terminal then too.
+        bytes.push(u8::from(system.stderr_is_terminal()));
         for name in ENV_VARS {
             match system.env_var(name) {
                 Some(v) => {
@@ -135,6 +166,16 @@ impl RunKey {
         })
     }
 
+    /// Where the record is kept.
+    pub fn record_path(&self) -> &Utf8Path {
+        &self.record
+    }
+
+    /// The cache directory the record lives in.
+    pub fn cache_dir(&self) -> &Utf8Path {
+        self.record.parent().unwrap_or(&self.record)
+    }
+
     /// The recorded run, if this key's run was recorded and no file terraci would read
     /// has changed since (stamps compared on all cores); otherwise the walk of the
     /// project when one was made, for discovery to reuse. `Err` is a notice: a record was
@@ -169,7 +210,7 @@ impl RunKey {
                 path == recorded && system.stamp(&self.root.join(path)).as_ref() == Some(stamp)
             });
         Ok(if same {
-            Lookup::Hit(record)
+            Lookup::Hit(record, layout)
         } else {
             Lookup::Miss(Some(layout))
         })
@@ -183,6 +224,7 @@ impl RunKey {
         system: &dyn System,
         started: std::time::SystemTime,
         mut files: Vec<(String, Option<Stamp>)>,
+        changes: Option<&[u8]>,
         output: &str,
         stderr: &[u8],
     ) -> std::io::Result<bool> {
@@ -200,6 +242,13 @@ impl RunKey {
         for (path, stamp) in &files {
             put_str(&mut out, path);
             put_stamp(&mut out, stamp.as_ref().expect("checked above"));
+        }
+        match changes {
+            Some(changes) => {
+                out.push(1);
+                put_bytes(&mut out, changes);
+            }
+            None => out.push(0),
         }
         put_str(&mut out, output);
         put_bytes(&mut out, stderr);
@@ -234,12 +283,18 @@ fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
             };
             files.push((path, stamp));
         }
+        let changes = match r.u8()? {
+            0 => None,
+            1 => Some(r.bytes()?.to_vec()),
+            _ => return Err(()),
+        };
         let output = r.string()?;
         let stderr = r.bytes()?.to_vec();
         Ok((
             key,
             Record {
                 files,
+                changes,
                 output,
                 stderr,
             },
@@ -271,14 +326,29 @@ mod tests {
         let settings = CacheSettings {
             dir: "/p/.terraci/cache".into(),
         };
-        let key = RunKey::new(&fs, &settings, "/p".into(), None, &[], &["terraci".into()])
-            .expect("the memory system stamps its program");
+        let key = RunKey::new(
+            &fs,
+            &settings,
+            "/p".into(),
+            None,
+            &[],
+            &["terraci".into()],
+            "",
+        )
+        .expect("the memory system stamps its program");
         let files = vec![
             ("b/main.tf".to_owned(), Some(stamp(2))),
             ("a/main.tf".to_owned(), Some(stamp(1))),
         ];
         assert!(key
-            .save(&fs, fs.now(), files, "jobs: {}\n", b"warning\n")
+            .save(
+                &fs,
+                fs.now(),
+                files,
+                Some(b"changes"),
+                "jobs: {}\n",
+                b"warning\n"
+            )
             .unwrap());
         let blob = fs.read(&settings.dir.join(FILE_NAME)).unwrap();
         let (k, record) = decode(&blob).unwrap();
@@ -290,6 +360,7 @@ mod tests {
                     ("a/main.tf".to_owned(), stamp(1)),
                     ("b/main.tf".to_owned(), stamp(2)),
                 ],
+                changes: Some(b"changes".to_vec()),
                 output: "jobs: {}\n".to_owned(),
                 stderr: b"warning\n".to_vec(),
             }
@@ -306,17 +377,24 @@ mod tests {
     fn a_run_with_an_unsettled_or_unstamped_file_is_not_recorded() {
         let fs = crate::system::MemorySystem::new();
         let settings = CacheSettings { dir: "/c".into() };
-        let key = RunKey::new(&fs, &settings, "/p".into(), None, &[], &[]).unwrap();
+        let key = RunKey::new(&fs, &settings, "/p".into(), None, &[], &[], "").unwrap();
         let fresh = Stamp {
             ctime_ns: 1_000_000_000 * 1_000_000_000 - 1_000,
             ..stamp(1)
         };
         let saved = key
-            .save(&fs, fs.now(), vec![("a.tf".into(), Some(fresh))], "", b"")
+            .save(
+                &fs,
+                fs.now(),
+                vec![("a.tf".into(), Some(fresh))],
+                None,
+                "",
+                b"",
+            )
             .unwrap();
         assert!(!saved, "changed a microsecond before the run began");
         let saved = key
-            .save(&fs, fs.now(), vec![("a.tf".into(), None)], "", b"")
+            .save(&fs, fs.now(), vec![("a.tf".into(), None)], None, "", b"")
             .unwrap();
         assert!(!saved, "no stamp");
         assert!(!fs.is_file("/c/run.bin".into()));
@@ -471,11 +549,44 @@ mod tests {
         }
 
         #[test]
-        fn changed_only_runs_are_never_recorded() {
+        fn a_changed_only_run_that_fails_in_git_is_not_recorded() {
+            // The memory system holds no git repository: change detection fails.
             let fs = project();
             let run = generate(&fs, &["--changed-only"]);
-            assert!(run.read_terraform || run.code != 0);
+            assert_ne!(run.code, 0);
+            assert!(
+                run.stderr.contains("not inside a git repository"),
+                "{}",
+                run.stderr
+            );
             assert!(!fs.is_file("/p/.terraci/cache/run.bin".into()));
+        }
+
+        #[test]
+        fn every_environment_variable_a_run_reads_is_in_its_key() {
+            for name in crate::vcs::ENV_VARS {
+                assert!(super::super::ENV_VARS.contains(&name), "{name}");
+            }
+            let fs = project();
+            for extra in [
+                &[][..],
+                &["--changed-only", "--base-ref", "main"],
+                &["--color", "auto"],
+            ] {
+                fs.take_env_reads();
+                generate(&fs, extra);
+                let read = fs.take_env_reads();
+                assert!(
+                    !read.is_empty(),
+                    "{extra:?}: the provider is chosen from the environment"
+                );
+                for name in read {
+                    assert!(
+                        super::super::ENV_VARS.contains(&name.as_str()),
+                        "{extra:?}: `{name}` is read but is not in the replay key"
+                    );
+                }
+            }
         }
     }
 }

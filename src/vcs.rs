@@ -129,7 +129,7 @@ pub fn checked_out_commit(project_dir: &Utf8Path) -> Option<String> {
 
 /// Computes the changed files of `req` (spec §6).
 pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
-    let repo = gix::discover(req.project_dir.as_std_path()).map_err(|err| {
+    let mut repo = gix::discover(req.project_dir.as_std_path()).map_err(|err| {
         let chain = error_chain(&err);
         if chain.iter().any(|m| m.contains("extensions.objectFormat")) {
             VcsError::Sha256 {
@@ -142,6 +142,7 @@ pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
             }
         }
     })?;
+    strict_stat(&mut repo)?;
     let prefix = project_prefix(&repo, &req.project_dir)?;
     // The index is read by the tree diff too (for attributes), so a damaged one is named
     // here rather than as a failure of whichever step met it first.
@@ -187,6 +188,33 @@ pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
         changed_files: rebased(&paths.files),
         submodules: rebased(&paths.submodules),
     })
+}
+
+/// Makes the status compare every stat field the index records (nanoseconds of the
+/// modification and change times, inode, device, size) against the working tree,
+/// whatever the repository's config says: a file whose stat differs from its index
+/// entry is hashed, so a same-length edit with its modification time put back is still
+/// a change. A file whose stat matches is taken as unchanged without reading it (git's
+/// own rule, with its check for entries written in the same instant as the index).
+fn strict_stat(repo: &mut gix::Repository) -> Result<(), VcsError> {
+    use gix::config::tree::{gitoxide, Core};
+    let mut config = repo.config_snapshot_mut();
+    for (key, value) in [
+        (
+            &Core::TRUST_C_TIME as &'static dyn gix::config::tree::Key,
+            "true",
+        ),
+        (&Core::CHECK_STAT, "default"),
+        (&gitoxide::Core::USE_NSEC, "true"),
+    ] {
+        config
+            .set_value(key, value)
+            .map_err(|e| VcsError::Git(format!("cannot configure the status: {e}")))?;
+    }
+    config
+        .commit()
+        .map_err(|e| VcsError::Git(format!("cannot configure the status: {e}")))?;
+    Ok(())
 }
 
 /// The project directory relative to the repository work tree, `/`-separated, empty when
@@ -467,7 +495,7 @@ fn diff_commits(
 /// Adds staged (HEAD vs index), unstaged (index vs working tree) and untracked, not
 /// ignored files.
 fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), VcsError> {
-    use gix::status::{index_worktree, tree_index::TrackRenames, Item};
+    use gix::status::{tree_index::TrackRenames, Item};
 
     // Every untracked file is listed one by one, whatever `status.showUntrackedFiles` says.
     let dirwalk = repo
@@ -486,12 +514,52 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), Vcs
         .index_worktree_rewrites(None)
         .tree_index_track_renames(TrackRenames::Disabled)
         .index_worktree_options_mut(|options| options.dirwalk_options = Some(dirwalk));
-    let items = status
-        .into_iter(Vec::new())
-        .map_err(git_err("cannot read the working tree status"))?;
-    for item in items {
+    let failed = git_err("cannot read the working tree status");
+    if index_matches_head(repo)? {
+        // Nothing is staged: only the working tree is compared with the index.
+        for item in status
+            .into_index_worktree_iter(Vec::new())
+            .map_err(failed)?
+        {
+            let item = item.map_err(git_err("cannot read the working tree status"))?;
+            worktree_item(&Item::IndexWorktree(item), paths);
+        }
+        return Ok(());
+    }
+    for item in status.into_iter(Vec::new()).map_err(failed)? {
         let item = item.map_err(git_err("cannot read the working tree status"))?;
-        match &item {
+        worktree_item(&item, paths);
+    }
+    Ok(())
+}
+
+/// Whether the index holds exactly HEAD's tree, by its cache-tree extension (which git
+/// keeps for `git commit`, and invalidates along the path of every entry staged since):
+/// a valid root entry naming HEAD's tree and covering every entry. Then the comparison
+/// of HEAD's tree with the index, which reads every tree object of the commit, can find
+/// nothing. Anything else (no extension, an invalidated root, another count) compares
+/// them.
+fn index_matches_head(repo: &gix::Repository) -> Result<bool, VcsError> {
+    let index = repo
+        .index_or_empty()
+        .map_err(git_err("cannot read the index"))?;
+    let head_tree = repo
+        .head_tree_id_or_empty()
+        .map_err(git_err("cannot read the tree of HEAD"))?
+        .detach();
+    Ok(index.tree().is_some_and(|root| {
+        root.id == head_tree
+            && root
+                .num_entries
+                .is_some_and(|n| n as usize == index.entries().len())
+    }))
+}
+
+/// Adds the paths of one status item.
+fn worktree_item(item: &gix::status::Item, paths: &mut Paths) {
+    use gix::status::{index_worktree, Item};
+    {
+        match item {
             Item::TreeIndex(change) => {
                 if let gix::diff::index::ChangeRef::Rewrite {
                     source_location, ..
@@ -531,7 +599,6 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), Vcs
             }
         }
     }
-    Ok(())
 }
 
 /// Changed paths relative to the repository, and which of them are submodules.

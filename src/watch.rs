@@ -5,15 +5,16 @@
 //! [`System::write_atomic`] only when its bytes change, and one line per regeneration on
 //! stderr. A batch becomes input changes outside salsa and is applied at once, before
 //! anything is queried (rust-analyzer's vfs idiom):
-//! - an edit of a known Terraform file: `File::set_contents` when the text differs, the
-//!   fast path (a comment edit stops at the facts and reuses everything after them);
+//! - an edit of a known Terraform file: its new text, when it differs, the fast path (a
+//!   comment edit stops at the facts and reuses everything after them);
 //! - a new or deleted Terraform file or directory, or a `.gitignore`: discovery runs
 //!   again and is reconciled with the inputs by path and id
-//!   ([`crate::workspace::set_module_inputs`]), so unchanged files keep their memos;
+//!   (in [`Workspace::apply`]), so unchanged files keep their memos;
 //! - the config file: reloaded; discovery runs again only when the pattern or the library
 //!   paths changed;
 //! - a `--var-file`: read again into the project's evaluation settings;
-//! - files that `file()`/`fileset()` read: [`crate::db::Database::refresh_extra`].
+//! - files that `file()`/`fileset()` read: [`crate::db::Database::refresh_extra`];
+//! - `--changed-only`: git's change set, asked again after every batch.
 //!
 //! A regeneration that brings an error diagnostic the last written file did not have
 //! (a half-typed block), a dependency cycle, or an error that stops `generate` prints
@@ -26,24 +27,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
-use salsa::Setter as _;
 
 use crate::cache::CacheSettings;
 use crate::cli::{GlobalArgs, PipelineArgs, WatchArgs};
 use crate::config::{find_config_file, load_config, CONFIG_FILE_NAMES};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::discover::discover_modules;
-use crate::files::{FileContents, FileKind, Selection};
+use crate::files::{ChangeInput, FileContents, FileKind, Selection};
 use crate::filter::Filters;
 use crate::graph::dependency_graph;
 use crate::ir::PlanOptions;
-use crate::pipeline::{build_pipeline, header, plan_options, select_provider, PipelineRequest};
+use crate::pipeline::{
+    build_pipeline, header, plan_options, select_provider, PendingChanges, PipelineRequest,
+};
 use crate::render::report::cycle_text;
 use crate::render::{Header, Provider};
 use crate::system::{ChangeEvents, System};
-use crate::workspace::{
-    config_diagnostics, eval_settings, load_workspace, set_module_inputs, Workspace,
-};
+use crate::workspace::{config_diagnostics, eval_settings, load_workspace, InputChange, Workspace};
 
 /// The pipeline file when `-o` is not given, relative to the project directory.
 pub fn default_output(provider: Provider) -> &'static str {
@@ -245,6 +245,13 @@ impl<'a> Watch<'a> {
             clean: false,
             job_texts: crate::render::JobTexts::default(),
         };
+        // `--changed-only`: git's change set before the first pipeline, as `generate`
+        // would take it (a project outside git stops watch as it stops `generate`).
+        let changes = watch.change_input()?;
+        watch.ws.apply(InputChange {
+            changes: Some((watch.selection, changes)),
+            ..InputChange::default()
+        });
         let (_, outcome) = watch.regenerate(err)?;
         watch.clean = !matches!(outcome, Outcome::Kept { .. });
         let what = match outcome {
@@ -436,86 +443,99 @@ impl<'a> Watch<'a> {
                 }
             }
         }
-        if !relevant {
+        // `--changed-only`: any event but those of the pipeline file and the caches
+        // (an edit of any file, a commit, a checkout) may change git's change set.
+        let git = self.args.changes.changed_only
+            && batch.iter().any(|p| {
+                !self.is_output(p) && !self.cache_dir.as_ref().is_some_and(|d| p.starts_with(d))
+            });
+        if !relevant && !git {
             return applied;
         }
 
-        applied.changed = !edits.is_empty();
-        let mut edited = Vec::with_capacity(edits.len());
-        for (file, contents) in edits {
-            let facts = crate::facts::file_facts(&self.ws.db, file).clone();
-            file.set_contents(&mut self.ws.db)
-                .with_durability(salsa::Durability::LOW)
-                .to(contents);
-            edited.push((file, facts));
-        }
-        // Parsing the edited files again (one each) tells whether the edit can change
-        // anything downstream; salsa would find the same by verifying every memo of the
-        // project, which is most of a regeneration's time on a large one.
-        applied.same_facts = edited
+        // Everything the batch changed, applied at once below.
+        let mut change = InputChange {
+            refresh_extra: true,
+            ..InputChange::default()
+        };
+        // The facts of the edited files before the edit: parsing them again (one each)
+        // tells whether the edit can change anything downstream; salsa would find the
+        // same by verifying every memo of the project, which is most of a
+        // regeneration's time on a large one.
+        let before: Vec<_> = edits
             .iter()
-            .all(|(file, facts)| crate::facts::file_facts(&self.ws.db, *file) == facts);
+            .map(|&(file, _)| (file, crate::facts::file_facts(&self.ws.db, file).clone()))
+            .collect();
+        change.edits = edits;
         if config {
             match self.reload_config() {
-                Ok((changed, pattern_changed)) => {
+                Ok((changed, pattern_changed, loaded)) => {
                     applied.changed |= changed;
                     rediscover |= pattern_changed;
+                    change.config = Some(loaded);
                 }
                 Err(message) => applied.error = Some((message, "invalid config")),
             }
         }
         if var_files {
             match eval_settings(self.system, &self.args.pipeline.eval) {
-                Ok(settings) => {
-                    if *self.ws.project.eval_settings(&self.ws.db) != settings {
-                        self.ws
-                            .project
-                            .set_eval_settings(&mut self.ws.db)
-                            .to(settings);
-                        applied.changed = true;
-                    }
-                }
+                Ok(settings) => change.eval_settings = Some(settings),
                 Err(e) => applied.error = Some((format!("{e:#}"), "unreadable --var-file")),
             }
         }
         if rediscover {
-            applied.changed |= self.rediscover();
+            let (discovered, diagnostics_changed) = self.rediscover();
+            applied.changed |= diagnostics_changed;
+            change.discovered = Some(discovered);
         }
-        let extra_changed = !self.ws.db.refresh_extra().is_empty();
-        applied.changed |= extra_changed;
-        applied.same_facts &= !(config || var_files || rediscover || extra_changed);
-        if (rediscover || config) && applied.changed {
-            // New modules: their facts and references on every core, as a cold run does.
-            crate::parallel::warm_up(&mut self.ws.db, self.ws.project);
-        } else {
-            crate::resolve::sync_owners(&mut self.ws.db, self.ws.project);
+        if git {
+            match self.change_input() {
+                Ok(changes) => change.changes = Some((self.selection, changes)),
+                Err(e) => applied.error = Some((format!("{e:#}"), "change detection failed")),
+            }
+        }
+        let done = self.ws.apply(change);
+        applied.changed |= done.changed;
+        applied.same_facts = !config
+            && !var_files
+            && !rediscover
+            && !done.extra_changed
+            // A comment edit leaves the facts as they were, not the change set.
+            && !done.changes_changed
+            && before
+                .iter()
+                .all(|(file, facts)| crate::facts::file_facts(&self.ws.db, *file) == facts);
+        if done.changes_changed && applied.touched.is_empty() {
+            applied
+                .touched
+                .push(("the change set".to_owned(), Change::Changed, false));
         }
         applied
     }
 
-    /// Reloads the config. Returns whether an input changed and whether discovery must
-    /// run again (the pattern or the library paths changed).
-    fn reload_config(&mut self) -> Result<(bool, bool), String> {
+    /// Reloads the config. Returns whether something outside the inputs changed (the
+    /// filters, the provider, the config's warnings), whether discovery must run again
+    /// (the pattern or the library paths changed), and the config for the inputs.
+    #[allow(clippy::type_complexity)]
+    fn reload_config(
+        &mut self,
+    ) -> Result<
+        (
+            bool,
+            bool,
+            (Arc<crate::config::Config>, crate::config::Pattern),
+        ),
+        String,
+    > {
         let root = &self.ws.root;
         let path = find_config_file(self.system, root, self.global.config.as_deref());
         let loaded = load_config(self.system, path.as_deref()).map_err(|e| e.to_string())?;
         let old = &self.ws.config;
         let rediscover = loaded.pattern != old.pattern
             || loaded.config.library_modules.paths != old.config.library_modules.paths;
-        let db = &mut self.ws.db;
-        let project = self.ws.project;
-        let mut changed = false;
-        if **project.config(db) != loaded.config {
-            project.set_config(db).to(Arc::new(loaded.config.clone()));
-            changed = true;
-        }
-        if *project.pattern(db) != loaded.pattern {
-            project.set_pattern(db).to(loaded.pattern.clone());
-            changed = true;
-        }
         // Filters and the provider come from the config too: the selection is updated
         // at regeneration.
-        changed |= loaded.config != old.config;
+        let mut changed = loaded.config != old.config;
         let mut diagnostics = config_diagnostics(&loaded);
         diagnostics.extend(
             self.ws
@@ -526,12 +546,13 @@ impl<'a> Watch<'a> {
         );
         changed |= diagnostics != self.ws.diagnostics;
         self.ws.diagnostics = diagnostics;
+        let inputs = (Arc::new(loaded.config.clone()), loaded.pattern.clone());
         self.ws.config = loaded;
-        Ok((changed, rediscover))
+        Ok((changed, rediscover, inputs))
     }
 
-    /// Runs discovery again and reconciles the inputs; whether anything changed.
-    fn rediscover(&mut self) -> bool {
+    /// Runs discovery again; the modules found, and whether its diagnostics changed.
+    fn rediscover(&mut self) -> (Vec<crate::discover::DiscoveredModule>, bool) {
         let ws = &mut self.ws;
         let discovered = discover_modules(
             self.system,
@@ -539,21 +560,25 @@ impl<'a> Watch<'a> {
             &ws.config.pattern,
             &ws.config.config.library_modules.paths,
         );
-        let (modules, mut changed) = set_module_inputs(
-            &mut ws.db,
-            discovered.modules,
-            &mut ws.files,
-            &mut ws.modules,
-        );
-        if *ws.project.modules(&ws.db) != modules {
-            ws.project.set_modules(&mut ws.db).to(modules);
-            changed = true;
-        }
         let mut diagnostics = config_diagnostics(&ws.config);
         diagnostics.extend(discovered.diagnostics);
-        changed |= diagnostics != ws.diagnostics;
+        let changed = diagnostics != ws.diagnostics;
         ws.diagnostics = diagnostics;
-        changed
+        (discovered.modules, changed)
+    }
+
+    /// `--changed-only`: git's change set now, as the selection's input, without the
+    /// pipeline file and the caches this session writes; `None` without the flag.
+    fn change_input(&self) -> anyhow::Result<Option<ChangeInput>> {
+        let args = &self.args.changes;
+        let Some(mut pending) = PendingChanges::start(self.system, &self.ws.root, args)? else {
+            return Ok(None);
+        };
+        let mut input = pending.input(args, &self.ws.config.config, self.cache_dir.as_deref())?;
+        if let Ok(out) = self.target.0.strip_prefix(&self.ws.root) {
+            input.files.retain(|f| f != out.as_str());
+        }
+        Ok(Some(input))
     }
 
     /// Builds the pipeline from the current inputs and writes it if it is good and new.
@@ -582,13 +607,10 @@ impl<'a> Watch<'a> {
                 (self.ws.root.join(rel), rel.to_owned())
             }
         };
-        let db = &mut self.ws.db;
-        if *self.selection.filters(db) != filters {
-            self.selection.set_filters(db).to(filters);
-        }
-        if self.selection.plan_options(db) != options {
-            self.selection.set_plan_options(db).to(options);
-        }
+        self.ws.apply(InputChange {
+            selection: Some((self.selection, filters, options)),
+            ..InputChange::default()
+        });
 
         let diagnostics = self.ws.all_diagnostics();
         let graph = dependency_graph(&self.ws.db, self.ws.project);

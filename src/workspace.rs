@@ -1,6 +1,10 @@
 //! The project loader: config -> discovery -> database inputs, with the fact cache
 //! attached and saved. Every command starts from a [`Workspace`]; `watch` keeps one and
-//! updates its inputs ([`set_module_inputs`]).
+//! changes its inputs through [`Workspace::apply`] only ([`change`]).
+
+mod change;
+
+pub use change::{Applied as AppliedChange, InputChange};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -239,7 +243,7 @@ pub fn eval_settings(system: &dyn System, eval: &EvalArgs) -> anyhow::Result<Eva
 /// unlikely to change. An edit sets the file `LOW`, so after its first edit, salsa
 /// checks the memos that read only untouched files in O(1) each instead of walking
 /// their dependencies (the first edit of a file still walks them once: it was `HIGH`).
-pub fn set_module_inputs(
+fn set_module_inputs(
     db: &mut Database,
     discovered: Vec<DiscoveredModule>,
     files: &mut BTreeMap<String, File>,

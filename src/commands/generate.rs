@@ -9,7 +9,7 @@ use crate::exit::{self, fail};
 use crate::files::Selection;
 use crate::graph::dependency_graph;
 use crate::pipeline::{
-    build_pipeline, change_input, header, plan_options, select_provider, PipelineRequest,
+    build_pipeline, header, plan_options, select_provider, PendingChanges, PipelineRequest,
 };
 use crate::render::report::cycle_text;
 use crate::system::System;
@@ -24,14 +24,28 @@ pub(super) fn generate(
 ) -> anyhow::Result<u8> {
     // Before any stamp is taken: a run records only files that changed before it began.
     let started = io.system.now();
+    // `--changed-only`: git runs on its own thread from here, beside the replay check
+    // and the load.
+    let mut changes =
+        PendingChanges::start(io.system, &project_dir(io.system, global)?, &args.changes)?;
     let key = replay_key(io.system, global, args, &io.argv);
     let mut layout = None;
     if let Some(key) = &key {
         match key.lookup(io.system) {
-            Ok(crate::replay::Lookup::Hit(record)) => {
-                io.stderr.write_all(&record.stderr)?;
-                write_output(io, args.output.as_deref(), &record.output)?;
-                return Ok(exit::OK);
+            Ok(crate::replay::Lookup::Hit(record, walked)) => {
+                if record.changes == current_changes(&mut changes, key) {
+                    io.stderr.write_all(&record.stderr)?;
+                    if global.verbose > 0 {
+                        writeln!(
+                            io.stderr,
+                            "note: replayed the last run (`{}`): none of its inputs changed",
+                            key.record_path()
+                        )?;
+                    }
+                    write_output(io, args.output.as_deref(), &record.output)?;
+                    return Ok(exit::OK);
+                }
+                layout = Some(walked);
             }
             Ok(crate::replay::Lookup::Miss(walked)) => layout = walked,
             Err(notice) if !global.quiet => writeln!(io.stderr, "notice: {notice}")?,
@@ -40,9 +54,17 @@ pub(super) fn generate(
     }
     // Everything for stderr goes through a buffer, so a recorded run replays it exactly.
     let mut stderr = Vec::new();
-    let outcome = generate_pipeline(global, args, io.system, &io.argv, layout, &mut stderr);
+    let outcome = generate_pipeline(
+        global,
+        args,
+        io.system,
+        &io.argv,
+        layout,
+        changes.as_mut(),
+        &mut stderr,
+    );
     io.stderr.write_all(&stderr)?;
-    let (text, stamps, notices) = outcome?;
+    let (text, stamps, notices, used) = outcome?;
     write_output(io, args.output.as_deref(), &text)?;
     if let (Some(key), Some(stamps)) = (key, stamps) {
         // A cache notice is about this run (the fact cache it found damaged is rewritten
@@ -51,7 +73,17 @@ pub(super) fn generate(
         for notice in notices {
             replayed = replayed.replacen(&format!("notice: {notice}\n"), "", 1);
         }
-        if let Err(e) = key.save(io.system, started, stamps, &text, replayed.as_bytes()) {
+        let used = used
+            .as_ref()
+            .map(|c| crate::replay::encode_changes(&c.files, &c.submodules));
+        if let Err(e) = key.save(
+            io.system,
+            started,
+            stamps,
+            used.as_deref(),
+            &text,
+            replayed.as_bytes(),
+        ) {
             if !global.quiet {
                 writeln!(io.stderr, "notice: cannot write the run record: {e}")?;
             }
@@ -60,18 +92,26 @@ pub(super) fn generate(
     Ok(exit::OK)
 }
 
+/// The change set this run would use, as a run record holds it; `None` without
+/// `--changed-only`, and when git fails (the run then goes the normal way and reports
+/// it), which no record matches.
+fn current_changes(
+    changes: &mut Option<PendingChanges>,
+    key: &crate::replay::RunKey,
+) -> Option<Vec<u8>> {
+    let (files, submodules) = changes.as_mut()?.paths(Some(key.cache_dir())).ok()?;
+    Some(crate::replay::encode_changes(&files, &submodules))
+}
+
 /// The key under which this `generate` may be replayed ([`crate::replay`]): `None`
-/// with `--no-cache` or `--changed-only`, or when something it needs cannot be read
-/// (the run then goes the normal way and reports it).
+/// with `--no-cache`, or when something it needs cannot be read (the run then goes the
+/// normal way and reports it).
 fn replay_key(
     system: &dyn System,
     global: &GlobalArgs,
     args: &GenerateArgs,
     argv: &[String],
 ) -> Option<crate::replay::RunKey> {
-    if args.changes.changed_only {
-        return None;
-    }
     let root = project_dir(system, global).ok()?;
     let settings =
         crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref())?;
@@ -84,36 +124,39 @@ fn replay_key(
         config.as_deref(),
         &args.pipeline.eval.var_file,
         argv,
+        &consumed(global, args),
     )
 }
 
-/// `generate` up to the text to write: the text, and the stamps of the files read when
-/// the run may be recorded for replay. Everything for stderr goes to `err`.
-#[allow(clippy::type_complexity)]
-/// The pipeline text, the stamps of the files read when the run can be replayed, and the
-/// notices printed (which a replay leaves out).
+/// The parsed command line as the run acts on it, for the replay key: every flag and
+/// every value clap took from the environment (`TERRACI_CONFIG`, `TERRACI_DIR`...). A
+/// flag added later enters the key without anyone remembering to add it.
+fn consumed(global: &GlobalArgs, args: &GenerateArgs) -> String {
+    format!("{global:?}\n{args:?}")
+}
+
+/// The pipeline text, the stamps of the files read when the run can be replayed, the
+/// notices printed (which a replay leaves out) and the change set used.
 type Generated = (
     String,
     Option<Vec<(String, Option<crate::system::Stamp>)>>,
     Vec<String>,
+    Option<crate::files::ChangeInput>,
 );
 
+/// `generate` up to the text to write. Everything for stderr goes to `err`.
 fn generate_pipeline(
     global: &GlobalArgs,
     args: &GenerateArgs,
     system: &dyn System,
     argv: &[String],
     layout: Option<crate::discover::Layout>,
+    pending: Option<&mut PendingChanges>,
     err: &mut Vec<u8>,
 ) -> anyhow::Result<Generated> {
     let pipeline_args = &args.pipeline;
     let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval, layout)?;
     ws.require_modules()?;
-    if args.changes.changed_only {
-        // Change detection lists untracked files: it must not meet the cache writer's
-        // temp files in `.terraci/cache/`.
-        ws.wait_for_cache();
-    }
     let filters = ws.filters(&pipeline_args.select)?;
     ws.require_selected(&filters)?;
     let diagnostics = ws.all_diagnostics();
@@ -124,7 +167,15 @@ fn generate_pipeline(
         ws.print_diagnostics(&diagnostics, global.quiet, err)?;
         return Err(fail(exit::VALIDATION, cycles));
     }
-    let changes = change_input(system, &ws.root, &args.changes, &ws.config.config)?;
+    let cache_dir =
+        crate::cache::CacheSettings::new(&ws.root, global.no_cache, global.cache_dir.as_deref())
+            .map(|s| s.dir);
+    let changes = match pending {
+        Some(pending) => {
+            Some(pending.input(&args.changes, &ws.config.config, cache_dir.as_deref())?)
+        }
+        None => None,
+    };
     let provider = select_provider(system, pipeline_args.provider.as_deref(), &ws.config.config)?;
     let options = plan_options(pipeline_args, provider, &ws.config.config);
     if pipeline_args.parallel_plans && !options.plan_only && !global.quiet {
@@ -134,7 +185,7 @@ fn generate_pipeline(
              for the applies of the modules it reads, so plans keep the dependency order"
         )?;
     }
-    let selection = Selection::new(&ws.db, filters, options, changes);
+    let selection = Selection::new(&ws.db, filters, options, changes.clone());
     let header = header(argv);
     let generation = build_pipeline(
         &ws,
@@ -163,5 +214,5 @@ fn generate_pipeline(
     let stamps = replayable.then(|| std::mem::take(&mut ws.stamps));
     let notices = std::mem::take(&mut ws.notices);
     ws.dismiss();
-    Ok((pipeline.text.into_string(), stamps, notices))
+    Ok((pipeline.text.into_string(), stamps, notices, changes))
 }

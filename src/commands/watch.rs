@@ -9,14 +9,21 @@ use super::Io;
 /// `watch`: the first pipeline, then one regeneration per batch of file events until
 /// SIGINT or SIGTERM (exit 0).
 pub(super) fn watch(global: &GlobalArgs, args: &WatchArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
-    if args.changed_only {
-        return Err(fail(
-            exit::USAGE,
-            "watch regenerates the whole pipeline on every change; --changed-only is for `generate`",
-        ));
-    }
     let root = project_dir(io.system, global)?;
     let mut outside = Vec::new();
+    if args.changes.changed_only {
+        // A commit, a checkout or a fetch changes the change set without touching the
+        // project: the repository's HEAD, index and branch refs are watched too (inside
+        // the project they are seen anyway).
+        let git = crate::vcs::repository_root(io.system, &root).join(".git");
+        for dir in ["", "refs/heads", "refs/remotes/origin"] {
+            let dir = git.join(dir);
+            if io.system.is_dir(&dir) {
+                // The watcher watches the directory of each file named here.
+                outside.push(dir.join("HEAD"));
+            }
+        }
+    }
     if let Some(config) = &global.config {
         outside.push(io.system.absolute(config)?);
     }

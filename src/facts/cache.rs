@@ -635,7 +635,7 @@ pub(crate) type R<T> = Result<T, ()>;
 const MAX_DEPTH: u32 = 512;
 
 impl<F> Reader<'_, F> {
-    fn u8(&mut self) -> R<u8> {
+    pub(crate) fn u8(&mut self) -> R<u8> {
         let b = *self.b.get(self.i).ok_or(())?;
         self.i += 1;
         Ok(b)

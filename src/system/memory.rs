@@ -22,6 +22,8 @@ struct Inner {
     /// Paths read so far, in order (tests of what a run does not read).
     reads: Vec<Utf8PathBuf>,
     env: BTreeMap<String, String>,
+    /// Names of the environment variables read, in order.
+    env_reads: Vec<String>,
 }
 
 impl Inner {
@@ -64,6 +66,12 @@ impl MemorySystem {
     pub fn take_reads(&self) -> Vec<Utf8PathBuf> {
         let mut inner = self.inner.lock().expect("memory system lock poisoned");
         std::mem::take(&mut inner.reads)
+    }
+
+    /// The environment variables read since the last call, by name.
+    pub fn take_env_reads(&self) -> Vec<String> {
+        let mut inner = self.inner.lock().expect("memory system lock poisoned");
+        std::mem::take(&mut inner.env_reads)
     }
 
     pub fn set_env(&self, name: &str, value: &str) {
@@ -156,7 +164,8 @@ impl System for MemorySystem {
     }
 
     fn env_var(&self, name: &str) -> Option<String> {
-        let inner = self.inner.lock().expect("memory system lock poisoned");
+        let mut inner = self.inner.lock().expect("memory system lock poisoned");
+        inner.env_reads.push(name.to_owned());
         inner.env.get(name).cloned()
     }
 

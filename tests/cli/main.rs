@@ -5,6 +5,7 @@
 mod support;
 
 mod cache;
+mod changed_replay;
 mod changes;
 mod commands;
 mod drop_in;

@@ -131,3 +131,59 @@ fn watch_rewrites_the_pipeline_on_an_edit_and_exits_cleanly_on_ctrl_c() {
          platform/stage/eu-central-1/rds/main.tf changed -> 1 edge changed -> out.yml rewritten in N ms\n"
     );
 }
+
+#[test]
+fn watch_changed_only_keeps_the_merge_request_pipeline_current() {
+    let p = Project::fixture("example");
+    let git = |args: &[&str]| crate::changes::git_at(p.path(), args);
+    git(&["-c", "init.defaultBranch=main", "init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "initial"]);
+    git(&["checkout", "-q", "-b", "feature"]);
+    let mut child = p
+        .command(&[
+            "watch",
+            "--changed-only",
+            "--base-ref",
+            "main",
+            "-o",
+            "out.yml",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("terraci watch starts");
+    let stderr = capture_stderr(&mut child);
+    wait_for("the first pipeline", &stderr, || {
+        stderr.lock().unwrap().contains(" written in ")
+    });
+    assert!(
+        p.read("out.yml").contains("terraci-no-changes"),
+        "nothing changed yet: the no-op pipeline"
+    );
+    // A comment: the facts stay, the change set does not.
+    std::fs::write(p.path().join(RDS), format!("{}# a comment\n", p.read(RDS))).unwrap();
+    wait_for("the edit's pipeline", &stderr, || {
+        stderr.lock().unwrap().contains(" rewritten in ")
+    });
+    let pipeline = p.read("out.yml");
+    assert!(
+        pipeline.contains("plan-platform-stage-eu-central-1-rds:"),
+        "{pipeline}"
+    );
+    assert!(
+        !pipeline.contains("plan-platform-stage-eu-central-1-vpc:"),
+        "{pipeline}"
+    );
+
+    // Committed, then the base moves on to include it: only git changed.
+    git(&["commit", "-q", "-am", "rds"]);
+    git(&["branch", "-f", "main", "feature"]);
+    wait_for("the pipeline after the base moved", &stderr, || {
+        p.read("out.yml").contains("terraci-no-changes")
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = stderr.lock().unwrap().clone();
+    assert!(text.contains("the change set changed"), "{text}");
+}
