@@ -12,7 +12,7 @@ use camino::Utf8Path;
 use super::Io;
 use crate::cli::{EvalArgs, GlobalArgs, PolicyCheckArgs, PolicyCommand, PolicyFormat};
 use crate::config::{Config, Policy};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::exit::{self, Failure};
 use crate::policy::check::{self, Input, Status};
 use crate::policy::engine::Policies;
@@ -94,7 +94,7 @@ fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Err(e) => {
-            print(io, &Diagnostic::error("policy-source", e.to_string()))?;
+            print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
             Ok(EXIT_ERROR)
         }
     }
@@ -149,7 +149,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
     let files = match sources::policy_files(io.system, &root, &cache, &policy.sources) {
         Ok(files) => files,
         Err(e) => {
-            print(io, &Diagnostic::error("policy-source", e.to_string()))?;
+            print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
             return Ok(EXIT_ERROR);
         }
     };
@@ -164,7 +164,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         print(
             io,
             &Diagnostic::warning(
-                "policy-source",
+                Code::PolicySource,
                 "the policy sources have no .rego files: every module passes",
             ),
         )?;
@@ -185,7 +185,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
             print(
                 io,
                 &Diagnostic::warning(
-                    "policy-namespace",
+                    Code::PolicyNamespace,
                     format!("no policy file declares `package {ns}`: the namespace has no rules"),
                 ),
             )?;

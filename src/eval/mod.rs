@@ -44,6 +44,7 @@ use std::collections::BTreeMap;
 
 use camino::Utf8PathBuf;
 
+use crate::diagnostic::Code;
 use crate::syntax::{Expr, NodeId};
 
 /// Filesystem access for `file`, `fileexists`, `fileset`, `templatefile`. Paths are absolute.
@@ -85,7 +86,7 @@ pub struct EvalError {
     /// The node the error is about (the call, the operator, the index...).
     pub node: NodeId,
     /// Stable diagnostic code: `evaluation-error`, `unknown-function`, `evaluation-limit`.
-    pub code: &'static str,
+    pub code: crate::diagnostic::Code,
     pub message: String,
 }
 
@@ -98,7 +99,7 @@ pub fn evaluate(expr: &Expr, ctx: &EvalContext<'_>) -> Result<Value, EvalError> 
     if value.depth() > limits::MAX_VALUE_DEPTH {
         return Err(EvalError {
             node: expr.id,
-            code: "evaluation-limit",
+            code: Code::EvaluationLimit,
             message: format!(
                 "the value is nested more than {} levels deep",
                 limits::MAX_VALUE_DEPTH

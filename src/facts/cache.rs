@@ -425,7 +425,7 @@ fn write_facts(out: &mut Vec<u8>, f: &FileFacts) {
             Severity::Warning => 1,
             Severity::Info => 2,
         });
-        put_str(out, d.code);
+        put_str(out, d.code.as_str());
         put_opt(out, &d.module, |o, s| put_str(o, s));
         put_opt(out, &d.file, |o, s| put_str(o, s));
         put_opt(out, &d.line, |o, &n| put_u64(o, n.into()));
@@ -899,12 +899,8 @@ impl Reader<'_, File> {
                 _ => return Err(()),
             };
             let code = self.string()?;
-            // Codes are `&'static str`: an unknown one means another terraci wrote this.
-            let code = crate::diagnostic::CODES
-                .iter()
-                .map(|(c, _)| *c)
-                .find(|c| *c == code)
-                .ok_or(())?;
+            // An unknown code means another terraci wrote this.
+            let code = crate::diagnostic::Code::named(&code).ok_or(())?;
             let mut d = Diagnostic::new(severity, code, String::new());
             d.module = self.opt(|r| r.string())?;
             d.file = self.opt(|r| r.string())?;

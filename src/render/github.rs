@@ -19,6 +19,7 @@ use super::{
 };
 use crate::config::{Binary, Config, GitHub, GitHubJobConfig, GitHubStep, Image, OverwriteType};
 use crate::contrib::When;
+use crate::diagnostic::Code;
 use crate::escape::sh_word;
 use crate::ir::{ContributedJob, Job, JobKind, JobPlan};
 
@@ -120,7 +121,7 @@ pub fn render_github(
             });
         }
         warnings.push(RenderWarning::new(
-            "pipeline-limit",
+            Code::PipelineLimit,
             format!(
                 "the workflow is {} bytes, over GitHub's limit of {GITHUB_MAX_BYTES} bytes; \
                  GitHub will refuse to run it",
@@ -201,7 +202,7 @@ fn job_ids<'a>(
             .collect();
         if *id != *job.name {
             warnings.push(RenderWarning::new(
-                "job-renamed",
+                Code::JobRenamed,
                 format!(
                     "job `{}` is named `{id}` in the GitHub workflow: job ids may only hold \
                      letters, digits, `-` and `_`",

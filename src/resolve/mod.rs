@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 
 use crate::chunk::{chunk_modules, ModuleChunk};
 use crate::db::Db;
-use crate::diagnostic::{Anchor, Diagnostic};
+use crate::diagnostic::{Anchor, Code, Diagnostic};
 use crate::files::{Module, Project};
 
 pub use calls::{is_local_source, MAX_CALL_DEPTH};
@@ -131,7 +131,7 @@ pub fn resolved_dependencies(
         };
         match match_reference(&r.target, &info.id, depth, index) {
             Match::One(target, _) if target == info.id => out.diagnostics.push(warning(
-                "self-reference",
+                Code::SelfReference,
                 format!(
                     "`data.terraform_remote_state.{}` reads this module's own state; no edge",
                     r.name
@@ -156,7 +156,7 @@ pub fn resolved_dependencies(
                 out.diagnostics.push(d);
             }
             Match::Ambiguous(rule, candidates) => out.diagnostics.push(warning(
-                "ambiguous-remote-state",
+                Code::AmbiguousRemoteState,
                 format!(
                     "`data.terraform_remote_state.{}` matches {} modules by {}: {}; no edge ({})",
                     r.name,
@@ -195,7 +195,7 @@ pub fn resolved_dependencies(
                     // the reason.
                     Some(d) => d.clone(),
                     None if r.target.path.is_some() => warning(
-                        "unmatched-remote-state",
+                        Code::UnmatchedRemoteState,
                         format!(
                             "no module for state path \"{looked_for}\"{near_miss}{}",
                             one_segment_off(&looked_for, index)
@@ -206,7 +206,7 @@ pub fn resolved_dependencies(
                         ),
                     ),
                     None => warning(
-                        "unmatched-remote-state",
+                        Code::UnmatchedRemoteState,
                         format!("no module with the state identity `{looked_for}`{near_miss}"),
                     ),
                 };
@@ -255,7 +255,7 @@ pub fn resolved_dependencies(
             out.diagnostics.push(
                 Diagnostic::new(
                     crate::diagnostic::Severity::Info,
-                    "ignored-dependency",
+                    Code::IgnoredDependency,
                     format!(
                         "the edge {} -> {to} is ignored (`dependencies.ignore`{})",
                         info.id,
@@ -284,7 +284,10 @@ pub fn resolved_dependencies(
 /// one other module (`infra_google_monitoring`, `.../infra-google-monitoring`): the
 /// message says so, as the likely target.
 fn with_hint(mut d: Diagnostic, from: &str, index: &IdentityIndex) -> Diagnostic {
-    if !matches!(d.code, "unresolved-remote-state" | "unmatched-remote-state") {
+    if !matches!(
+        d.code,
+        Code::UnresolvedRemoteState | Code::UnmatchedRemoteState
+    ) {
         return d;
     }
     // The block the diagnostic points into: `data "terraform_remote_state" NAME`.
@@ -374,7 +377,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// leaves them); the result keeps that order.
 pub fn group_root_causes(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let cause = |d: &Diagnostic| {
-        (d.code == "unresolved-remote-state")
+        (d.code == Code::UnresolvedRemoteState)
             .then(|| scope::variable_without_value(&d.message))
             .flatten()
             .map(str::to_owned)

@@ -18,6 +18,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
+use crate::diagnostic::Code;
 use crate::syntax::{Expr, ExprKind, NodeId};
 
 use super::convert::{to_bool, to_number, to_string_primitive};
@@ -339,7 +340,7 @@ impl Args {
 /// Whether `try` may swallow this error: only ordinary dynamic errors, not limits, unknown
 /// functions or references to undeclared names (which Terraform rejects before evaluating).
 fn catchable(e: &crate::eval::EvalError) -> bool {
-    e.code == "evaluation-error" && !e.message.ends_with("is not declared")
+    e.code == Code::EvaluationError && !e.message.ends_with("is not declared")
 }
 
 pub(crate) fn call(
@@ -369,7 +370,7 @@ pub(crate) fn call(
         };
         return Err(crate::eval::EvalError {
             node,
-            code: "unknown-function",
+            code: Code::UnknownFunction,
             message,
         });
     };
