@@ -19,9 +19,9 @@ use crate::policy::engine::Policies;
 use crate::policy::{self as policy_mod, sources};
 
 /// Exit code of `policy check` when a module fails.
-pub const EXIT_FAILED: u8 = 1;
+pub(super) const EXIT_FAILED: u8 = 1;
 /// Exit code of `policy` when the section, a source or a policy cannot be used.
-pub const EXIT_ERROR: u8 = 2;
+pub(super) const EXIT_ERROR: u8 = 2;
 
 fn failure(message: impl Into<String>) -> anyhow::Error {
     Failure {
@@ -31,7 +31,7 @@ fn failure(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
-pub fn run(global: &GlobalArgs, cmd: &PolicyCommand, io: &mut Io<'_>) -> anyhow::Result<u8> {
+pub(super) fn run(global: &GlobalArgs, cmd: &PolicyCommand, io: &mut Io<'_>) -> anyhow::Result<u8> {
     match cmd {
         PolicyCommand::Pull => pull(global, io),
         PolicyCommand::Check(args) => check_cmd(global, args, io),

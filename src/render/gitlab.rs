@@ -715,7 +715,7 @@ fn contributed_job_text(
 /// none): never in merge-request pipelines, on the default branch only. Plans run in
 /// every pipeline; their needs on applies are `optional`, so a pipeline without the
 /// applies still plans every module in order.
-pub fn default_apply_rules() -> Vec<GitLabRule> {
+pub(super) fn default_apply_rules() -> Vec<GitLabRule> {
     vec![
         GitLabRule {
             if_: Some("$CI_PIPELINE_SOURCE == \"merge_request_event\"".into()),

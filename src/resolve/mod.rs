@@ -36,11 +36,10 @@ use crate::db::Db;
 use crate::diagnostic::{Anchor, Code, Diagnostic};
 use crate::files::{Module, Project};
 
+pub use crate::owners::{IdentityIndex, StateIdentity};
 pub use calls::{is_local_source, MAX_CALL_DEPTH};
 pub use declared::config_rule_diagnostics;
-pub use identity::{
-    identity_fields, identity_index, state_identity, sync_owners, IdentityIndex, StateIdentity,
-};
+pub use identity::{identity_fields, identity_index, state_identity, sync_owners};
 use matching::{match_reference, Match};
 pub use matching::{normalise_state_path, Rule};
 pub use references::{module_references, ModuleReferences, StateReference, StateTarget};
@@ -293,7 +292,7 @@ fn with_hint(mut d: Diagnostic, from: &str, index: &IdentityIndex) -> Diagnostic
     // The block the diagnostic points into: `data "terraform_remote_state" NAME`.
     let name = match d.anchor.as_ref().map(|a| a.item.block.as_slice()) {
         Some([data, kind, name]) if data == "data" && kind == "terraform_remote_state" => {
-            identity::hint_name(name)
+            crate::owners::hint_name(name)
         }
         _ => return d,
     };

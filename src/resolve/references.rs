@@ -11,7 +11,6 @@ use indexmap::IndexMap;
 
 use super::identity::{
     canonical_backend, flatten_config, identity_fields, identity_of, path_field, with_defaults,
-    StateIdentity,
 };
 use super::scope::{
     local_references, locals_used_by, module_dir, module_scope, ModuleScope, TrackedFilesystem,
@@ -21,6 +20,7 @@ use crate::diagnostic::{Anchor, Code, Diagnostic};
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, Value};
 use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact};
 use crate::files::{Module, Project};
+use crate::owners::StateIdentity;
 use crate::syntax::{Expr, ExprKind, TemplatePart};
 
 /// What a reference reads: the state location, evaluated as far as it can be.
