@@ -116,7 +116,7 @@ pub fn load_workspace_overlapped(
     if let Some(settings) = &cache {
         settings
             .check(system, &root)
-            .map_err(|why| fail(exit::ERROR, why))?;
+            .map_err(|why| fail(why.exit_code(), why.to_string()))?;
     }
     let mut notices = Vec::new();
     if let Some(settings) = &cache {
