@@ -69,7 +69,7 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// `http://` to this machine (a test server, a local mirror).
-pub fn is_local_http(url: &str) -> bool {
+pub(super) fn is_local_http(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://") else {
         return false;
     };
@@ -124,7 +124,7 @@ fn percent_decode(text: &str) -> String {
 /// the one whose scheme, host and port are `url`'s is taken. Never for a URL in clear
 /// text to another machine. A repository under review names the URL, so a credential
 /// reaches only the host its owner wrote next to it.
-pub fn bound_credentials(
+pub(super) fn bound_credentials(
     system: &dyn crate::system::System,
     var: &str,
     url: &str,

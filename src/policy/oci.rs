@@ -108,7 +108,7 @@ struct Descriptor {
 }
 
 /// The environment variable whose lines bind registry credentials to a registry.
-pub const CREDENTIALS_VAR: &str = "TERRACI_POLICY_OCI_CREDENTIALS";
+pub(super) const CREDENTIALS_VAR: &str = "TERRACI_POLICY_OCI_CREDENTIALS";
 
 /// A GET with the registry's challenge answered once: a `Bearer` challenge with a token
 /// from its realm (asked for with the registry's credentials, or anonymously), a `Basic`
