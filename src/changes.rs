@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::db::Db;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::facts::{literal_string, module_facts};
 use crate::files::{FileKind, Project, Role, Selection};
 use crate::graph::dependency_graph;
@@ -117,7 +117,7 @@ pub fn unused_libraries(db: &dyn Db, project: Project) -> Vec<Diagnostic> {
         .map(|(id, _)| id)
         .map(|id| {
             Diagnostic::warning(
-                "unused-library",
+                Code::UnusedLibrary,
                 "library module is used by no module (no local `source` reaches it)",
             )
             .with_module(id)
@@ -300,7 +300,7 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
         .into_iter()
         .map(|id| {
             Diagnostic::warning(
-                "deleted-module",
+                Code::DeletedModule,
                 "module deleted by this change; its resources are not destroyed by this pipeline",
             )
             .with_module(id)

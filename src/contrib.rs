@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Config;
+use crate::diagnostic::Code;
 use crate::selection::Runner;
 
 /// The summary job: TerraCi's name on GitLab and GitHub.
@@ -95,12 +96,12 @@ pub fn report_path(service_dir: &str, producer: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ContributionError {
-    pub code: &'static str,
+    pub code: crate::diagnostic::Code,
     pub message: String,
 }
 
 impl ContributionError {
-    fn new(code: &'static str, message: String) -> Self {
+    fn new(code: Code, message: String) -> Self {
         ContributionError { code, message }
     }
 
@@ -134,7 +135,7 @@ impl ContributionSet {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             {
                 return Err(ContributionError::new(
-                    "contribution-invalid",
+                    Code::ContributionInvalid,
                     format!(
                         "contributed job name `{}` is not valid: use letters, digits, `-` and `_`",
                         crate::escape::printable(&job.name)
@@ -143,20 +144,20 @@ impl ContributionSet {
             }
             if job.commands.is_empty() || job.commands.iter().any(|c| c.is_empty()) {
                 return Err(ContributionError::new(
-                    "contribution-invalid",
+                    Code::ContributionInvalid,
                     format!("contributed job `{}` has an empty command", job.name),
                 ));
             }
             if !names.insert(job.name.as_str()) {
                 return Err(ContributionError::new(
-                    "contribution-clash",
+                    Code::ContributionClash,
                     format!("two contributed jobs are named `{}`", job.name),
                 ));
             }
             if let Some(producer) = &job.produces {
                 if let Some(first) = producer_clash(&producers, producer) {
                     return Err(ContributionError::new(
-                        "contribution-clash",
+                        Code::ContributionClash,
                         format!(
                             "contributed jobs `{first}` and `{}` both produce the `{producer}` report",
                             job.name
@@ -179,7 +180,7 @@ impl ContributionSet {
                         }
                         None => {
                             return Err(ContributionError::new(
-                                "contribution-unknown-input",
+                                Code::ContributionUnknownInput,
                                 format!(
                                     "contributed job `{}` consumes the `{producer}` report, which no job produces{}",
                                     job.name,
@@ -211,7 +212,7 @@ impl ContributionSet {
                     let mut circle: Vec<&str> = path[start..].to_vec();
                     circle.push(name);
                     return Err(ContributionError::new(
-                        "contribution-cycle",
+                        Code::ContributionCycle,
                         format!(
                             "contributed jobs read each other's reports in a circle: {}",
                             circle.join(" -> ")
@@ -398,7 +399,7 @@ mod tests {
         }
     }
 
-    fn error(jobs: Vec<Contribution>) -> (&'static str, String) {
+    fn error(jobs: Vec<Contribution>) -> (Code, String) {
         let e = ContributionSet::new(jobs).unwrap_err();
         (e.code, e.message)
     }
@@ -421,18 +422,18 @@ mod tests {
         assert_eq!(
             error(vec![job("a", &[Input::Report("cost".into())], None)]),
             (
-                "contribution-unknown-input",
+                Code::ContributionUnknownInput,
                 "contributed job `a` consumes the `cost` report, which no job produces".into()
             )
         );
         assert_eq!(
             error(vec![job("a", &[], None), job("a", &[], None)]).0,
-            "contribution-clash"
+            Code::ContributionClash
         );
         assert_eq!(
             error(vec![job("a", &[], Some("r")), job("b", &[], Some("r"))]),
             (
-                "contribution-clash",
+                Code::ContributionClash,
                 "contributed jobs `a` and `b` both produce the `r` report".into()
             )
         );
@@ -442,14 +443,17 @@ mod tests {
                 job("b", &[Input::Report("ra".into())], Some("rb")),
             ]),
             (
-                "contribution-cycle",
+                Code::ContributionCycle,
                 "contributed jobs read each other's reports in a circle: a -> b -> a".into()
             )
         );
-        assert_eq!(error(vec![job("a b", &[], None)]).0, "contribution-invalid");
+        assert_eq!(
+            error(vec![job("a b", &[], None)]).0,
+            Code::ContributionInvalid
+        );
         let mut empty = job("a", &[], None);
         empty.commands.clear();
-        assert_eq!(error(vec![empty]).0, "contribution-invalid");
+        assert_eq!(error(vec![empty]).0, Code::ContributionInvalid);
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub struct Anchor {
 pub struct Diagnostic {
     pub severity: Severity,
     /// Stable kebab-case code, listed by `terraci explain-codes`.
-    pub code: &'static str,
+    pub code: Code,
     pub module: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
@@ -61,7 +61,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(severity: Severity, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(severity: Severity, code: Code, message: impl Into<String>) -> Self {
         Diagnostic {
             severity,
             code,
@@ -74,11 +74,11 @@ impl Diagnostic {
         }
     }
 
-    pub fn error(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn error(code: Code, message: impl Into<String>) -> Self {
         Self::new(Severity::Error, code, message)
     }
 
-    pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn warning(code: Code, message: impl Into<String>) -> Self {
         Self::new(Severity::Warning, code, message)
     }
 
@@ -110,7 +110,7 @@ impl Diagnostic {
             self.file.as_deref(),
             self.line.unwrap_or(0),
             self.column.unwrap_or(0),
-            self.code,
+            self.code.as_str(),
             &self.message,
         )
     }
@@ -205,49 +205,112 @@ pub fn first_few<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     text
 }
 
-/// Every diagnostic code terraci emits, with a one-line explanation.
-pub const CODES: &[(&str, &str)] = &[
-    ("syntax-error", "a Terraform file could not be parsed; the module keeps what parsed"),
-    ("unreadable-path", "a directory or file could not be read; the walk continues"),
-    ("binary-file", "a file is not text (invalid UTF-8 or NUL bytes: encrypted or binary): a tfvars file is a warning and its values are not used; a Terraform file is an error"),
-    ("unresolved-remote-state", "a remote state location depends on a value that is not known statically; no edge"),
-    ("unmatched-remote-state", "no module has the referenced state; no edge"),
-    ("ambiguous-remote-state", "two or more modules match the referenced state; no edge"),
-    ("self-reference", "a module reads its own state; no edge"),
-    ("local-cycle", "locals refer to each other in a cycle"),
-    ("evaluation-error", "an expression is invalid (wrong type, missing attribute, bad argument)"),
-    ("evaluation-limit", "evaluation hit a size, depth or time bound"),
-    ("unknown-function", "a function that Terraform does not have, or one terraci does not evaluate (the message says why)"),
-    ("dependency-cycle", "modules depend on each other in a cycle; generate refuses to write a pipeline"),
-    ("config-warning", "a configuration section is accepted but has no effect"),
-    ("deleted-module", "a module directory was deleted by the change; its resources are not destroyed by this pipeline"),
-    ("unused-library", "a listed library module is used by no module"),
-    ("needs-limit", "a job has more needs than the CI allows; it relies on its stage instead"),
-    ("local-state", "modules of the pipeline keep their state inside the checkout, which each CI job gets afresh"),
-    ("job-renamed", "a job's name is not a valid GitHub job id; it is written with `_` in place of other characters"),
-    ("pipeline-limit", "the generated workflow is over the CI's size limit"),
-    ("remote-module-source", "info (-v): a module call's source is outside the repository (registry, git...); its remote_state blocks are not read"),
-    ("missing-module-source", "a local module call's source is not a directory with Terraform files in the project; its remote_state blocks are not read"),
-    ("module-call-cycle", "local module calls lead back to a module already on the call chain; not followed"),
-    ("config-variables", "a `variables:` entry names no module, or could not be applied to one (a file missing, unreadable or invalid)"),
-    ("config-backend", "a `backend_config:` entry names no module, or could not be applied to one (a bad placeholder or file)"),
-    ("unused-dependency-rule", "a `dependencies.add`/`ignore` rule names no module or no found edge"),
-    ("ignored-dependency", "info (-v): a found edge is dropped by `dependencies.ignore`"),
-    ("unknown-module-count", "info (-v): a module call's count is unknown; its remote_state blocks are read as for one instance"),
-    ("unsafe-path", "a symlink that leaves the project (or repository), a device, FIFO or socket: never opened"),
-    ("unsafe-name", "a module path that cannot be written safely: not UTF-8, or `${{` in a GitHub workflow; the module gets no jobs"),
-    ("file-too-large", "a file over the size bound (`--max-file-size`, default 16 MiB) is not read"),
-    ("contribution-invalid", "a job an extension contributes is malformed (a name other than letters, digits, `-`, `_`; an empty command; a gate of the applies that does not read the plans); nothing is generated or run"),
-    ("contribution-clash", "a contributed job has the name of another job (a module's plan or apply job, another contributed job) or produces a report another job produces; nothing is generated or run"),
-    ("contribution-unknown-input", "a contributed job consumes a report no job produces; nothing is generated or run"),
-    ("contribution-cycle", "contributed jobs would wait for each other: they read each other's reports in a circle, or a gate of the applies reads plans that wait for applies; nothing is generated or run"),
-    ("unknown-overwrite-type", "an `overwrites[].type` names no job of the pipeline (not plan, apply, a contributed job or a job a TerraCi plugin contributes); the entry has no effect"),
-    ("summary-report", "summary: a `<service_dir>/*-report.json` cannot be read or is not a report; it is left out of the comment"),
-    ("summary-label", "summary: a label template gives no label for a module or resource (a placeholder without a value, an empty label, a comma or control character); that label is skipped"),
-    ("policy-source", "a policy source is missing, unreachable or not pulled (`policy pull`), or has no .rego files; the message names the source"),
-    ("policy-syntax", "a .rego file does not parse or compile (file:line); nothing is checked"),
-    ("policy-runtime", "a policy rule fails while evaluating a module's plan (a conflict between values, file:line); the module fails"),
-    ("policy-limit", "a policy rule did not finish within `policy check --timeout` (a loop or too much work); the module fails"),
-    ("policy-input", "a module's plan.json is not valid JSON; the module fails"),
-    ("policy-namespace", "a configured namespace is a package no policy file declares: it has no rules"),
-];
+/// Every diagnostic code terraci emits, with a one-line explanation: printed as
+/// `severity[code]`, written in JSON as the kebab-case name, listed by
+/// `terraci explain-codes` (in this order) and in the README's code table. A new code is
+/// one line here.
+macro_rules! codes {
+    ($($variant:ident = $name:literal: $explanation:literal,)*) => {
+        /// A stable diagnostic code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code {
+            $($variant,)*
+        }
+
+        impl Code {
+            /// Every code, in the order `explain-codes` lists them.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The kebab-case name users see and grep for.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $name,)*
+                }
+            }
+
+            /// What the code means, in one line.
+            pub fn explanation(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $explanation,)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    SyntaxError = "syntax-error": "a Terraform file could not be parsed; the module keeps what parsed",
+    UnreadablePath = "unreadable-path": "a directory or file could not be read; the walk continues",
+    BinaryFile = "binary-file": "a file is not text (invalid UTF-8 or NUL bytes: encrypted or binary): a tfvars file is a warning and its values are not used; a Terraform file is an error",
+    UnresolvedRemoteState = "unresolved-remote-state": "a remote state location depends on a value that is not known statically; no edge",
+    UnmatchedRemoteState = "unmatched-remote-state": "no module has the referenced state; no edge",
+    AmbiguousRemoteState = "ambiguous-remote-state": "two or more modules match the referenced state; no edge",
+    SelfReference = "self-reference": "a module reads its own state; no edge",
+    LocalCycle = "local-cycle": "locals refer to each other in a cycle",
+    EvaluationError = "evaluation-error": "an expression is invalid (wrong type, missing attribute, bad argument)",
+    EvaluationLimit = "evaluation-limit": "evaluation hit a size, depth or time bound",
+    UnknownFunction = "unknown-function": "a function that Terraform does not have, or one terraci does not evaluate (the message says why)",
+    DependencyCycle = "dependency-cycle": "modules depend on each other in a cycle; generate refuses to write a pipeline",
+    ConfigWarning = "config-warning": "a configuration section is accepted but has no effect",
+    DeletedModule = "deleted-module": "a module directory was deleted by the change; its resources are not destroyed by this pipeline",
+    UnusedLibrary = "unused-library": "a listed library module is used by no module",
+    NeedsLimit = "needs-limit": "a job has more needs than the CI allows; it relies on its stage instead",
+    LocalState = "local-state": "modules of the pipeline keep their state inside the checkout, which each CI job gets afresh",
+    JobRenamed = "job-renamed": "a job's name is not a valid GitHub job id; it is written with `_` in place of other characters",
+    PipelineLimit = "pipeline-limit": "the generated workflow is over the CI's size limit",
+    RemoteModuleSource = "remote-module-source": "info (-v): a module call's source is outside the repository (registry, git...); its remote_state blocks are not read",
+    MissingModuleSource = "missing-module-source": "a local module call's source is not a directory with Terraform files in the project; its remote_state blocks are not read",
+    ModuleCallCycle = "module-call-cycle": "local module calls lead back to a module already on the call chain; not followed",
+    ConfigVariables = "config-variables": "a `variables:` entry names no module, or could not be applied to one (a file missing, unreadable or invalid)",
+    ConfigBackend = "config-backend": "a `backend_config:` entry names no module, or could not be applied to one (a bad placeholder or file)",
+    UnusedDependencyRule = "unused-dependency-rule": "a `dependencies.add`/`ignore` rule names no module or no found edge",
+    IgnoredDependency = "ignored-dependency": "info (-v): a found edge is dropped by `dependencies.ignore`",
+    UnknownModuleCount = "unknown-module-count": "info (-v): a module call's count is unknown; its remote_state blocks are read as for one instance",
+    UnsafePath = "unsafe-path": "a symlink that leaves the project (or repository), a device, FIFO or socket: never opened",
+    UnsafeName = "unsafe-name": "a module path that cannot be written safely: not UTF-8, or `${{` in a GitHub workflow; the module gets no jobs",
+    FileTooLarge = "file-too-large": "a file over the size bound (`--max-file-size`, default 16 MiB) is not read",
+    ContributionInvalid = "contribution-invalid": "a job an extension contributes is malformed (a name other than letters, digits, `-`, `_`; an empty command; a gate of the applies that does not read the plans); nothing is generated or run",
+    ContributionClash = "contribution-clash": "a contributed job has the name of another job (a module's plan or apply job, another contributed job) or produces a report another job produces; nothing is generated or run",
+    ContributionUnknownInput = "contribution-unknown-input": "a contributed job consumes a report no job produces; nothing is generated or run",
+    ContributionCycle = "contribution-cycle": "contributed jobs would wait for each other: they read each other's reports in a circle, or a gate of the applies reads plans that wait for applies; nothing is generated or run",
+    UnknownOverwriteType = "unknown-overwrite-type": "an `overwrites[].type` names no job of the pipeline (not plan, apply, a contributed job or a job a TerraCi plugin contributes); the entry has no effect",
+    SummaryReport = "summary-report": "summary: a `<service_dir>/*-report.json` cannot be read or is not a report; it is left out of the comment",
+    SummaryLabel = "summary-label": "summary: a label template gives no label for a module or resource (a placeholder without a value, an empty label, a comma or control character); that label is skipped",
+    PolicySource = "policy-source": "a policy source is missing, unreachable or not pulled (`policy pull`), or has no .rego files; the message names the source",
+    PolicySyntax = "policy-syntax": "a .rego file does not parse or compile (file:line); nothing is checked",
+    PolicyRuntime = "policy-runtime": "a policy rule fails while evaluating a module's plan (a conflict between values, file:line); the module fails",
+    PolicyLimit = "policy-limit": "a policy rule did not finish within `policy check --timeout` (a loop or too much work); the module fails",
+    PolicyInput = "policy-input": "a module's plan.json is not valid JSON; the module fails",
+    PolicyNamespace = "policy-namespace": "a configured namespace is a package no policy file declares: it has no rules",
+}
+
+impl Code {
+    /// The code named `name`, if terraci has one by that name.
+    pub fn named(name: &str) -> Option<Code> {
+        Code::ALL.iter().copied().find(|c| c.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for Code {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}

@@ -16,7 +16,7 @@ use indexmap::IndexMap;
 use rayon::prelude::*;
 
 use crate::config::Pattern;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Code, Diagnostic, Severity};
 use crate::files::{FileContents, FileKind, ModuleInfo, Role};
 use crate::system::{DirEntry, EntryKind, ReadError, ReadPolicy, Stamp, System};
 
@@ -109,15 +109,15 @@ pub fn discover_in(
 pub fn read_diagnostic(err: &ReadError) -> Diagnostic {
     match err {
         ReadError::Unsafe(why) => Diagnostic::error(
-            "unsafe-path",
+            Code::UnsafePath,
             format!("not read: {why}; terraci reads only regular files inside the project"),
         ),
         ReadError::TooLarge { limit } => Diagnostic::error(
-            "file-too-large",
+            Code::FileTooLarge,
             format!("not read: the file is larger than {limit} bytes (`--max-file-size`)"),
         ),
         ReadError::Io(err) => {
-            Diagnostic::error("unreadable-path", format!("cannot read file: {err}"))
+            Diagnostic::error(Code::UnreadablePath, format!("cannot read file: {err}"))
         }
     }
 }
@@ -194,7 +194,7 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
                 Err(err) => {
                     out.diagnostics.push(Diagnostic::new(
                         Severity::Error,
-                        "unreadable-path",
+                        Code::UnreadablePath,
                         format!("cannot read directory `{}`: {err}", display_rel(&rel)),
                     ));
                     continue;
@@ -219,7 +219,7 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
                 match entry.kind {
                     EntryKind::NotUtf8 => {
                         out.diagnostics.push(Diagnostic::error(
-                            "unsafe-name",
+                            Code::UnsafeName,
                             format!(
                                 "`{}` is skipped: its name is not UTF-8, which module ids \
                                  and pipelines cannot hold",
@@ -231,7 +231,7 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
                     EntryKind::Special { what } if FileKind::of(&entry.name).is_some() => {
                         out.diagnostics.push(
                             Diagnostic::error(
-                                "unsafe-path",
+                                Code::UnsafePath,
                                 format!(
                                     "not read: {what}, not a regular file; terraci reads \
                                      only regular files inside the project"

@@ -3,7 +3,7 @@
 //! Input: the flags, or the answers to three questions on a terminal. Output: a commented
 //! config file, written through `System`, that loads and generates without edits.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, Write};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -72,10 +72,13 @@ pub fn init(
     let (defaults, why) = default_choices(system, dir, args);
     let proposed = defaults.pattern.clone();
     let any_flag = args.provider.is_some() || args.binary.is_some() || args.pattern.is_some();
-    let choices = if !args.ci && !any_flag && std::io::stdin().is_terminal() {
-        ask(&mut std::io::stdin().lock(), stdout, defaults)?
-    } else {
-        defaults
+    let terminal = match !args.ci && !any_flag {
+        true => system.interactive_stdin(),
+        false => None,
+    };
+    let choices = match terminal {
+        Some(mut input) => ask(&mut input, stdout, defaults)?,
+        None => defaults,
     };
     Pattern::parse(&choices.pattern).map_err(|reason| InitError::Pattern {
         pattern: choices.pattern.clone(),

@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::config::Binary;
+use crate::diagnostic::Code;
 pub use crate::selection::{holds_expression, holds_variable, PlanOptions, Runner};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -423,7 +424,7 @@ pub fn contribute(
         set.jobs().iter().map(|c| c.name.as_str()).collect();
     if let Some(job) = plan.jobs.iter().find(|j| names.contains(&*j.name)) {
         return Err(ContributionError {
-            code: "contribution-clash",
+            code: Code::ContributionClash,
             message: format!(
                 "the contributed job `{}` has the name of the {} job of module `{}`; rename the directory",
                 job.name,
@@ -448,7 +449,7 @@ pub fn contribute(
             .find(|c| c.gates_applies && !c.consumes_plans());
         if let Some(gate) = blind {
             return Err(ContributionError {
-                code: "contribution-invalid",
+                code: Code::ContributionInvalid,
                 message: format!(
                     "the contributed job `{}` gates the applies but does not consume the plan results",
                     gate.name
@@ -464,7 +465,7 @@ pub fn contribute(
                 .find(|j| j.kind == JobKind::Plan && !j.needs.is_empty()),
         ) {
             return Err(ContributionError {
-                code: "contribution-cycle",
+                code: Code::ContributionCycle,
                 message: format!(
                     "the contributed job `{}` gates every apply and reads every plan, but `{}` waits for `{}` (module `{}` reads its state): the jobs would wait for each other; use it with --plan-only",
                     gate.name, waiting.name, waiting.needs[0].job, waiting.module
@@ -716,7 +717,10 @@ mod tests {
             PlanOptions::default(),
         );
         let err = with(p, vec![gate("policy-check")]).unwrap_err();
-        assert_eq!(err.diagnostic().map(|d| d.code), Some("contribution-cycle"));
+        assert_eq!(
+            err.diagnostic().map(|d| d.code),
+            Some(Code::ContributionCycle)
+        );
         assert_eq!(
             err.to_string(),
             "the contributed job `policy-check` gates every apply and reads every plan, but `plan-b` waits for `apply-a` (module `b` reads its state): the jobs would wait for each other; use it with --plan-only"
@@ -735,7 +739,10 @@ mod tests {
         let mut clash = crate::contrib::summary_contribution();
         clash.name = "plan-x".into();
         let err = with(p, vec![clash]).unwrap_err();
-        assert_eq!(err.diagnostic().map(|d| d.code), Some("contribution-clash"));
+        assert_eq!(
+            err.diagnostic().map(|d| d.code),
+            Some(Code::ContributionClash)
+        );
         assert_eq!(
             err.to_string(),
             "the contributed job `plan-x` has the name of the plan job of module `x`; rename the directory"

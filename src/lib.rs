@@ -2,7 +2,7 @@
 //!
 //! Reading the modules top to bottom reads the pipeline, and no module imports one listed
 //! after it (`import_order` below fails the build's tests on a backward `crate::` path):
-//! the shared ground (escaping, `System`, the command line, config, selection, the syntax tree, the salsa
+//! the shared ground (escaping, `System`, exit codes, the command line, config, selection, the syntax tree, the salsa
 //! inputs, diagnostics and the database), then the stages discover -> parse -> facts ->
 //! eval -> resolve -> graph -> changes -> ir -> render; then the driver: `workspace`
 //! loads a project, `pipeline` builds one from it, and `commands` holds one file per
@@ -10,6 +10,7 @@
 
 pub mod escape;
 pub mod system;
+pub mod exit;
 pub mod cli;
 pub mod config;
 pub mod filter;
@@ -37,7 +38,6 @@ pub mod render;
 pub mod http;
 pub mod summary;
 pub mod exec;
-pub mod exit;
 pub mod vcs;
 pub mod parallel;
 pub mod init;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use camino::Utf8Path;
 
 use crate::cli::{ChangeArgs, OutputFormat, PipelineArgs};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::exit::{self, fail};
 use crate::files::{ChangeInput, Selection};
 use crate::ir::{job_plan, PlanOptions};
@@ -166,7 +166,7 @@ fn local_state_warning(ws: &Workspace, plan: &crate::ir::JobPlan) -> Option<Diag
     let first = inside.first()?;
     Some(
         Diagnostic::warning(
-            "local-state",
+            Code::LocalState,
             format!(
                 "{} inside the checkout (no backend block, or a `local` backend with a relative path): {}; each CI job starts from a fresh checkout, so the state an apply writes is lost; give {} a remote backend (or an absolute local `path` on storage the jobs share)",
                 if inside.len() == 1 {

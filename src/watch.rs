@@ -799,7 +799,7 @@ fn error_keys(diagnostics: &[Diagnostic]) -> BTreeSet<ErrorKey> {
     diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
-        .map(|d| (d.code, d.file.clone(), d.message.clone()))
+        .map(|d| (d.code.as_str(), d.file.clone(), d.message.clone()))
         .collect()
 }
 

@@ -17,7 +17,7 @@ use salsa::Setter as _;
 use crate::cli::{EvalArgs, GlobalArgs, SelectArgs};
 use crate::config::{find_config_file, load_config, LoadedConfig};
 use crate::db::Database;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Code, Diagnostic, Severity};
 use crate::discover::{discover_in, walk, DiscoveredModule};
 use crate::exit::{self, fail};
 use crate::files::{EvalSettings, File, Module, ModuleInfo, Project, Role};
@@ -120,7 +120,7 @@ pub fn load_workspace_overlapped(
     if let Some(settings) = &cache {
         settings
             .check(system, &root)
-            .map_err(|why| fail(exit::ERROR, why))?;
+            .map_err(|why| fail(why.exit_code(), why.to_string()))?;
     }
     let mut notices = Vec::new();
     if let Some(settings) = &cache {
@@ -204,7 +204,7 @@ pub fn config_diagnostics(config: &LoadedConfig) -> Vec<Diagnostic> {
     config
         .warnings
         .iter()
-        .map(|w| Diagnostic::warning("config-warning", w.clone()))
+        .map(|w| Diagnostic::warning(Code::ConfigWarning, w.clone()))
         .collect()
 }
 
@@ -524,7 +524,7 @@ impl Workspace {
                      documented escape"
                 };
                 Diagnostic::error(
-                    "unsafe-name",
+                    Code::UnsafeName,
                     format!("the module gets no jobs: {why}; rename the directory"),
                 )
                 .with_module(i.id.clone())

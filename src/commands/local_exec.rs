@@ -83,7 +83,7 @@ pub(super) fn local_exec(
         terraci: io.system.current_exe(),
         commit: crate::vcs::checked_out_commit(&ws.root).unwrap_or_default(),
     };
-    let summary = crate::exec::run(&plan, &options, io.stdout)
+    let summary = crate::exec::run(&plan, &options, io.system, io.stdout)
         .map_err(|e| fail(exit::ERROR, e.to_string()))?;
     Ok(if summary.interrupted {
         130

@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use camino::Utf8Path;
 
 use crate::cli::{Cli, Command, GlobalArgs};
-use crate::diagnostic::CODES;
+use crate::diagnostic::Code;
 use crate::exit::{self, fail, Failure};
 use crate::system::System;
 use crate::workspace::project_dir;
@@ -65,8 +65,8 @@ fn dispatch(mut cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::ExplainCodes => {
-            for (code, text) in CODES {
-                writeln!(io.stdout, "{code:<26} {text}")?;
+            for code in Code::ALL {
+                writeln!(io.stdout, "{:<26} {}", code.as_str(), code.explanation())?;
             }
             Ok(exit::OK)
         }

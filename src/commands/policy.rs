@@ -12,16 +12,16 @@ use camino::Utf8Path;
 use super::Io;
 use crate::cli::{EvalArgs, GlobalArgs, PolicyCheckArgs, PolicyCommand, PolicyFormat};
 use crate::config::{Config, Policy};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::exit::{self, Failure};
 use crate::policy::check::{self, Input, Status};
 use crate::policy::engine::Policies;
 use crate::policy::{self as policy_mod, sources};
 
 /// Exit code of `policy check` when a module fails.
-pub const EXIT_FAILED: u8 = 1;
+pub(super) const EXIT_FAILED: u8 = 1;
 /// Exit code of `policy` when the section, a source or a policy cannot be used.
-pub const EXIT_ERROR: u8 = 2;
+pub(super) const EXIT_ERROR: u8 = 2;
 
 fn failure(message: impl Into<String>) -> anyhow::Error {
     Failure {
@@ -31,7 +31,7 @@ fn failure(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
-pub fn run(global: &GlobalArgs, cmd: &PolicyCommand, io: &mut Io<'_>) -> anyhow::Result<u8> {
+pub(super) fn run(global: &GlobalArgs, cmd: &PolicyCommand, io: &mut Io<'_>) -> anyhow::Result<u8> {
     match cmd {
         PolicyCommand::Pull => pull(global, io),
         PolicyCommand::Check(args) => check_cmd(global, args, io),
@@ -94,7 +94,7 @@ fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Err(e) => {
-            print(io, &Diagnostic::error("policy-source", e.to_string()))?;
+            print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
             Ok(EXIT_ERROR)
         }
     }
@@ -149,7 +149,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
     let files = match sources::policy_files(io.system, &root, &cache, &policy.sources) {
         Ok(files) => files,
         Err(e) => {
-            print(io, &Diagnostic::error("policy-source", e.to_string()))?;
+            print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
             return Ok(EXIT_ERROR);
         }
     };
@@ -164,7 +164,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         print(
             io,
             &Diagnostic::warning(
-                "policy-source",
+                Code::PolicySource,
                 "the policy sources have no .rego files: every module passes",
             ),
         )?;
@@ -185,7 +185,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
             print(
                 io,
                 &Diagnostic::warning(
-                    "policy-namespace",
+                    Code::PolicyNamespace,
                     format!("no policy file declares `package {ns}`: the namespace has no rules"),
                 ),
             )?;

@@ -16,7 +16,11 @@ use crate::workspace::load_workspace;
 
 use super::Io;
 
-pub fn summary(global: &GlobalArgs, args: &SummaryArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+pub(super) fn summary(
+    global: &GlobalArgs,
+    args: &SummaryArgs,
+    io: &mut Io<'_>,
+) -> anyhow::Result<u8> {
     let ws = load_workspace(io.system, global, &args.eval)?;
     let config = &ws.config.config;
     let quiet = global.quiet;

@@ -47,7 +47,7 @@ pub(super) fn validate(
         .count();
     let mut by_code: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &diagnostics {
-        *by_code.entry(d.code).or_default() += 1;
+        *by_code.entry(d.code.as_str()).or_default() += 1;
     }
     let failed = !graph.cycles.is_empty() || errors > 0 || (args.strict && warnings > 0);
     if args.format == crate::cli::ValidateFormat::Json {

@@ -87,7 +87,7 @@ pub fn load_config(
 /// terraci does not know (a TerraCi plugin's, a newer TerraCi key) is left out with a
 /// warning saying it has no effect, as TerraCi ignores what no plugin claims. Core keys
 /// stay strict: a typo there is an error with a suggestion.
-pub fn parse_config_with_warnings(
+pub(super) fn parse_config_with_warnings(
     text: &str,
     file: &str,
 ) -> Result<(Config, Vec<String>), ConfigError> {

@@ -45,7 +45,7 @@ fn is_decimal(s: &str) -> bool {
     i == b.len()
 }
 
-pub fn parse_number(s: &str) -> Option<f64> {
+pub(super) fn parse_number(s: &str) -> Option<f64> {
     let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
     if unsigned.eq_ignore_ascii_case("inf") || unsigned.eq_ignore_ascii_case("infinity") {
         return Some(if s.starts_with('-') {
@@ -61,7 +61,7 @@ pub fn parse_number(s: &str) -> Option<f64> {
     }
 }
 
-pub fn to_number(v: &Value) -> Result<f64, String> {
+pub(super) fn to_number(v: &Value) -> Result<f64, String> {
     match v {
         Value::Number(n) => Ok(*n),
         Value::String(s) => parse_number(s).ok_or_else(|| {
@@ -71,7 +71,7 @@ pub fn to_number(v: &Value) -> Result<f64, String> {
     }
 }
 
-pub fn to_bool(v: &Value) -> Result<bool, String> {
+pub(super) fn to_bool(v: &Value) -> Result<bool, String> {
     match v {
         Value::Bool(b) => Ok(*b),
         Value::String(s) if s == "true" || s == "1" => Ok(true),
@@ -84,7 +84,7 @@ pub fn to_bool(v: &Value) -> Result<bool, String> {
 }
 
 /// The string form of a primitive value, as templates and string parameters see it.
-pub fn to_string_primitive(v: &Value) -> Result<String, String> {
+pub(super) fn to_string_primitive(v: &Value) -> Result<String, String> {
     match v {
         Value::String(s) => Ok(s.clone()),
         Value::Number(n) => Ok(format_number(*n)),
@@ -123,7 +123,7 @@ fn to_prim(v: Value, p: Prim) -> Result<Value, String> {
 /// Converts the elements of a tuple or object to one common type, as Terraform does when
 /// a tuple becomes a list or set, or an object becomes a map: mixed primitives become
 /// strings; bool and number without a string cannot be unified.
-pub fn unify(items: Vec<Value>) -> Result<Vec<Value>, String> {
+pub(super) fn unify(items: Vec<Value>) -> Result<Vec<Value>, String> {
     let mut kinds = items.iter().filter_map(prim_of).collect::<Vec<_>>();
     kinds.dedup();
     let mut seen = [false; 3];
@@ -146,7 +146,7 @@ pub fn unify(items: Vec<Value>) -> Result<Vec<Value>, String> {
     items.into_iter().map(|v| to_prim(v, target)).collect()
 }
 
-pub fn unify_map(map: BTreeMap<String, Value>) -> Result<BTreeMap<String, Value>, String> {
+pub(super) fn unify_map(map: BTreeMap<String, Value>) -> Result<BTreeMap<String, Value>, String> {
     let (keys, values): (Vec<String>, Vec<Value>) = map.into_iter().unzip();
     Ok(keys.into_iter().zip(unify(values)?).collect())
 }

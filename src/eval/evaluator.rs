@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::diagnostic::Code;
 use crate::syntax::{
     BinaryOp, Expr, ExprKind, ForExpr, NodeId, ObjectKey, TemplatePart, Traverser, UnaryOp,
 };
@@ -18,7 +19,7 @@ pub(crate) type R<T> = Result<T, EvalError>;
 pub(crate) fn error(node: NodeId, message: impl Into<String>) -> EvalError {
     EvalError {
         node,
-        code: "evaluation-error",
+        code: Code::EvaluationError,
         message: message.into(),
     }
 }
@@ -26,7 +27,7 @@ pub(crate) fn error(node: NodeId, message: impl Into<String>) -> EvalError {
 pub(crate) fn limit(node: NodeId, message: impl Into<String>) -> EvalError {
     EvalError {
         node,
-        code: "evaluation-limit",
+        code: Code::EvaluationLimit,
         message: message.into(),
     }
 }

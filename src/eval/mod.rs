@@ -21,29 +21,30 @@ pub use value::{format_number, Unknown, Value};
 /// Bounds that keep evaluation finite on any input.
 pub(crate) mod limits {
     /// Nesting of expression nodes, template directives and splats.
-    pub const MAX_DEPTH: usize = 256;
+    pub(crate) const MAX_DEPTH: usize = 256;
     /// Stack bytes one evaluation may use, well under the 2 MiB of a spawned thread.
-    pub const MAX_STACK: usize = 1024 * 1024;
+    pub(crate) const MAX_STACK: usize = 1024 * 1024;
     /// Nesting of the resulting value (it can grow through chains of locals).
-    pub const MAX_VALUE_DEPTH: usize = 512;
+    pub(crate) const MAX_VALUE_DEPTH: usize = 512;
     /// Elements of one collection.
-    pub const MAX_ELEMENTS: usize = 1_000_000;
+    pub(crate) const MAX_ELEMENTS: usize = 1_000_000;
     /// Bytes of one string.
-    pub const MAX_STRING: usize = 16 * 1024 * 1024;
+    pub(crate) const MAX_STRING: usize = 16 * 1024 * 1024;
     /// Elements `range()` may produce, as in Terraform.
-    pub const MAX_RANGE: usize = 1024;
+    pub(crate) const MAX_RANGE: usize = 1024;
     /// Work units for one evaluation: one per node, element or 16 bytes of copied string.
-    pub const FUEL: u64 = 10_000_000;
+    pub(crate) const FUEL: u64 = 10_000_000;
     /// Compiled-program size for one regular expression.
-    pub const REGEX_SIZE: usize = 2 * 1024 * 1024;
+    pub(crate) const REGEX_SIZE: usize = 2 * 1024 * 1024;
     /// Source length of one regular expression.
-    pub const MAX_REGEX_LEN: usize = 64 * 1024;
+    pub(crate) const MAX_REGEX_LEN: usize = 64 * 1024;
 }
 
 use std::collections::BTreeMap;
 
 use camino::Utf8PathBuf;
 
+use crate::diagnostic::Code;
 use crate::syntax::{Expr, NodeId};
 
 /// Filesystem access for `file`, `fileexists`, `fileset`, `templatefile`. Paths are absolute.
@@ -85,7 +86,7 @@ pub struct EvalError {
     /// The node the error is about (the call, the operator, the index...).
     pub node: NodeId,
     /// Stable diagnostic code: `evaluation-error`, `unknown-function`, `evaluation-limit`.
-    pub code: &'static str,
+    pub code: crate::diagnostic::Code,
     pub message: String,
 }
 
@@ -98,7 +99,7 @@ pub fn evaluate(expr: &Expr, ctx: &EvalContext<'_>) -> Result<Value, EvalError> 
     if value.depth() > limits::MAX_VALUE_DEPTH {
         return Err(EvalError {
             node: expr.id,
-            code: "evaluation-limit",
+            code: Code::EvaluationLimit,
             message: format!(
                 "the value is nested more than {} levels deep",
                 limits::MAX_VALUE_DEPTH

@@ -8,6 +8,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use super::value::format_number;
 use super::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
+use crate::diagnostic::Code;
 use crate::parse::parse_expr_text as parse_expr;
 use crate::syntax::{Expr, ExprKind, NodeId};
 
@@ -857,7 +858,7 @@ fn deep_nesting_is_a_limit_not_a_crash() {
                 Ok(_) => assert!(depth <= 256, "{name} at depth {depth} evaluated"),
                 Err(e) => {
                     assert!(depth > 100, "{name} at depth {depth}: {}", e.message);
-                    assert_eq!(e.code, "evaluation-limit", "{name} at depth {depth}");
+                    assert_eq!(e.code, Code::EvaluationLimit, "{name} at depth {depth}");
                 }
             }
             // Dropping a very deep tree recurses too; that is the tree owner's concern.
@@ -868,7 +869,7 @@ fn deep_nesting_is_a_limit_not_a_crash() {
     }
 }
 
-fn limit_code(src: &str) -> &'static str {
+fn limit_code(src: &str) -> crate::diagnostic::Code {
     match eval(src) {
         Err(e) => e.code,
         Ok(v) => panic!("`{src}` evaluated to {}", show(&v)),
@@ -892,7 +893,7 @@ fn runaway_work_ends_in_a_limit() {
         "range(1025)",
         "regex(\"((((a{100}){100}){100}){100})\", \"a\")",
     ] {
-        assert_eq!(limit_code(src), "evaluation-limit", "{src}");
+        assert_eq!(limit_code(src), Code::EvaluationLimit, "{src}");
     }
     assert!(started.elapsed().as_secs() < 60, "limits took too long");
 }
@@ -1177,7 +1178,7 @@ fn random_expressions_never_panic() {
         let key = match evaluate(&expr, &ctx) {
             Ok(Value::Unknown(_)) => "unknown",
             Ok(_) => "value",
-            Err(e) => e.code,
+            Err(e) => e.code.as_str(),
         };
         *outcomes.entry(key).or_default() += 1;
     }

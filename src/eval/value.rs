@@ -194,7 +194,7 @@ fn rank(v: &Value) -> u8 {
 
 /// A total order used to keep sets canonical: numbers numerically, strings lexically,
 /// `false` before `true`, collections element-wise.
-pub fn total_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
+pub(super) fn total_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     match (a, b) {
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),

@@ -17,7 +17,7 @@
 //!     progress: ProgressStyle::detect(quiet || ci),
 //!     env: vec![],                       // extra `KEY=VALUE`s, override everything
 //! };
-//! let summary = terraci::exec::run(&plan, &options, &mut stdout)?;
+//! let summary = terraci::exec::run(&plan, &options, &OsSystem, &mut stdout)?;
 //! exit(if summary.interrupted { 130 } else if summary.failed() { 1 } else { 0 })
 //! ```
 //! Build the plan with `plan_only: false` for `apply` and `run`; `plan` works on any.
@@ -72,6 +72,7 @@ use std::time::{Duration, Instant};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::ir::{JobKind, JobPlan};
+use crate::system::System;
 
 pub use jobs::{CommandLine, Task};
 pub use process::{Exit, Interrupt, OsRunner, ProcessRunner};
@@ -214,16 +215,17 @@ pub enum ExecError {
 pub fn run(
     plan: &JobPlan,
     options: &ExecOptions,
+    system: &dyn System,
     out: &mut dyn Write,
 ) -> Result<ExecSummary, ExecError> {
     if options.dry_run {
-        return run_with(plan, options, &OsRunner, &Interrupt::new(), out);
+        return run_with(plan, options, system, &OsRunner, &Interrupt::new(), out);
     }
     let interrupt = Arc::new(Interrupt::new());
     let on_signal = interrupt.clone();
     let guard = crate::system::SignalGuard::install(move || on_signal.trigger())
         .map_err(ExecError::Signals)?;
-    let result = run_with(plan, options, &OsRunner, &interrupt, out);
+    let result = run_with(plan, options, system, &OsRunner, &interrupt, out);
     drop(guard);
     result
 }
@@ -253,6 +255,7 @@ fn stale_plans_warning(tasks: &[jobs::Task], out: &mut dyn Write) -> std::io::Re
 pub fn run_with(
     plan: &JobPlan,
     options: &ExecOptions,
+    system: &dyn System,
     runner: &dyn ProcessRunner,
     interrupt: &Interrupt,
     out: &mut dyn Write,
@@ -285,14 +288,16 @@ pub fn run_with(
     }
 
     let log_dir = resolve(&options.project_dir, &options.log_dir);
-    std::fs::create_dir_all(&log_dir).map_err(|source| ExecError::LogDir {
-        path: log_dir.clone(),
-        source,
-    })?;
+    system
+        .create_dir_all(&log_dir)
+        .map_err(|source| ExecError::LogDir {
+            path: log_dir.clone(),
+            source,
+        })?;
 
     // A log left by an earlier run would pass for this run's log of a skipped job.
     for task in &tasks {
-        let _ = std::fs::remove_file(log_dir.join(format!("{}.log", task.job)));
+        let _ = system.remove_file(&log_dir.join(format!("{}.log", task.job)));
     }
 
     let started = Instant::now();
@@ -305,7 +310,7 @@ pub fn run_with(
                 &tasks,
                 options.parallelism.max(1),
                 interrupt,
-                |task| execute(task, &log_dir, runner, interrupt, &options.commit),
+                |task| execute(task, &log_dir, system, runner, interrupt, &options.commit),
                 events,
             )
         });
@@ -342,6 +347,7 @@ pub fn run_with(
 fn plan_with_results(
     task: &Task,
     command: &CommandLine,
+    system: &dyn System,
     log: &mut File,
     runner: &dyn ProcessRunner,
     interrupt: &Interrupt,
@@ -352,15 +358,17 @@ fn plan_with_results(
         reason: format!("cannot write {what} in {}: {e}", task.module),
     };
     for stale in ["plan.json", "plan.result.json"] {
-        let _ = std::fs::remove_file(task.dir.join(stale));
+        let _ = system.remove_file(&task.dir.join(stale));
     }
     let text_path = task.dir.join("plan.txt");
-    let text = File::create(&text_path).map_err(|e| cannot("plan.txt", e))?;
+    let text = system
+        .create_output_file(&text_path)
+        .map_err(|e| cannot("plan.txt", e))?;
     let exit = runner.run(&task.dir, &task.env, command, &text, interrupt);
     drop(text);
     // The log shows what the plan printed, as it would have without plan.txt.
-    if let Ok(mut text) = File::open(&text_path) {
-        let _ = io::copy(&mut text, log);
+    if let Ok(text) = system.read(&text_path) {
+        let _ = log.write_all(&text);
     }
     let mut code = match exit {
         Ok(Exit::Success) => 0,
@@ -385,11 +393,13 @@ fn plan_with_results(
         };
         let _ = writeln!(log, "$ {} > plan.json", show.display());
         let json_path = task.dir.join("plan.json");
-        let json = File::create(&json_path).map_err(|e| cannot("plan.json", e))?;
+        let json = system
+            .create_output_file(&json_path)
+            .map_err(|e| cannot("plan.json", e))?;
         let shown = runner.run(&task.dir, &task.env, &show, &json, interrupt);
         drop(json);
         if !matches!(shown, Ok(Exit::Success)) {
-            let _ = std::fs::remove_file(&json_path);
+            let _ = system.remove_file(&json_path);
             let _ = writeln!(log, "`{}` failed", show.display_short());
             code = 1;
         }
@@ -397,9 +407,10 @@ fn plan_with_results(
     let hex: String = commit.chars().filter(char::is_ascii_hexdigit).collect();
     let result = serde_json::json!({"exit_code": code, "commit": hex});
     let tmp = task.dir.join(".plan.result.json.tmp");
-    File::create(&tmp)
+    system
+        .create_output_file(&tmp)
         .and_then(|mut f| writeln!(f, "{result}"))
-        .and_then(|()| std::fs::rename(&tmp, task.dir.join("plan.result.json")))
+        .and_then(|()| system.rename(&tmp, &task.dir.join("plan.result.json")))
         .map_err(|e| cannot("plan.result.json", e))?;
     if code == 0 || code == 2 {
         Ok(())
@@ -435,12 +446,13 @@ fn resolve(base: &Utf8Path, path: &Utf8Path) -> Utf8PathBuf {
 fn execute(
     task: &Task,
     log_dir: &Utf8Path,
+    system: &dyn System,
     runner: &dyn ProcessRunner,
     interrupt: &Interrupt,
     commit: &str,
 ) -> Status {
     let log_path = log_dir.join(format!("{}.log", task.job));
-    let mut log = match File::create(&log_path) {
+    let mut log = match system.create_output_file(&log_path) {
         Ok(f) => f,
         Err(e) => {
             return Status::Failed {
@@ -451,7 +463,7 @@ fn execute(
     };
     // The log is best effort: a full disk must not turn a good apply into a failure.
     let _ = writeln!(log, "# {} in {}", task.job, task.module);
-    if task.needs_plan_file && !task.dir.join(jobs::PLAN_FILE).is_file() {
+    if task.needs_plan_file && !system.is_file(&task.dir.join(jobs::PLAN_FILE)) {
         let reason = format!(
             "no {} in {}: run `terraci local-exec plan` first",
             jobs::PLAN_FILE,
@@ -469,7 +481,7 @@ fn execute(
         let _ = writeln!(log, "$ {}", command.display());
         let _ = log.flush();
         if task.plan_results && command.args.first().map(String::as_str) == Some("plan") {
-            match plan_with_results(task, command, &mut log, runner, interrupt, commit) {
+            match plan_with_results(task, command, system, &mut log, runner, interrupt, commit) {
                 Ok(()) => continue,
                 Err(status) => return status,
             }

@@ -104,8 +104,15 @@ impl Project {
 
     fn run(&self, plan: &JobPlan, options: &ExecOptions) -> (ExecSummary, String) {
         let mut out = Vec::new();
-        let summary = run_with(plan, options, &OsRunner, &Interrupt::new(), &mut out)
-            .expect("local-exec runs");
+        let summary = run_with(
+            plan,
+            options,
+            &crate::system::OsSystem,
+            &OsRunner,
+            &Interrupt::new(),
+            &mut out,
+        )
+        .expect("local-exec runs");
         (summary, String::from_utf8(out).expect("utf-8 output"))
     }
 
@@ -332,6 +339,7 @@ fn apply_mode_on_a_plan_only_pipeline_is_an_error() {
     let err = run_with(
         &plan,
         &project.options(Mode::Apply, None),
+        &crate::system::OsSystem,
         &OsRunner,
         &Interrupt::new(),
         &mut Vec::new(),
@@ -352,7 +360,7 @@ fn dry_run_prints_the_commands_in_dependency_order() {
     options.binary = None;
     options.env = vec![("EXTRA".into(), "a b".into())];
     let mut out = Vec::new();
-    let summary = run(&plan, &options, &mut out).expect("dry run");
+    let summary = run(&plan, &options, &crate::system::OsSystem, &mut out).expect("dry run");
     assert!(!summary.failed());
     assert!(project.calls().is_empty());
     assert!(!project.root.join(".terraci").exists());
@@ -474,8 +482,15 @@ fn one_worker_runs_the_jobs_in_ir_order() {
         ran: Mutex::default(),
         interrupt_on: None,
     };
-    let summary =
-        run_with(&plan, &options, &runner, &Interrupt::new(), &mut Vec::new()).expect("runs");
+    let summary = run_with(
+        &plan,
+        &options,
+        &crate::system::OsSystem,
+        &runner,
+        &Interrupt::new(),
+        &mut Vec::new(),
+    )
+    .expect("runs");
     assert!(!summary.failed());
     let order: Vec<String> = plan
         .jobs
@@ -503,7 +518,15 @@ fn ctrl_c_starts_no_new_job_and_reports_the_rest_as_not_started() {
     };
     let interrupt = Interrupt::new();
     let mut out = Vec::new();
-    let summary = run_with(&plan, &options, &runner, &interrupt, &mut out).expect("runs");
+    let summary = run_with(
+        &plan,
+        &options,
+        &crate::system::OsSystem,
+        &runner,
+        &interrupt,
+        &mut out,
+    )
+    .expect("runs");
     let out = String::from_utf8(out).expect("utf-8");
     assert!(summary.interrupted && summary.failed());
     assert_eq!(
@@ -557,8 +580,15 @@ fn ctrl_c_forwards_sigint_to_running_commands_and_waits_for_them() {
             interrupt.trigger();
             Instant::now()
         });
-        let summary =
-            run_with(&plan, &options, &OsRunner, &interrupt, &mut Vec::new()).expect("runs");
+        let summary = run_with(
+            &plan,
+            &options,
+            &crate::system::OsSystem,
+            &OsRunner,
+            &interrupt,
+            &mut Vec::new(),
+        )
+        .expect("runs");
         (summary, trigger.join().expect("trigger thread"))
     });
     // The commands were ended, not waited out (`sleep 5`).

@@ -76,15 +76,11 @@ impl CacheSettings {
     /// cache, the run record, their temp files and a `.gitignore` of `*`). Writing the
     /// cache replaces `.gitignore` with `*`: in the project dir that hid every module
     /// from later runs.
-    pub fn check(&self, system: &dyn System, root: &Utf8Path) -> Result<(), String> {
+    pub fn check(&self, system: &dyn System, root: &Utf8Path) -> Result<(), CacheDirError> {
         let real = |p: &Utf8Path| system.canonicalize(p).unwrap_or_else(|_| p.to_owned());
         let (dir, project) = (real(&self.dir), real(root));
         if project.starts_with(&dir) {
-            return Err(format!(
-                "the cache dir `{}` is the project directory or holds it; \
-                 pick a directory of its own (default .terraci/cache)",
-                self.dir
-            ));
+            return Err(CacheDirError::HoldsProject(self.dir.clone()));
         }
         let Ok(entries) = system.read_dir(&self.dir) else {
             // Missing: created on the first write.
@@ -101,15 +97,36 @@ impl CacheSettings {
                 || (entry.name == ".gitignore"
                     && system.read(&self.dir.join(".gitignore")).ok().as_deref() != Some(b"*\n"));
             if foreign {
-                return Err(format!(
-                    "the cache dir `{}` holds `{}`, which terraci did not write; \
-                     pick a directory of its own (default .terraci/cache)",
-                    self.dir,
-                    crate::escape::printable(&entry.name)
-                ));
+                return Err(CacheDirError::Foreign {
+                    dir: self.dir.clone(),
+                    entry: crate::escape::printable(&entry.name).into_owned(),
+                });
             }
         }
         Ok(())
+    }
+}
+
+/// Why a cache dir is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheDirError {
+    #[error(
+        "the cache dir `{0}` is the project directory or holds it; \
+         pick a directory of its own (default .terraci/cache)"
+    )]
+    HoldsProject(Utf8PathBuf),
+    /// `entry` is printable (control characters escaped).
+    #[error(
+        "the cache dir `{dir}` holds `{entry}`, which terraci did not write; \
+         pick a directory of its own (default .terraci/cache)"
+    )]
+    Foreign { dir: Utf8PathBuf, entry: String },
+}
+
+impl CacheDirError {
+    /// The process exit code of a run that stops here.
+    pub fn exit_code(&self) -> u8 {
+        crate::exit::ERROR
     }
 }
 
@@ -425,7 +442,7 @@ fn write_facts(out: &mut Vec<u8>, f: &FileFacts) {
             Severity::Warning => 1,
             Severity::Info => 2,
         });
-        put_str(out, d.code);
+        put_str(out, d.code.as_str());
         put_opt(out, &d.module, |o, s| put_str(o, s));
         put_opt(out, &d.file, |o, s| put_str(o, s));
         put_opt(out, &d.line, |o, &n| put_u64(o, n.into()));
@@ -899,12 +916,8 @@ impl Reader<'_, File> {
                 _ => return Err(()),
             };
             let code = self.string()?;
-            // Codes are `&'static str`: an unknown one means another terraci wrote this.
-            let code = crate::diagnostic::CODES
-                .iter()
-                .map(|(c, _)| *c)
-                .find(|c| *c == code)
-                .ok_or(())?;
+            // An unknown code means another terraci wrote this.
+            let code = crate::diagnostic::Code::named(&code).ok_or(())?;
             let mut d = Diagnostic::new(severity, code, String::new());
             d.module = self.opt(|r| r.string())?;
             d.file = self.opt(|r| r.string())?;
@@ -942,6 +955,29 @@ mod tests {
     #[test]
     fn run_record_name_is_replays() {
         assert_eq!(RUN_RECORD_FILE, crate::replay::FILE_NAME);
+    }
+
+    #[test]
+    fn a_cache_dir_that_is_not_terraci_s_own_is_refused_with_its_reason() {
+        let fs = crate::system::MemorySystem::new();
+        fs.write_file("/p/main.tf", "");
+        fs.write_file("/p/.terraci/cache/facts.bin", "");
+        fs.write_file("/p/.terraci/cache/.gitignore", "*\n");
+        let ours = CacheSettings::new("/p".into(), false, None).expect("cache on");
+        assert_eq!(ours.check(&fs, "/p".into()), Ok(()));
+
+        let project = CacheSettings::new("/p/env".into(), false, Some("..".into()));
+        let err = project.expect("cache on").check(&fs, "/p/env".into());
+        assert_eq!(err, Err(CacheDirError::HoldsProject("/p/env/..".into())));
+
+        fs.write_file("/p/.terraci/cache/notes\u{7}.txt", "mine");
+        let err = ours.check(&fs, "/p".into()).expect_err("foreign file");
+        assert_eq!(
+            err.to_string(),
+            "the cache dir `/p/.terraci/cache` holds `notes\\u{7}.txt`, which terraci did not \
+             write; pick a directory of its own (default .terraci/cache)"
+        );
+        assert_eq!(err.exit_code(), crate::exit::ERROR);
     }
 
     fn roundtrip(kind: FileKind, path: &str, text: &str) {

@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use super::{
     AttrExpr, AttrExprData, BackendFact, FileFacts, ModuleCallFact, RemoteStateFact, VariableFact,
 };
-use crate::diagnostic::{Diagnostic, ItemPath};
+use crate::diagnostic::{Code, Diagnostic, ItemPath};
 use crate::files::{File, FileKind};
 use crate::parse::lower_template;
 use crate::syntax::{Expr, ExprKind, NodeId, Num, ObjectKey};
@@ -18,7 +18,7 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
     let mut facts = FileFacts::default();
     let Json::Object(top) = value else {
         facts.diagnostics.push(Diagnostic::error(
-            "syntax-error",
+            Code::SyntaxError,
             "a Terraform JSON file must hold an object at the top level",
         ));
         return facts;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::db::Db;
-use crate::diagnostic::{Anchor, Diagnostic, ItemPath};
+use crate::diagnostic::{Anchor, Code, Diagnostic, ItemPath};
 use crate::files::{File, FileKind, Module};
 use crate::parse::{fact_source, FactSource, SyntaxError};
 use crate::syntax::{Expr, ExprKind, FactBlock, FactBody, FactItem, NodeId, ObjectKey};
@@ -145,7 +145,7 @@ pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
         }
     };
     let syntax_error = |err: SyntaxError| {
-        let d = Diagnostic::error("syntax-error", err.message).with_file(file.path(db).as_str());
+        let d = Diagnostic::error(Code::SyntaxError, err.message).with_file(file.path(db).as_str());
         match err.line {
             0 => d,
             line => d.at(line, err.column),
@@ -172,12 +172,12 @@ pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
             // states among them) are unknown.
             let d = if kind.is_vars() {
                 Diagnostic::warning(
-                    "binary-file",
+                    Code::BinaryFile,
                     format!("not a text file ({why}): encrypted (git-crypt?) or binary; the module is evaluated without its values"),
                 )
             } else {
                 Diagnostic::error(
-                    "binary-file",
+                    Code::BinaryFile,
                     format!("not a text file ({why}): encrypted (git-crypt?) or binary; Terraform cannot load it either, and its blocks are not read"),
                 )
             };

@@ -34,7 +34,7 @@ fn needed(ident: &[u8], first_label: Option<&[u8]>) -> bool {
 
 /// The text to hand to hcl-edit in place of `text`, or `None` to parse `text` itself
 /// (nothing to skip, or a construct the scanner leaves to the real parser).
-pub fn skim(text: &str) -> Option<String> {
+pub(super) fn skim(text: &str) -> Option<String> {
     let mut skipped: Vec<(usize, usize)> = Vec::new();
     let mut lx = Lexer {
         b: text.as_bytes(),

@@ -11,6 +11,7 @@
 //! as one result. Every rule evaluation is bounded in wall-clock time (regorus checks its
 //! timer while it works), so a rule that loops ends as a `policy-limit` error.
 
+use crate::diagnostic::Code;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -45,7 +46,7 @@ pub struct Finding {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyError {
     /// `policy-syntax`, `policy-runtime` or `policy-limit`.
-    pub code: &'static str,
+    pub code: crate::diagnostic::Code,
     pub file: Option<String>,
     pub line: Option<u32>,
     pub message: String,
@@ -102,7 +103,7 @@ impl Policies {
         for (path, text) in files {
             engine
                 .add_policy(path.clone(), text.clone())
-                .map_err(|e| located("policy-syntax", &e, Some(path)))?;
+                .map_err(|e| located(Code::PolicySyntax, &e, Some(path)))?;
         }
         let mut rules: BTreeMap<String, Vec<DecisionRule>> = BTreeMap::new();
         for module in engine.get_modules() {
@@ -155,7 +156,7 @@ impl Policies {
     ) -> Result<Vec<Finding>, PolicyError> {
         let mut engine = self.engine.clone();
         engine.set_input_json(input).map_err(|e| PolicyError {
-            code: "policy-input",
+            code: Code::PolicyInput,
             file: None,
             line: None,
             message: format!("the plan is not valid JSON: {e}"),
@@ -173,12 +174,12 @@ impl Policies {
                 let path = format!("data.{namespace}.{}", rule.name);
                 let value = engine.eval_rule(path.clone()).map_err(|e| {
                     let code = if is_limit(&e) {
-                        "policy-limit"
+                        Code::PolicyLimit
                     } else {
-                        "policy-runtime"
+                        Code::PolicyRuntime
                     };
                     let mut err = located(code, &e, None);
-                    if code == "policy-limit" {
+                    if code == Code::PolicyLimit {
                         err.message = format!(
                             "{path} did not finish within {} s (a rule that loops or does too much work): {}",
                             self.limit.as_secs_f64(),
@@ -266,7 +267,11 @@ fn result_of(item: &Value) -> Option<Result1> {
 
 /// A regorus error as a [`PolicyError`]. Its text has the place on a `--> file:line:col`
 /// line (then the source line and a caret) and the reason on an `error: ...` line.
-fn located(code: &'static str, e: &anyhow::Error, fallback_file: Option<&String>) -> PolicyError {
+fn located(
+    code: crate::diagnostic::Code,
+    e: &anyhow::Error,
+    fallback_file: Option<&String>,
+) -> PolicyError {
     let text = format!("{e:#}");
     let mut file = None;
     let mut line = None;
@@ -362,7 +367,7 @@ mod tests {
         )])
         .err()
         .unwrap();
-        assert_eq!(err.code, "policy-syntax");
+        assert_eq!(err.code, Code::PolicySyntax);
         assert_eq!(err.file.as_deref(), Some("pol/bad.rego"));
         assert!(err.line.is_some_and(|l| (3..=5).contains(&l)), "{err:?}");
     }
@@ -378,7 +383,7 @@ mod tests {
         let err = p
             .evaluate(r#"{"x": true}"#, &["terraform".into()])
             .unwrap_err();
-        assert_eq!(err.code, "policy-runtime", "{err:?}");
+        assert_eq!(err.code, Code::PolicyRuntime, "{err:?}");
         assert_eq!(err.file.as_deref(), Some("pol/conflict.rego"), "{err:?}");
         assert!(err.line.is_some(), "{err:?}");
     }
@@ -393,7 +398,7 @@ mod tests {
         let p = Policies::load(&files, Duration::from_millis(300)).unwrap();
         let started = std::time::Instant::now();
         let err = p.evaluate("{}", &["terraform".into()]).unwrap_err();
-        assert_eq!(err.code, "policy-limit", "{err:?}");
+        assert_eq!(err.code, Code::PolicyLimit, "{err:?}");
         assert!(err.message.contains("data.terraform.deny"), "{err:?}");
         assert!(started.elapsed() < Duration::from_secs(10));
     }

@@ -21,7 +21,7 @@ use gix::error::ErrorExt as _;
 
 use camino::Utf8Path;
 
-pub struct Fetched {
+pub(super) struct Fetched {
     /// Full hex id.
     pub commit: String,
     /// (repository path, bytes), the policy files of the commit's tree.
@@ -43,7 +43,7 @@ fn is_commit_id(r: &str) -> bool {
 const STORE_README: &str =
     "Objects of the git policy sources, one bare repository per URL (terraci policy pull).\n";
 
-pub fn fetch(
+pub(super) fn fetch(
     system: &dyn crate::system::System,
     store: &Utf8Path,
     url: &str,

@@ -21,12 +21,12 @@ use gix_transport::client::blocking_io::http::{GetResponse, Http, PostBodyDataKi
 const MAX_BODY: u64 = 512 * 1024 * 1024;
 
 /// The ureq-backed [`Http`] of gix's transport.
-pub struct UreqHttp {
+pub(super) struct UreqHttp {
     agent: ureq::Agent,
 }
 
 impl UreqHttp {
-    pub fn new() -> UreqHttp {
+    pub(super) fn new() -> UreqHttp {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(30)))
@@ -137,7 +137,7 @@ fn failure(kind: std::io::ErrorKind, message: &str) -> std::io::Error {
 }
 
 /// The header lines of an answer, read once the request was sent.
-pub struct Headers {
+pub(super) struct Headers {
     shared: Shared,
     lines: Option<Cursor<Vec<u8>>>,
 }
@@ -176,7 +176,7 @@ impl BufRead for Headers {
 }
 
 /// The body of an answer, read once the request was sent.
-pub struct Body {
+pub(super) struct Body {
     shared: Shared,
     reader: Option<BufReader<ureq::BodyReader<'static>>>,
     /// The body was taken, or the exchange failed and the failure was reported.
@@ -228,7 +228,7 @@ impl BufRead for Body {
 }
 
 /// The body of a `POST`, gathered until the answer is read.
-pub struct PostBody {
+pub(super) struct PostBody {
     shared: Shared,
 }
 

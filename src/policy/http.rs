@@ -6,14 +6,14 @@
 use std::time::Duration;
 
 /// A response: status, headers (lower-case names) and body.
-pub struct Response {
+pub(super) struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -23,7 +23,7 @@ impl Response {
 
 /// GETs `url` (redirects followed, credentials never sent to another host); the body is
 /// read up to `max_bytes` (more is an error).
-pub fn get(url: &str, headers: &[(&str, &str)], max_bytes: u64) -> Result<Response, String> {
+pub(super) fn get(url: &str, headers: &[(&str, &str)], max_bytes: u64) -> Result<Response, String> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(120)))
@@ -69,7 +69,7 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// `http://` to this machine (a test server, a local mirror).
-pub fn is_local_http(url: &str) -> bool {
+pub(super) fn is_local_http(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://") else {
         return false;
     };
@@ -124,7 +124,7 @@ fn percent_decode(text: &str) -> String {
 /// the one whose scheme, host and port are `url`'s is taken. Never for a URL in clear
 /// text to another machine. A repository under review names the URL, so a credential
 /// reaches only the host its owner wrote next to it.
-pub fn bound_credentials(
+pub(super) fn bound_credentials(
     system: &dyn crate::system::System,
     var: &str,
     url: &str,

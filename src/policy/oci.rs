@@ -28,7 +28,7 @@ const UNPACK: &str = "io.deis.oras.content.unpack";
 const ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, \
 application/vnd.docker.distribution.manifest.v2+json";
 
-pub struct Pulled {
+pub(super) struct Pulled {
     /// `sha256:...` of the manifest.
     pub digest: String,
     /// (relative path, bytes).
@@ -37,13 +37,13 @@ pub struct Pulled {
 
 /// `oci://host/repo:tag` split.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Reference {
+pub(super) struct Reference {
     pub base: String,
     pub repository: String,
     pub reference: String,
 }
 
-pub fn parse(url: &str) -> Result<Reference, String> {
+pub(super) fn parse(url: &str) -> Result<Reference, String> {
     let rest = url.strip_prefix("oci://").unwrap_or(url);
     let (host, path) = rest
         .split_once('/')
@@ -108,7 +108,7 @@ struct Descriptor {
 }
 
 /// The environment variable whose lines bind registry credentials to a registry.
-pub const CREDENTIALS_VAR: &str = "TERRACI_POLICY_OCI_CREDENTIALS";
+pub(super) const CREDENTIALS_VAR: &str = "TERRACI_POLICY_OCI_CREDENTIALS";
 
 /// A GET with the registry's challenge answered once: a `Bearer` challenge with a token
 /// from its realm (asked for with the registry's credentials, or anonymously), a `Basic`
@@ -220,7 +220,7 @@ fn sha256(bytes: &[u8]) -> String {
     out
 }
 
-pub fn pull(system: &dyn crate::system::System, url: &str) -> Result<Pulled, String> {
+pub(super) fn pull(system: &dyn crate::system::System, url: &str) -> Result<Pulled, String> {
     let r = parse(url)?;
     let mut client = Client {
         basic: http::bound_credentials(system, CREDENTIALS_VAR, &r.base)

@@ -19,6 +19,7 @@ use super::{
 };
 use crate::config::{Binary, Config, GitHub, GitHubJobConfig, GitHubStep, Image, OverwriteType};
 use crate::contrib::When;
+use crate::diagnostic::Code;
 use crate::escape::sh_word;
 use crate::ir::{ContributedJob, Job, JobKind, JobPlan};
 
@@ -120,7 +121,7 @@ pub fn render_github(
             });
         }
         warnings.push(RenderWarning::new(
-            "pipeline-limit",
+            Code::PipelineLimit,
             format!(
                 "the workflow is {} bytes, over GitHub's limit of {GITHUB_MAX_BYTES} bytes; \
                  GitHub will refuse to run it",
@@ -135,7 +136,7 @@ pub fn render_github(
 const PLAN_SCRIPT_VAR: &str = "TERRACI_PLAN_SCRIPT";
 
 /// The environment apply jobs run in unless `job_defaults`/`overwrites` name one.
-pub const DEFAULT_APPLY_ENVIRONMENT: &str = "terraform";
+pub(super) const DEFAULT_APPLY_ENVIRONMENT: &str = "terraform";
 
 /// A job's `if:`. On `pull_request` every affected module plans, in dependency order, and
 /// nothing applies; on `push` (the default branch) and `workflow_dispatch` plans and
@@ -143,7 +144,7 @@ pub const DEFAULT_APPLY_ENVIRONMENT: &str = "terraform";
 /// their `if:` says otherwise, so both kinds run when nothing they need failed or was
 /// cancelled (`!cancelled() && !failure()`), and applies also need an event other than
 /// a pull request. A user's `if:` is added to that, never replaces it.
-pub fn job_condition(kind: JobKind, user: Option<&str>) -> String {
+pub(super) fn job_condition(kind: JobKind, user: Option<&str>) -> String {
     let mut condition = String::from("!cancelled() && !failure()");
     if kind == JobKind::Apply {
         condition.push_str(" && github.event_name != 'pull_request'");
@@ -201,7 +202,7 @@ fn job_ids<'a>(
             .collect();
         if *id != *job.name {
             warnings.push(RenderWarning::new(
-                "job-renamed",
+                Code::JobRenamed,
                 format!(
                     "job `{}` is named `{id}` in the GitHub workflow: job ids may only hold \
                      letters, digits, `-` and `_`",

@@ -24,6 +24,7 @@ use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabRule, GitLabWhen, Image, OverwriteType,
 };
 use crate::contrib::When;
+use crate::diagnostic::Code;
 use crate::escape::sh_cd;
 use crate::ir::{ContributedJob, Job, JobKind, JobPlan};
 
@@ -106,7 +107,7 @@ fn render_gitlab_text(
         (Some(image), _) => image.clone(),
         (None, Some(image)) => {
             warnings.push(RenderWarning::new(
-                "config-warning",
+                Code::ConfigWarning,
                 "extensions.gitlab.terraform_image is deprecated; use extensions.gitlab.image",
             ));
             image.clone()
@@ -160,7 +161,7 @@ fn render_gitlab_text(
         warnings.extend(
             job_warnings
                 .into_iter()
-                .map(|w| RenderWarning::new("needs-limit", w)),
+                .map(|w| RenderWarning::new(Code::NeedsLimit, w)),
         );
         for job in &plan.contributed {
             let job_text = format!(
@@ -298,7 +299,7 @@ fn ignored_keys(gitlab: &GitLab) -> Vec<RenderWarning> {
     let mut warnings = Vec::new();
     if gitlab.plan_enabled == Some(false) {
         warnings.push(RenderWarning::new(
-            "config-warning",
+            Code::ConfigWarning,
             "extensions.gitlab.plan_enabled: false has no effect: terraci always generates \
              plan jobs, and each apply applies its saved plan",
         ));
@@ -714,7 +715,7 @@ fn contributed_job_text(
 /// none): never in merge-request pipelines, on the default branch only. Plans run in
 /// every pipeline; their needs on applies are `optional`, so a pipeline without the
 /// applies still plans every module in order.
-pub fn default_apply_rules() -> Vec<GitLabRule> {
+pub(super) fn default_apply_rules() -> Vec<GitLabRule> {
     vec![
         GitLabRule {
             if_: Some("$CI_PIPELINE_SOURCE == \"merge_request_event\"".into()),

@@ -30,6 +30,7 @@ pub use gitlab::{
 };
 
 use crate::config::{Binary, Config};
+use crate::diagnostic::Code;
 
 /// Default image tags, used when `terraform_version` is not configured. Pinned to a
 /// minor version so a pipeline does not change under a user on a new release.
@@ -132,12 +133,12 @@ pub struct Rendered {
 /// A renderer's warning, with the diagnostic code it is printed under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderWarning {
-    pub code: &'static str,
+    pub code: crate::diagnostic::Code,
     pub message: String,
 }
 
 impl RenderWarning {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: crate::diagnostic::Code, message: impl Into<String>) -> Self {
         RenderWarning {
             code,
             message: message.into(),
@@ -402,7 +403,7 @@ pub(crate) fn unknown_overwrite_types<'a>(
             .map(|c| format!(" (did you mean `{c}`?)"))
             .unwrap_or_default();
         warnings.push(RenderWarning::new(
-            "unknown-overwrite-type",
+            Code::UnknownOverwriteType,
             format!(
                 "{key}[{i}].type `{}` names no job of this pipeline{hint}; the entry has no effect (types: {})",
                 crate::escape::printable(name),

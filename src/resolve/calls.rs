@@ -18,7 +18,7 @@ use camino::Utf8Path;
 use super::references::{read_remote_states, via_suffix, ModuleReferences, Site};
 use super::scope::{convert_variable, evaluate_scope, workspace, ScopeInputs};
 use crate::db::Db;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Code, Diagnostic, Severity};
 use crate::eval::{evaluate, EvalContext, NoFilesystem, Value};
 use crate::facts::{literal_string, module_facts, AttrExpr, ModuleCallFact, ModuleFacts};
 use crate::files::{Module, Project};
@@ -71,7 +71,7 @@ pub(super) fn expand_calls(
         if !is_local_source(source) {
             out.diagnostics.push(diagnostic(
                 Severity::Info,
-                "remote-module-source",
+                Code::RemoteModuleSource,
                 format!(
                     "`module.{}` comes from \"{source}\", outside the repository: its `terraform_remote_state` blocks (if any) are not read",
                     call.name
@@ -88,7 +88,7 @@ pub(super) fn expand_calls(
             // Outside the project: nothing terraci may read.
             out.diagnostics.push(diagnostic(
                 Severity::Info,
-                "remote-module-source",
+                Code::RemoteModuleSource,
                 format!(
                     "`module.{}` comes from \"{source}\", outside the project directory: its `terraform_remote_state` blocks (if any) are not read",
                     call.name
@@ -104,7 +104,7 @@ pub(super) fn expand_calls(
                 .collect();
             out.diagnostics.push(diagnostic(
                 Severity::Warning,
-                "module-call-cycle",
+                Code::ModuleCallCycle,
                 format!(
                     "`module.{}` calls a module that is already being called: {}; not followed",
                     call.name,
@@ -116,7 +116,7 @@ pub(super) fn expand_calls(
         if caller.chain.len() > MAX_CALL_DEPTH {
             out.diagnostics.push(diagnostic(
                 Severity::Warning,
-                "evaluation-limit",
+                Code::EvaluationLimit,
                 format!(
                     "`module.{}` is nested more than {MAX_CALL_DEPTH} local calls deep; not followed",
                     call.name
@@ -127,7 +127,7 @@ pub(super) fn expand_calls(
         let Some(child) = find_module(db, project, &child_id) else {
             out.diagnostics.push(diagnostic(
                 Severity::Warning,
-                "missing-module-source",
+                Code::MissingModuleSource,
                 format!(
                     "`module.{}`: \"{source}\" ({child_id}) is not a directory with Terraform files in the project; its `terraform_remote_state` blocks (if any) are not read",
                     call.name
@@ -225,7 +225,7 @@ fn call_instances(
     };
     let problem = |attr: &AttrExpr, what: String, node| {
         Diagnostic::warning(
-            "unresolved-remote-state",
+            Code::UnresolvedRemoteState,
             format!(
                 "cannot tell which instances of `module.{}` exist: {what}; the `terraform_remote_state` blocks it reads make no edge{}",
                 call.name,
@@ -315,7 +315,7 @@ fn call_instances(
                 out.diagnostics.push(
                     Diagnostic::new(
                         Severity::Info,
-                        "unknown-module-count",
+                        Code::UnknownModuleCount,
                         format!(
                             "the `count` of `module.{}` is unknown ({}); its `terraform_remote_state` blocks are read as for one instance{}",
                             call.name,

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use camino::Utf8Path;
 
 use crate::config::Config;
+use crate::diagnostic::Code;
 use crate::eval::{evaluate, EvalContext, EvalHost, NoFilesystem, Value};
 use crate::files::ModuleInfo;
 use crate::filter::{glob_matches, match_segment};
@@ -295,12 +296,12 @@ pub fn config_rule_diagnostics(
     let entries = config
         .variables
         .iter()
-        .map(|e| ("variables", "config-variables", &e.modules))
+        .map(|e| ("variables", Code::ConfigVariables, &e.modules))
         .chain(
             config
                 .backend_config
                 .iter()
-                .map(|e| ("backend_config", "config-backend", &e.modules)),
+                .map(|e| ("backend_config", Code::ConfigBackend, &e.modules)),
         );
     let mut counters: BTreeMap<&str, usize> = BTreeMap::new();
     for (key, code, globs) in entries {
@@ -345,7 +346,7 @@ pub fn config_rule_diagnostics(
             };
             out.push(
                 crate::diagnostic::Diagnostic::warning(
-                    "unused-dependency-rule",
+                    Code::UnusedDependencyRule,
                     format!(
                         "`dependencies.{key}[{i}]` ({} -> {}): {why}",
                         rule.from, rule.to

@@ -17,7 +17,7 @@ use crate::eval::{evaluate, EvalContext, Value};
 use crate::facts::module_facts;
 use crate::files::{Module, Project};
 use crate::owners::location_field;
-pub use crate::owners::{hint_name, IdentityIndex, Owner, StateIdentity};
+use crate::owners::{IdentityIndex, StateIdentity};
 use crate::system::normalize;
 
 /// The identity fields of each backend type.

@@ -15,8 +15,8 @@
 //!    what follows the unknown part of a template) equal the trailing segments of
 //!    module ids. Leading segments may be dropped only when no module id holds them.
 
-use super::identity::{IdentityIndex, Owner};
 use super::references::StateTarget;
+use crate::owners::{IdentityIndex, Owner};
 
 /// Which rule matched an edge: shown by `--explain` and in the graph's JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -33,14 +33,13 @@ use std::collections::BTreeMap;
 
 use crate::chunk::{chunk_modules, ModuleChunk};
 use crate::db::Db;
-use crate::diagnostic::{Anchor, Diagnostic};
+use crate::diagnostic::{Anchor, Code, Diagnostic};
 use crate::files::{Module, Project};
 
+pub use crate::owners::{IdentityIndex, StateIdentity};
 pub use calls::{is_local_source, MAX_CALL_DEPTH};
 pub use declared::config_rule_diagnostics;
-pub use identity::{
-    identity_fields, identity_index, state_identity, sync_owners, IdentityIndex, StateIdentity,
-};
+pub use identity::{identity_fields, identity_index, state_identity, sync_owners};
 use matching::{match_reference, Match};
 pub use matching::{normalise_state_path, Rule};
 pub use references::{module_references, ModuleReferences, StateReference, StateTarget};
@@ -131,7 +130,7 @@ pub fn resolved_dependencies(
         };
         match match_reference(&r.target, &info.id, depth, index) {
             Match::One(target, _) if target == info.id => out.diagnostics.push(warning(
-                "self-reference",
+                Code::SelfReference,
                 format!(
                     "`data.terraform_remote_state.{}` reads this module's own state; no edge",
                     r.name
@@ -156,7 +155,7 @@ pub fn resolved_dependencies(
                 out.diagnostics.push(d);
             }
             Match::Ambiguous(rule, candidates) => out.diagnostics.push(warning(
-                "ambiguous-remote-state",
+                Code::AmbiguousRemoteState,
                 format!(
                     "`data.terraform_remote_state.{}` matches {} modules by {}: {}; no edge ({})",
                     r.name,
@@ -195,7 +194,7 @@ pub fn resolved_dependencies(
                     // the reason.
                     Some(d) => d.clone(),
                     None if r.target.path.is_some() => warning(
-                        "unmatched-remote-state",
+                        Code::UnmatchedRemoteState,
                         format!(
                             "no module for state path \"{looked_for}\"{near_miss}{}",
                             one_segment_off(&looked_for, index)
@@ -206,7 +205,7 @@ pub fn resolved_dependencies(
                         ),
                     ),
                     None => warning(
-                        "unmatched-remote-state",
+                        Code::UnmatchedRemoteState,
                         format!("no module with the state identity `{looked_for}`{near_miss}"),
                     ),
                 };
@@ -255,7 +254,7 @@ pub fn resolved_dependencies(
             out.diagnostics.push(
                 Diagnostic::new(
                     crate::diagnostic::Severity::Info,
-                    "ignored-dependency",
+                    Code::IgnoredDependency,
                     format!(
                         "the edge {} -> {to} is ignored (`dependencies.ignore`{})",
                         info.id,
@@ -284,13 +283,16 @@ pub fn resolved_dependencies(
 /// one other module (`infra_google_monitoring`, `.../infra-google-monitoring`): the
 /// message says so, as the likely target.
 fn with_hint(mut d: Diagnostic, from: &str, index: &IdentityIndex) -> Diagnostic {
-    if !matches!(d.code, "unresolved-remote-state" | "unmatched-remote-state") {
+    if !matches!(
+        d.code,
+        Code::UnresolvedRemoteState | Code::UnmatchedRemoteState
+    ) {
         return d;
     }
     // The block the diagnostic points into: `data "terraform_remote_state" NAME`.
     let name = match d.anchor.as_ref().map(|a| a.item.block.as_slice()) {
         Some([data, kind, name]) if data == "data" && kind == "terraform_remote_state" => {
-            identity::hint_name(name)
+            crate::owners::hint_name(name)
         }
         _ => return d,
     };
@@ -374,7 +376,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// leaves them); the result keeps that order.
 pub fn group_root_causes(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let cause = |d: &Diagnostic| {
-        (d.code == "unresolved-remote-state")
+        (d.code == Code::UnresolvedRemoteState)
             .then(|| scope::variable_without_value(&d.message))
             .flatten()
             .map(str::to_owned)

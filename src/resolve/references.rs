@@ -11,16 +11,16 @@ use indexmap::IndexMap;
 
 use super::identity::{
     canonical_backend, flatten_config, identity_fields, identity_of, path_field, with_defaults,
-    StateIdentity,
 };
 use super::scope::{
     local_references, locals_used_by, module_dir, module_scope, ModuleScope, TrackedFilesystem,
 };
 use crate::db::Db;
-use crate::diagnostic::{Anchor, Diagnostic};
+use crate::diagnostic::{Anchor, Code, Diagnostic};
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, Value};
 use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact};
 use crate::files::{Module, Project};
+use crate::owners::StateIdentity;
 use crate::syntax::{Expr, ExprKind, TemplatePart};
 
 /// What a reference reads: the state location, evaluated as far as it can be.
@@ -141,7 +141,7 @@ fn unresolved(
     name: &str,
 ) -> Diagnostic {
     Diagnostic::warning(
-        "unresolved-remote-state",
+        Code::UnresolvedRemoteState,
         format!(
             "cannot resolve the state location of `data.terraform_remote_state.{name}`: {}; no dependency edge is created{}",
             reason.trim_end_matches('.'),
@@ -209,7 +209,7 @@ fn eval_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str) ->
 /// their own code.
 fn location_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str) -> Diagnostic {
     let diagnostic = eval_error(site, attr, err, block);
-    if diagnostic.code == "evaluation-error" {
+    if diagnostic.code == Code::EvaluationError {
         return unresolved(site, attr, &err.message, Some(err.node), block);
     }
     diagnostic
@@ -612,7 +612,7 @@ fn failed_path_tail(
         return None;
     };
     match (&head.kind, evaluate(head, ctx)) {
-        (ExprKind::FuncCall { .. }, Err(err)) if err.code == "evaluation-error" => {
+        (ExprKind::FuncCall { .. }, Err(err)) if err.code == Code::EvaluationError => {
             known_tail(e, ctx).map(|t| (field, t))
         }
         _ => None,

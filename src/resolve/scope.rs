@@ -10,7 +10,7 @@ use camino::Utf8Path;
 use indexmap::IndexMap;
 
 use crate::db::Db;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
 use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact, VariableFact};
 use crate::files::{FileContents, Module, Project};
@@ -135,9 +135,14 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
         vars,
         host: &host,
     });
-    let mut problems: Vec<(&'static str, String)> = Vec::new();
+    let mut problems: Vec<(Code, String)> = Vec::new();
     if let Some(layer) = declared {
-        problems.extend(layer.problems.into_iter().map(|p| ("config-variables", p)));
+        problems.extend(
+            layer
+                .problems
+                .into_iter()
+                .map(|p| (Code::ConfigVariables, p)),
+        );
     }
     if facts.backend.is_some() && !config.backend_config.is_empty() {
         let vars = match scope.scope.get("var") {
@@ -147,7 +152,11 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
         let (fields, backend_problems) =
             super::declared::backend_fields(config, info, &dir, &vars, &host);
         scope.backend_config = fields;
-        problems.extend(backend_problems.into_iter().map(|p| ("config-backend", p)));
+        problems.extend(
+            backend_problems
+                .into_iter()
+                .map(|p| (Code::ConfigBackend, p)),
+        );
     }
     for (code, message) in problems {
         scope.diagnostics.push(
@@ -280,7 +289,7 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
         if let Some(e) = facts.locals.get(name.as_str()) {
             diagnostics.push(
                 Diagnostic::error(
-                    "local-cycle",
+                    Code::LocalCycle,
                     format!("`local.{name}` refers to itself: {chain}"),
                 )
                 .with_anchor(e.anchor(e.expr.id)),

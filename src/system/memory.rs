@@ -81,6 +81,31 @@ impl MemorySystem {
 }
 
 impl System for MemorySystem {
+    /// Directories exist in memory as the prefixes of files: nothing to create.
+    fn create_dir_all(&self, _path: &Utf8Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn remove_file(&self, path: &Utf8Path) -> io::Result<()> {
+        let mut inner = self.inner.lock().expect("memory system lock poisoned");
+        inner.versions.remove(path);
+        match inner.files.remove(path) {
+            Some(_) => Ok(()),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, path.to_string())),
+        }
+    }
+
+    fn rename(&self, from: &Utf8Path, to: &Utf8Path) -> io::Result<()> {
+        let mut inner = self.inner.lock().expect("memory system lock poisoned");
+        let bytes = inner
+            .files
+            .remove(from)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, from.to_string()))?;
+        inner.versions.remove(from);
+        inner.put(to, bytes);
+        Ok(())
+    }
+
     fn shared(&self) -> Arc<dyn System> {
         // Clones share the tree, so the handle sees later writes.
         Arc::new(self.clone())

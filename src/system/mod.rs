@@ -190,6 +190,25 @@ pub trait System: Send + Sync {
     fn stderr_is_terminal(&self) -> bool {
         false
     }
+    /// Standard input, when it is a terminal someone can answer questions on (`init`);
+    /// never in memory.
+    fn interactive_stdin(&self) -> Option<Box<dyn io::BufRead + '_>> {
+        None
+    }
+    /// Creates `path` and its missing parent directories.
+    fn create_dir_all(&self, path: &Utf8Path) -> io::Result<()>;
+    /// Removes the file at `path`.
+    fn remove_file(&self, path: &Utf8Path) -> io::Result<()>;
+    /// Renames `from` to `to`, replacing `to` (a link at `to` is replaced, not followed).
+    fn rename(&self, from: &Utf8Path, to: &Utf8Path) -> io::Result<()>;
+    /// Creates (or truncates) `path` as an open file that a child process can write its
+    /// output to (`local-exec` logs and plan output). Only a real file system has them.
+    fn create_output_file(&self, path: &Utf8Path) -> io::Result<std::fs::File> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{path}: no output files in this file system"),
+        ))
+    }
     /// Writes `bytes` to `path` atomically (temp file in the same directory, then rename),
     /// creating missing parent directories.
     /// Returns `false` and leaves the file untouched if it already holds exactly `bytes`.

@@ -228,6 +228,31 @@ impl System for OsSystem {
         io::stderr().is_terminal()
     }
 
+    fn interactive_stdin(&self) -> Option<Box<dyn io::BufRead + '_>> {
+        use std::io::IsTerminal;
+        let stdin = io::stdin();
+        if !stdin.is_terminal() {
+            return None;
+        }
+        Some(Box::new(stdin.lock()))
+    }
+
+    fn create_dir_all(&self, path: &Utf8Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn remove_file(&self, path: &Utf8Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn rename(&self, from: &Utf8Path, to: &Utf8Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn create_output_file(&self, path: &Utf8Path) -> io::Result<std::fs::File> {
+        std::fs::File::create(path)
+    }
+
     fn current_dir(&self) -> io::Result<Utf8PathBuf> {
         let dir = std::env::current_dir()?;
         Utf8PathBuf::from_path_buf(dir)

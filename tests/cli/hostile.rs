@@ -758,10 +758,8 @@ fn watch_meets_fifos_and_still_stops_on_sigterm() {
     mkfifo(&p.path().join("env/fifo2/main.tf"));
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: kill(2) on our own child's pid has no memory effects.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0);
     let start = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
@@ -814,11 +812,8 @@ fn ignore_files_of_the_enclosing_repository_are_read_confined() {
         std::fs::create_dir_all(fifo.parent().expect("parent")).expect("mkdir");
         let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("no NUL");
         // SAFETY: mkfifo reads a NUL-terminated path and creates a file.
-        assert_eq!(
-            unsafe { libc::mkfifo(c.as_ptr(), 0o644) },
-            0,
-            "mkfifo {fifo:?}"
-        );
+        let made = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
+        assert_eq!(made, 0, "mkfifo {fifo:?}");
     }
     let project = repo.join("infra");
     std::fs::create_dir_all(project.join("stage/vpc")).expect("mkdir");

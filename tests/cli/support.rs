@@ -1,13 +1,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub struct Project {
+pub(crate) struct Project {
     pub dir: tempfile::TempDir,
 }
 
 impl Project {
     /// A copy of `fixtures/<name>`.
-    pub fn fixture(name: &str) -> Project {
+    pub(crate) fn fixture(name: &str) -> Project {
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures")
             .join(name);
@@ -16,33 +16,33 @@ impl Project {
         Project { dir }
     }
 
-    pub fn empty() -> Project {
+    pub(crate) fn empty() -> Project {
         Project {
             dir: tempfile::tempdir().expect("temp dir"),
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) {
+    pub(crate) fn write(&self, rel: &str, contents: impl AsRef<[u8]>) {
         let p = self.dir.path().join(rel);
         std::fs::create_dir_all(p.parent().expect("file has a parent")).expect("mkdir");
         std::fs::write(p, contents).expect("write");
     }
 
-    pub fn read(&self, rel: &str) -> String {
+    pub(crate) fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.dir.path().join(rel)).expect("read")
     }
 
     /// Runs `terraci ARGS` with the project as the working directory and a clean
     /// environment (no CI variables leak in from the machine running the tests).
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.run_env(args, &[])
     }
 
-    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+    pub(crate) fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = self.command(args);
         for (k, v) in env {
             cmd.env(k, v);
@@ -56,7 +56,7 @@ impl Project {
     }
 
     /// `terraci ARGS` in the project, with a clean environment (see [`Project::run`]).
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_terraci"));
         cmd.args(args)
             .current_dir(self.path())
@@ -67,7 +67,7 @@ impl Project {
     }
 
     /// Output with the project directory and terraci's version replaced by placeholders.
-    pub fn redact(&self, bytes: &[u8]) -> String {
+    pub(crate) fn redact(&self, bytes: &[u8]) -> String {
         let text = String::from_utf8_lossy(bytes).into_owned();
         let real = self
             .path()
@@ -79,7 +79,7 @@ impl Project {
     }
 }
 
-pub struct Output {
+pub(crate) struct Output {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -87,7 +87,7 @@ pub struct Output {
 
 impl Output {
     /// The snapshot form: exit code, stdout, stderr.
-    pub fn snapshot(&self) -> String {
+    pub(crate) fn snapshot(&self) -> String {
         format!(
             "exit: {}\n--- stdout\n{}--- stderr\n{}",
             self.code, self.stdout, self.stderr
@@ -114,7 +114,7 @@ fn copy_dir(src: &Path, dst: &Path) {
 }
 
 /// The crate's CI client binary `name` (installed by `.ci/clients.sh`).
-pub fn client(name: &str) -> PathBuf {
+pub(crate) fn client(name: &str) -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tools/ci-clients/node_modules/.bin")
         .join(name);
@@ -136,7 +136,7 @@ macro_rules! snap {
 }
 
 /// actionlint's findings on a workflow (empty when it passes).
-pub fn actionlint(workflow: &str) -> String {
+pub(crate) fn actionlint(workflow: &str) -> String {
     let dir = tempfile::tempdir().expect("temp dir");
     let wf = dir.path().join(".github/workflows");
     std::fs::create_dir_all(&wf).expect("mkdir");
@@ -159,7 +159,7 @@ pub fn actionlint(workflow: &str) -> String {
 
 /// Makes `dir` a git repository with one commit of everything in it, and the GitLab
 /// remote gitlab-ci-local reads the project's name from.
-pub fn commit_all(dir: &Path) {
+pub(crate) fn commit_all(dir: &Path) {
     let git = |args: &[&str]| {
         let ok = Command::new("git")
             .args(args)
@@ -191,7 +191,7 @@ pub fn commit_all(dir: &Path) {
 }
 
 /// `gitlab-ci-local --list` on a pipeline: Ok(job list) or Err(its complaint).
-pub fn gitlab_ci_local_list(pipeline: &str) -> Result<String, String> {
+pub(crate) fn gitlab_ci_local_list(pipeline: &str) -> Result<String, String> {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join(".gitlab-ci.yml"), pipeline).expect("write");
     commit_all(dir.path());

@@ -32,7 +32,11 @@ fn fake_terraform(p: &Project, body: &str) -> String {
 
 /// Starts `terraci ARGS` with a pseudo-terminal as stdin, stdout and stderr; returns the
 /// child and what it writes to the terminal (read until the terminal closes).
-pub fn spawn_in_terminal(p: &Project, args: &[&str], path: &str) -> (Child, Arc<Mutex<String>>) {
+pub(crate) fn spawn_in_terminal(
+    p: &Project,
+    args: &[&str],
+    path: &str,
+) -> (Child, Arc<Mutex<String>>) {
     let (mut master, mut slave) = (0, 0);
     // SAFETY: openpty writes two descriptors into the ints; the other pointers are null
     // (no name, default termios and window size).
@@ -77,7 +81,7 @@ pub fn spawn_in_terminal(p: &Project, args: &[&str], path: &str) -> (Child, Arc<
     (child, text)
 }
 
-pub fn wait(child: &mut Child, what: &str) -> i32 {
+pub(crate) fn wait(child: &mut Child, what: &str) -> i32 {
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().expect("wait") {

@@ -18,6 +18,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
+use crate::diagnostic::Code;
 use crate::syntax::{Expr, ExprKind, NodeId};
 
 use super::convert::{to_bool, to_number, to_string_primitive};
@@ -236,11 +237,11 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.values.len()
     }
 
-    pub fn take(&mut self, i: usize) -> Value {
+    pub(super) fn take(&mut self, i: usize) -> Value {
         std::mem::replace(&mut self.values[i], Value::Null)
     }
 
@@ -253,7 +254,7 @@ impl Args {
     }
 
     /// `Invalid value for "x" parameter: ...`
-    pub fn arg_err(&self, i: usize, msg: impl std::fmt::Display) -> crate::eval::EvalError {
+    pub(super) fn arg_err(&self, i: usize, msg: impl std::fmt::Display) -> crate::eval::EvalError {
         error(
             self.node,
             format!("Invalid value for \"{}\" parameter: {msg}.", self.param(i)),
@@ -261,39 +262,39 @@ impl Args {
     }
 
     /// `Call to function "x" failed: ...`
-    pub fn fail(&self, msg: impl std::fmt::Display) -> crate::eval::EvalError {
+    pub(super) fn fail(&self, msg: impl std::fmt::Display) -> crate::eval::EvalError {
         error(
             self.node,
             format!("Call to function \"{}\" failed: {msg}.", self.name),
         )
     }
 
-    pub fn limit(&self, msg: impl std::fmt::Display) -> crate::eval::EvalError {
+    pub(super) fn limit(&self, msg: impl std::fmt::Display) -> crate::eval::EvalError {
         limit(
             self.node,
             format!("Call to function \"{}\" failed: {msg}.", self.name),
         )
     }
 
-    pub fn not_null(&self, i: usize) -> R<&Value> {
+    pub(super) fn not_null(&self, i: usize) -> R<&Value> {
         match &self.values[i] {
             Value::Null => Err(self.arg_err(i, "argument must not be null")),
             v => Ok(v),
         }
     }
 
-    pub fn string(&self, i: usize) -> R<String> {
+    pub(super) fn string(&self, i: usize) -> R<String> {
         let v = self.not_null(i)?;
         to_string_primitive(v).map_err(|_| self.arg_err(i, "string required"))
     }
 
-    pub fn number(&self, i: usize) -> R<f64> {
+    pub(super) fn number(&self, i: usize) -> R<f64> {
         let v = self.not_null(i)?;
         to_number(v).map_err(|m| self.arg_err(i, m))
     }
 
     /// A whole number that fits an `i64`.
-    pub fn int(&self, i: usize) -> R<i64> {
+    pub(super) fn int(&self, i: usize) -> R<i64> {
         let n = self.number(i)?;
         if n.fract() != 0.0 || !n.is_finite() {
             return Err(self.arg_err(i, "a whole number is required"));
@@ -305,7 +306,7 @@ impl Args {
     }
 
     /// A list, tuple or set, as its elements.
-    pub fn seq(&mut self, i: usize) -> R<Vec<Value>> {
+    pub(super) fn seq(&mut self, i: usize) -> R<Vec<Value>> {
         self.not_null(i)?;
         match self.take(i) {
             Value::List(items) | Value::Set(items) => Ok(items),
@@ -320,7 +321,7 @@ impl Args {
         }
     }
 
-    pub fn map(&mut self, i: usize) -> R<BTreeMap<String, Value>> {
+    pub(super) fn map(&mut self, i: usize) -> R<BTreeMap<String, Value>> {
         self.not_null(i)?;
         match self.take(i) {
             Value::Map(map) => Ok(map),
@@ -339,7 +340,7 @@ impl Args {
 /// Whether `try` may swallow this error: only ordinary dynamic errors, not limits, unknown
 /// functions or references to undeclared names (which Terraform rejects before evaluating).
 fn catchable(e: &crate::eval::EvalError) -> bool {
-    e.code == "evaluation-error" && !e.message.ends_with("is not declared")
+    e.code == Code::EvaluationError && !e.message.ends_with("is not declared")
 }
 
 pub(crate) fn call(
@@ -369,7 +370,7 @@ pub(crate) fn call(
         };
         return Err(crate::eval::EvalError {
             node,
-            code: "unknown-function",
+            code: Code::UnknownFunction,
             message,
         });
     };
