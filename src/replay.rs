@@ -36,6 +36,16 @@ const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 const FORMAT: u64 = 2;
 pub(crate) const FILE_NAME: &str = "run.bin";
 
+/// The record file of `command`: one per command, so that a pre-commit hook's `validate`
+/// and an editor's `generate` do not replace each other's record.
+fn record_name(command: &str) -> String {
+    if command == "generate" {
+        FILE_NAME.to_owned()
+    } else {
+        format!("run-{command}.bin")
+    }
+}
+
 /// The environment variables that `generate` reads (provider selection).
 pub const ENV_VARS: [&str; 4] = [
     "TERRACI_PROVIDER",
@@ -73,18 +83,28 @@ pub struct Record {
 }
 
 impl RunKey {
-    /// The key of a run, or `None` when the run cannot be replayed (the binary cannot be
-    /// stamped, a `--var-file` cannot be read).
+    /// The key of a run of `command` (`generate`, `validate`, ...), or `None` when the
+    /// run cannot be replayed (the binary cannot be stamped, a `--var-file` cannot be
+    /// read). `extra`: what else the command's output depends on (the checked-out
+    /// commit of a `local-exec --dry-run`, whether stderr is coloured).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         system: &dyn System,
         settings: &CacheSettings,
+        command: &str,
         root: &Utf8Path,
         config_file: Option<&Utf8Path>,
         var_files: &[Utf8PathBuf],
         argv: &[String],
+        extra: &[String],
     ) -> Option<RunKey> {
         let mut bytes = Vec::new();
         put_stamp(&mut bytes, &system.program_stamp()?);
+        put_str(&mut bytes, command);
+        put_u64(&mut bytes, extra.len() as u64);
+        for e in extra {
+            put_str(&mut bytes, e);
+        }
         put_str(&mut bytes, system.current_dir().ok()?.as_str());
         put_str(&mut bytes, root.as_str());
         put_u64(&mut bytes, argv.len() as u64);
@@ -131,7 +151,7 @@ impl RunKey {
             bytes,
             inputs,
             root: root.to_owned(),
-            record: settings.dir.join(FILE_NAME),
+            record: settings.dir.join(record_name(command)),
         })
     }
 
@@ -271,8 +291,17 @@ mod tests {
         let settings = CacheSettings {
             dir: "/p/.terraci/cache".into(),
         };
-        let key = RunKey::new(&fs, &settings, "/p".into(), None, &[], &["terraci".into()])
-            .expect("the memory system stamps its program");
+        let key = RunKey::new(
+            &fs,
+            &settings,
+            "generate",
+            "/p".into(),
+            None,
+            &[],
+            &["terraci".into()],
+            &[],
+        )
+        .expect("the memory system stamps its program");
         let files = vec![
             ("b/main.tf".to_owned(), Some(stamp(2))),
             ("a/main.tf".to_owned(), Some(stamp(1))),
@@ -306,7 +335,8 @@ mod tests {
     fn a_run_with_an_unsettled_or_unstamped_file_is_not_recorded() {
         let fs = crate::system::MemorySystem::new();
         let settings = CacheSettings { dir: "/c".into() };
-        let key = RunKey::new(&fs, &settings, "/p".into(), None, &[], &[]).unwrap();
+        let key =
+            RunKey::new(&fs, &settings, "generate", "/p".into(), None, &[], &[], &[]).unwrap();
         let fresh = Stamp {
             ctime_ns: 1_000_000_000 * 1_000_000_000 - 1_000,
             ..stamp(1)
@@ -350,10 +380,17 @@ mod tests {
         }
 
         fn generate(fs: &MemorySystem, extra: &[&str]) -> Run {
-            let argv: Vec<String> = ["terraci", "generate", "-d", "/p", "-o", "/out.yml"]
-                .iter()
-                .chain(extra)
-                .map(|s| (*s).to_owned())
+            run(
+                fs,
+                &[&["generate", "-d", "/p", "-o", "/out.yml"], extra].concat(),
+            )
+        }
+
+        /// A command line; `file` is `/out.yml` (for `-o /out.yml`), else stdout.
+        fn run(fs: &MemorySystem, args: &[&str]) -> Run {
+            let argv: Vec<String> = std::iter::once("terraci")
+                .chain(args.iter().copied())
+                .map(|s| s.to_owned())
                 .collect();
             let cli = crate::cli::Cli::try_parse_from(&argv).expect("valid command line");
             let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -368,9 +405,14 @@ mod tests {
                 },
             );
             let read_terraform = fs.take_reads().iter().any(|p| p.as_str().ends_with(".tf"));
+            let file = if args.contains(&"/out.yml") {
+                fs.read("/out.yml".into()).unwrap_or_default()
+            } else {
+                out
+            };
             Run {
                 code,
-                file: String::from_utf8(fs.read("/out.yml".into()).unwrap_or_default()).unwrap(),
+                file: String::from_utf8(file).unwrap(),
                 stderr: String::from_utf8(err).unwrap(),
                 read_terraform,
             }
@@ -449,6 +491,62 @@ mod tests {
             let other = generate(&fs, &["--plan-only"]);
             assert!(other.read_terraform, "another command line is another run");
             assert_eq!(other.file, fresh(&fs, &["--plan-only"]));
+        }
+
+        #[test]
+        fn every_read_only_command_is_replayed_and_reruns_after_an_edit() {
+            let commands: [&[&str]; 7] = [
+                &["validate"],
+                &["validate", "--format", "json"],
+                &["graph"],
+                &["graph", "--format", "json"],
+                &["graph", "--stats", "-m", "stage/vpc", "--dependents"],
+                &["generate", "--dry-run"],
+                &["local-exec", "plan", "--dry-run"],
+            ];
+            let fs = project();
+            for command in commands {
+                let args = [&["-d", "/p"], command].concat();
+                let cold = run(&fs, &[&["--no-cache"], &args[..]].concat());
+                assert_eq!(cold.code, 0, "{command:?}: {}", cold.stderr);
+                let first = run(&fs, &args);
+                assert!(first.read_terraform, "{command:?}");
+                let again = run(&fs, &args);
+                assert!(!again.read_terraform, "{command:?}: replayed");
+                assert_eq!(again.code, 0);
+                assert_eq!(again.file, cold.file, "{command:?}");
+                assert_eq!(again.stderr, first.stderr, "{command:?}");
+            }
+            // Each command keeps its own record (of its last run): the later `generate`
+            // and `local-exec` did not replace `validate`'s.
+            assert!(!run(&fs, &["-d", "/p", "validate", "--format", "json"]).read_terraform);
+            fs.write_file("/p/stage/eks/main.tf", EKS.replace("/vpc/", "/dns/"));
+            for command in commands {
+                let args = [&["-d", "/p"], command].concat();
+                let after = run(&fs, &args);
+                assert!(after.read_terraform, "{command:?}: must run again");
+                let cold = run(&fs, &[&["--no-cache"], &args[..]].concat());
+                assert_eq!(after.file, cold.file, "{command:?}");
+            }
+        }
+
+        #[test]
+        fn the_cache_dir_check_knows_every_record_name() {
+            for command in ["generate", "validate", "graph", "local-exec"] {
+                assert!(crate::cache::is_record_name(&record_name(command)));
+            }
+        }
+
+        #[test]
+        fn a_failed_validate_is_not_recorded() {
+            let fs = project();
+            fs.write_file("/p/stage/dns/main.tf", "terraform {\n");
+            let first = run(&fs, &["-d", "/p", "validate"]);
+            assert_ne!(first.code, 0);
+            assert!(!fs.is_file("/p/.terraci/cache/run-validate.bin".into()));
+            let again = run(&fs, &["-d", "/p", "validate"]);
+            assert!(again.read_terraform);
+            assert_eq!(again.code, first.code);
         }
 
         #[test]

@@ -4,7 +4,6 @@
 use std::io::Write;
 
 use crate::cli::{GenerateArgs, GlobalArgs};
-use crate::config::find_config_file;
 use crate::exit::{self, fail};
 use crate::files::Selection;
 use crate::graph::dependency_graph;
@@ -13,91 +12,40 @@ use crate::pipeline::{
 };
 use crate::render::report::cycle_text;
 use crate::system::System;
-use crate::workspace::{load_workspace_overlapped, project_dir};
+use crate::workspace::load_workspace_overlapped;
 
-use super::{write_output, Io};
+use super::replayed::{replayed, KeyInputs, Produced};
+use super::Io;
 
 pub(super) fn generate(
     global: &GlobalArgs,
     args: &GenerateArgs,
     io: &mut Io<'_>,
 ) -> anyhow::Result<u8> {
-    // Before any stamp is taken: a run records only files that changed before it began.
-    let started = io.system.now();
-    let key = replay_key(io.system, global, args, &io.argv);
-    let mut layout = None;
-    if let Some(key) = &key {
-        match key.lookup(io.system) {
-            Ok(crate::replay::Lookup::Hit(record)) => {
-                io.stderr.write_all(&record.stderr)?;
-                write_output(io, args.output.as_deref(), &record.output)?;
-                return Ok(exit::OK);
-            }
-            Ok(crate::replay::Lookup::Miss(walked)) => layout = walked,
-            Err(notice) if !global.quiet => writeln!(io.stderr, "notice: {notice}")?,
-            Err(_) => {}
-        }
-    }
-    // Everything for stderr goes through a buffer, so a recorded run replays it exactly.
-    let mut stderr = Vec::new();
-    let outcome = generate_pipeline(global, args, io.system, &io.argv, layout, &mut stderr);
-    io.stderr.write_all(&stderr)?;
-    let (text, stamps, notices) = outcome?;
-    write_output(io, args.output.as_deref(), &text)?;
-    if let (Some(key), Some(stamps)) = (key, stamps) {
-        // A cache notice is about this run (the fact cache it found damaged is rewritten
-        // now): a replay of the run must not repeat it.
-        let mut replayed = String::from_utf8_lossy(&stderr).into_owned();
-        for notice in notices {
-            replayed = replayed.replacen(&format!("notice: {notice}\n"), "", 1);
-        }
-        if let Err(e) = key.save(io.system, started, stamps, &text, replayed.as_bytes()) {
-            if !global.quiet {
-                writeln!(io.stderr, "notice: cannot write the run record: {e}")?;
-            }
-        }
-    }
-    Ok(exit::OK)
+    let inputs = KeyInputs {
+        command: "generate",
+        changed_only: args.changes.changed_only,
+        var_files: &args.pipeline.eval.var_file,
+        extra: Vec::new(),
+    };
+    let (system, argv) = (io.system, io.argv.clone());
+    replayed(global, io, inputs, args.output.as_deref(), |layout, err| {
+        let (output, stamps, notices) =
+            generate_pipeline(global, args, system, &argv, layout, err)?;
+        Ok(Produced {
+            output,
+            code: exit::OK,
+            stamps,
+            notices,
+        })
+    })
 }
 
-/// The key under which this `generate` may be replayed ([`crate::replay`]): `None`
-/// with `--no-cache` or `--changed-only`, or when something it needs cannot be read
-/// (the run then goes the normal way and reports it).
-fn replay_key(
-    system: &dyn System,
-    global: &GlobalArgs,
-    args: &GenerateArgs,
-    argv: &[String],
-) -> Option<crate::replay::RunKey> {
-    if args.changes.changed_only {
-        return None;
-    }
-    let root = project_dir(system, global).ok()?;
-    let settings =
-        crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref())?;
-    settings.check(system, &root).ok()?;
-    let config = find_config_file(system, &root, global.config.as_deref());
-    crate::replay::RunKey::new(
-        system,
-        &settings,
-        &root,
-        config.as_deref(),
-        &args.pipeline.eval.var_file,
-        argv,
-    )
-}
-
-/// `generate` up to the text to write: the text, and the stamps of the files read when
-/// the run may be recorded for replay. Everything for stderr goes to `err`.
-#[allow(clippy::type_complexity)]
 /// The pipeline text, the stamps of the files read when the run can be replayed, and the
 /// notices printed (which a replay leaves out).
-type Generated = (
-    String,
-    Option<Vec<(String, Option<crate::system::Stamp>)>>,
-    Vec<String>,
-);
+type Generated = (String, Option<crate::workspace::FileStamps>, Vec<String>);
 
+/// `generate` up to the text to write. Everything for stderr goes to `err`.
 fn generate_pipeline(
     global: &GlobalArgs,
     args: &GenerateArgs,
@@ -159,9 +107,7 @@ fn generate_pipeline(
             writeln!(err, "{w}")?;
         }
     }
-    let replayable = !ws.db.reads_outside_modules();
-    let stamps = replayable.then(|| std::mem::take(&mut ws.stamps));
-    let notices = std::mem::take(&mut ws.notices);
+    let (stamps, notices) = ws.take_run_inputs();
     ws.dismiss();
     Ok((pipeline.text.into_string(), stamps, notices))
 }
