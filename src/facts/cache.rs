@@ -202,6 +202,16 @@ pub(crate) fn seal(out: &mut Vec<u8>) {
     out.extend_from_slice(&sum.to_le_bytes());
 }
 
+/// [`seal`] for a file written in pieces: the checksum of `parts` in order (the same as
+/// of their concatenation), to write after them.
+pub(crate) fn seal_parts(parts: &[&[u8]]) -> [u8; 8] {
+    let mut h = hasher();
+    for part in parts {
+        h.write(part);
+    }
+    h.finish().to_le_bytes()
+}
+
 /// Checks a file written by [`begin_file`] and [`seal`]: magic (`what` names the kind of
 /// file when it is wrong), checksum, format and terraci version. Returns a reader over
 /// the body after the header (without the checksum).
@@ -371,10 +381,14 @@ fn kind_code(kind: FileKind) -> u8 {
 /// SipHash with fixed keys: deterministic across runs of one build. A different hash in
 /// another build only turns hits into misses; the format version guards the rest.
 pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
-    #[allow(deprecated)]
-    let mut h = std::hash::SipHasher::new_with_keys(0x7465_7272_6163_6921, 0x6661_6374_7321);
+    let mut h = hasher();
     h.write(bytes);
     h.finish()
+}
+
+#[allow(deprecated)]
+fn hasher() -> std::hash::SipHasher {
+    std::hash::SipHasher::new_with_keys(0x7465_7272_6163_6921, 0x6661_6374_7321)
 }
 
 // ---- encoding: LEB128 integers, length-prefixed strings, one tag byte per variant ----
@@ -1042,6 +1056,19 @@ mod tests {
         let sum = content_hash(&blob);
         blob.extend_from_slice(&sum.to_le_bytes());
         blob
+    }
+
+    #[test]
+    fn a_checksum_of_pieces_is_the_checksum_of_their_concatenation() {
+        let text = b"terraform { backend \"s3\" {} }\n".repeat(100);
+        for cut in [0, 1, 7, 8, 9, 63, 64, 65, text.len()] {
+            let (a, b) = text.split_at(cut);
+            assert_eq!(
+                seal_parts(&[a, &[], b]),
+                content_hash(&text).to_le_bytes(),
+                "{cut}"
+            );
+        }
     }
 
     #[test]
