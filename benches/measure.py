@@ -120,22 +120,23 @@ print("| modules | command | cold (--no-cache) | warm (replay) | peak RSS, cold 
 print("|--------:|---------|------:|------:|------:|")
 for n in sizes:
     path = workload(n)
-    cache = os.path.join(path, ".terraci")
     runs = runs_override or (15 if n < 10000 else 9)
     outs = {b: f"/tmp/terraci-measure/out{n}-{i}.yml" for i, b in enumerate(binaries)}
+    # A cache dir per binary: one build's records are foreign files to another's check.
+    caches = {b: f"/tmp/terraci-measure/cache{n}-{i}" for i, b in enumerate(binaries)}
 
-    def drop_caches(_b):
-        shutil.rmtree(cache, ignore_errors=True)
+    def drop_caches(b):
+        shutil.rmtree(caches[b], ignore_errors=True)
 
-    def drop_record(_b):
-        record = os.path.join(cache, "cache", "run.bin")
+    def drop_record(b):
+        record = os.path.join(caches[b], "run.bin")
         if os.path.exists(record):
             os.remove(record)
 
     cold_generate = None
     for label, make in COMMANDS:
         def cmd(b, extra=()):
-            return [b, *extra, "-d", path, *make(n, outs[b])]
+            return [b, "--cache-dir", caches[b], *extra, "-d", path, *make(n, outs[b])]
         cold = medians(runs, lambda b: cmd(b, ["--no-cache"]))
         warm = medians(runs, cmd)
         rss = [peak_rss_mb(cmd(b, ["--no-cache"])) for b in binaries]
@@ -143,12 +144,13 @@ for n in sizes:
             cold_generate = cold
         print(f"| {n:>6,} | `{label}` | {show(cold, 'ms')} | {show(warm, 'ms')} | {show(rss, 'MB', '{:.0f}')} |",
               flush=True)
-    gen = lambda b: [b, "-d", path, "generate", "-o", outs[b]]
+    gen = lambda b: [b, "--cache-dir", caches[b], "-d", path, "generate", "-o", outs[b]]
     writing = medians(runs, gen, drop_caches)
     for b in binaries:
         run(gen(b))
     fact_cache = medians(runs, gen, drop_record)
-    drop_caches(None)
+    for b in binaries:
+        drop_caches(b)
     rss = [peak_rss_mb(gen(b)) for b in binaries]
     print(f"| {n:>6,} | `generate`, cold writing caches | {show(writing, 'ms')} | fact cache only: "
           f"{show(fact_cache, 'ms')} | {show(rss, 'MB', '{:.0f}')} |", flush=True)
