@@ -98,9 +98,11 @@ def workload(n):
 
 
 def read_floor_ms(path, runs):
-    out = subprocess.run(["cargo", "bench", "-q", "--bench", "read_floor", "--", path, str(runs)],
-                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    return float(out.split()[0])
+    done = subprocess.run(["cargo", "bench", "-q", "--bench", "read_floor", "--", path, str(runs)],
+                          cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"cargo bench --bench read_floor failed:\n{done.stderr[-2000:]}")
+    return float(done.stdout.split()[0])
 
 
 COMMANDS = [
