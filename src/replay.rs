@@ -27,7 +27,7 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
-use crate::cache::{begin_file, open_file, put_bytes, put_str, put_u64, seal, CacheSettings};
+use crate::cache::{begin_file, open_file, put_bytes, put_str, put_u64, seal_parts, CacheSettings};
 use crate::discover::{walk, Layout};
 use crate::system::{Stamp, System};
 
@@ -35,6 +35,16 @@ const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
 const FORMAT: u64 = 3;
 pub(crate) const FILE_NAME: &str = "run.bin";
+
+/// The record file of `command`: one per command, so that a pre-commit hook's `validate`
+/// and an editor's `generate` do not replace each other's record.
+fn record_name(command: &str) -> String {
+    if command == "generate" {
+        FILE_NAME.to_owned()
+    } else {
+        format!("run-{command}.bin")
+    }
+}
 
 /// Every environment variable that `generate` reads through the `System`: provider
 /// selection, the CI variables that pick `--changed-only`'s base, and `NO_COLOR`. The
@@ -97,21 +107,31 @@ pub fn encode_changes(files: &[String], submodules: &[String]) -> Vec<u8> {
 }
 
 impl RunKey {
-    /// The key of a run, or `None` when the run cannot be replayed (the binary cannot be
-    /// stamped, a `--var-file` cannot be read). `consumed` is the parsed command line
-    /// that the run acts on, in full (flags set through the environment included);
-    /// `argv` is the command line as typed, which the output's header shows.
+    /// The key of a run of `command` (`generate`, `validate`, ...), or `None` when the
+    /// run cannot be replayed (the binary cannot be stamped, a `--var-file` cannot be
+    /// read). `consumed` is the parsed command line that the run acts on, in full (flags
+    /// set through the environment included); `argv` is the command line as typed, which
+    /// the output's header shows. `extra`: what else the command's output depends on
+    /// (the checked-out commit of a `local-exec --dry-run`).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         system: &dyn System,
         settings: &CacheSettings,
+        command: &str,
         root: &Utf8Path,
         config_file: Option<&Utf8Path>,
         var_files: &[Utf8PathBuf],
         argv: &[String],
         consumed: &str,
+        extra: &[String],
     ) -> Option<RunKey> {
         let mut bytes = Vec::new();
         put_stamp(&mut bytes, &system.program_stamp()?);
+        put_str(&mut bytes, command);
+        put_u64(&mut bytes, extra.len() as u64);
+        for e in extra {
+            put_str(&mut bytes, e);
+        }
         put_str(&mut bytes, system.current_dir().ok()?.as_str());
         put_str(&mut bytes, root.as_str());
         put_u64(&mut bytes, argv.len() as u64);
@@ -162,7 +182,7 @@ impl RunKey {
             bytes,
             inputs,
             root: root.to_owned(),
-            record: settings.dir.join(FILE_NAME),
+            record: settings.dir.join(record_name(command)),
         })
     }
 
@@ -235,7 +255,7 @@ impl RunKey {
             return Ok(false);
         }
         files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let capacity = output.len() + stderr.len() + files.len() * 96 + self.bytes.len() + 64;
+        let capacity = files.len() * 96 + self.bytes.len() + 64;
         let mut out = begin_file(MAGIC, FORMAT, capacity);
         put_bytes(&mut out, &self.bytes);
         put_u64(&mut out, files.len() as u64);
@@ -250,10 +270,13 @@ impl RunKey {
             }
             None => out.push(0),
         }
-        put_str(&mut out, output);
-        put_bytes(&mut out, stderr);
-        seal(&mut out);
-        system.replace(&self.record, &out)?;
+        // The output is written from where it is, not copied into the record's buffer
+        // (it is most of the record: 20 MB at 10,000 modules).
+        put_u64(&mut out, output.len() as u64);
+        let mut tail = Vec::with_capacity(stderr.len() + 24);
+        put_bytes(&mut tail, stderr);
+        let sum = seal_parts(&[&out, output.as_bytes(), &tail]);
+        system.replace_parts(&self.record, &[&out, output.as_bytes(), &tail, &sum])?;
         Ok(true)
     }
 }
@@ -320,22 +343,29 @@ mod tests {
         }
     }
 
+    /// The key of a `generate` in `/p` with the command line `argv`.
+    fn generate_key(fs: &dyn System, settings: &CacheSettings, argv: &[String]) -> RunKey {
+        RunKey::new(
+            fs,
+            settings,
+            "generate",
+            "/p".into(),
+            None,
+            &[],
+            argv,
+            "",
+            &[],
+        )
+        .expect("the memory system stamps its program")
+    }
+
     #[test]
     fn a_record_survives_the_round_trip_and_damage_is_refused() {
         let fs = crate::system::MemorySystem::new();
         let settings = CacheSettings {
             dir: "/p/.terraci/cache".into(),
         };
-        let key = RunKey::new(
-            &fs,
-            &settings,
-            "/p".into(),
-            None,
-            &[],
-            &["terraci".into()],
-            "",
-        )
-        .expect("the memory system stamps its program");
+        let key = generate_key(&fs, &settings, &["terraci".into()]);
         let files = vec![
             ("b/main.tf".to_owned(), Some(stamp(2))),
             ("a/main.tf".to_owned(), Some(stamp(1))),
@@ -377,7 +407,7 @@ mod tests {
     fn a_run_with_an_unsettled_or_unstamped_file_is_not_recorded() {
         let fs = crate::system::MemorySystem::new();
         let settings = CacheSettings { dir: "/c".into() };
-        let key = RunKey::new(&fs, &settings, "/p".into(), None, &[], &[], "").unwrap();
+        let key = generate_key(&fs, &settings, &[]);
         let fresh = Stamp {
             ctime_ns: 1_000_000_000 * 1_000_000_000 - 1_000,
             ..stamp(1)
@@ -428,10 +458,17 @@ mod tests {
         }
 
         fn generate(fs: &MemorySystem, extra: &[&str]) -> Run {
-            let argv: Vec<String> = ["terraci", "generate", "-d", "/p", "-o", "/out.yml"]
-                .iter()
-                .chain(extra)
-                .map(|s| (*s).to_owned())
+            run(
+                fs,
+                &[&["generate", "-d", "/p", "-o", "/out.yml"], extra].concat(),
+            )
+        }
+
+        /// A command line; `file` is `/out.yml` (for `-o /out.yml`), else stdout.
+        fn run(fs: &MemorySystem, args: &[&str]) -> Run {
+            let argv: Vec<String> = std::iter::once("terraci")
+                .chain(args.iter().copied())
+                .map(|s| s.to_owned())
                 .collect();
             let cli = crate::cli::Cli::try_parse_from(&argv).expect("valid command line");
             let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -446,9 +483,14 @@ mod tests {
                 },
             );
             let read_terraform = fs.take_reads().iter().any(|p| p.as_str().ends_with(".tf"));
+            let file = if args.contains(&"/out.yml") {
+                fs.read("/out.yml".into()).unwrap_or_default()
+            } else {
+                out
+            };
             Run {
                 code,
-                file: String::from_utf8(fs.read("/out.yml".into()).unwrap_or_default()).unwrap(),
+                file: String::from_utf8(file).unwrap(),
                 stderr: String::from_utf8(err).unwrap(),
                 read_terraform,
             }
@@ -527,6 +569,64 @@ mod tests {
             let other = generate(&fs, &["--plan-only"]);
             assert!(other.read_terraform, "another command line is another run");
             assert_eq!(other.file, fresh(&fs, &["--plan-only"]));
+        }
+
+        #[test]
+        fn every_read_only_command_is_replayed_and_reruns_after_an_edit() {
+            let commands: [&[&str]; 7] = [
+                &["validate"],
+                &["validate", "--format", "json"],
+                &["graph"],
+                &["graph", "--format", "json"],
+                &["graph", "--stats", "-m", "stage/vpc", "--dependents"],
+                &["generate", "--dry-run"],
+                &["local-exec", "plan", "--dry-run"],
+            ];
+            let fs = project();
+            for command in commands {
+                let args = [&["-d", "/p"], command].concat();
+                let cold = run(&fs, &[&["--no-cache"], &args[..]].concat());
+                assert_eq!(cold.code, 0, "{command:?}: {}", cold.stderr);
+                let first = run(&fs, &args);
+                assert!(first.read_terraform, "{command:?}");
+                let again = run(&fs, &args);
+                assert!(!again.read_terraform, "{command:?}: replayed");
+                assert_eq!(again.code, 0);
+                assert_eq!(again.file, cold.file, "{command:?}");
+                assert_eq!(again.stderr, first.stderr, "{command:?}");
+            }
+            // Each command keeps its own record (of its last run): the later `generate`
+            // and `local-exec` did not replace `validate`'s.
+            assert!(!run(&fs, &["-d", "/p", "validate", "--format", "json"]).read_terraform);
+            fs.write_file("/p/stage/eks/main.tf", EKS.replace("/vpc/", "/dns/"));
+            for command in commands {
+                let args = [&["-d", "/p"], command].concat();
+                let after = run(&fs, &args);
+                assert!(after.read_terraform, "{command:?}: must run again");
+                let cold = run(&fs, &[&["--no-cache"], &args[..]].concat());
+                assert_eq!(after.file, cold.file, "{command:?}");
+            }
+        }
+
+        #[test]
+        fn the_cache_dir_check_knows_every_record_name() {
+            for command in ["generate", "validate", "graph", "local-exec"] {
+                assert!(crate::cache::is_record_name(&crate::replay::record_name(
+                    command
+                )));
+            }
+        }
+
+        #[test]
+        fn a_failed_validate_is_not_recorded() {
+            let fs = project();
+            fs.write_file("/p/stage/dns/main.tf", "terraform {\n");
+            let first = run(&fs, &["-d", "/p", "validate"]);
+            assert_ne!(first.code, 0);
+            assert!(!fs.is_file("/p/.terraci/cache/run-validate.bin".into()));
+            let again = run(&fs, &["-d", "/p", "validate"]);
+            assert!(again.read_terraform);
+            assert_eq!(again.code, first.code);
         }
 
         #[test]

@@ -43,13 +43,17 @@ pub struct Workspace {
     pub notices: Vec<String>,
     /// Every file read, project-relative, with the version read where the system can
     /// stamp it (for [`crate::replay`]).
-    pub stamps: Vec<(String, Option<crate::system::Stamp>)>,
+    pub stamps: FileStamps,
     /// `-v`: info diagnostics (notes) are reported too.
     pub notes: bool,
     /// `--color`: diagnostics' labels in colour.
     pub color: bool,
     saving: PendingSave,
 }
+
+/// Project-relative paths of the files read, with the version read where the system can
+/// stamp it.
+pub type FileStamps = Vec<(String, Option<crate::system::Stamp>)>;
 
 pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<Utf8PathBuf> {
     let dir = global.dir.clone().unwrap_or_else(|| Utf8PathBuf::from("."));
@@ -318,6 +322,16 @@ impl Workspace {
         std::mem::forget(self);
     }
 
+    /// What a run record of this run needs ([`crate::replay`]): the stamps of the files
+    /// read, unless a query read files outside the modules' (`file()`, `fileset()`), and
+    /// the cache notices printed. Waits for the fact cache first.
+    pub fn take_run_inputs(&mut self) -> (Option<FileStamps>, Vec<String>) {
+        self.wait_for_cache();
+        let replayable = !self.db.reads_outside_modules();
+        let stamps = replayable.then(|| std::mem::take(&mut self.stamps));
+        (stamps, std::mem::take(&mut self.notices))
+    }
+
     /// Waits until the fact cache is written; a failure becomes a notice.
     pub fn wait_for_cache(&mut self) {
         if let Some(notice) = self.saving.join() {
@@ -540,6 +554,7 @@ impl Workspace {
         let db = &self.db;
         let with_sources = sources;
         let graph = dependency_graph(db, self.project);
+        let mut locator = crate::parse::Locator::default();
         let modules: Vec<ModuleView> = self
             .project
             .modules(db)
@@ -560,7 +575,10 @@ impl Workspace {
                 from,
                 to,
                 sources: if with_sources {
-                    sources.iter().map(|s| source_view(db, s)).collect()
+                    sources
+                        .iter()
+                        .map(|s| source_view(db, &mut locator, s))
+                        .collect()
                 } else {
                     Vec::new()
                 },
@@ -585,11 +603,12 @@ impl Workspace {
                     crate::resolve::resolved_dependencies(db, self.project, m)
                         .external
                         .iter()
-                        .map(move |(state, s)| ExternalView {
-                            from: id.clone(),
-                            state: state.clone(),
-                            source: source_view(db, s),
-                        })
+                        .map(move |(state, s)| (id, state, s))
+                })
+                .map(|(id, state, s)| ExternalView {
+                    from: id.clone(),
+                    state: state.clone(),
+                    source: source_view(db, &mut locator, s),
                 })
                 .collect()
         };
@@ -622,7 +641,11 @@ impl Workspace {
 }
 
 /// Where an edge (or an external reference) came from, for the JSON views.
-fn source_view(db: &dyn crate::db::Db, s: &crate::resolve::EdgeSource) -> SourceView {
+fn source_view(
+    db: &dyn crate::db::Db,
+    locator: &mut crate::parse::Locator,
+    s: &crate::resolve::EdgeSource,
+) -> SourceView {
     SourceView {
         name: s.name.clone(),
         file: s
@@ -632,7 +655,7 @@ fn source_view(db: &dyn crate::db::Db, s: &crate::resolve::EdgeSource) -> Source
         line: s
             .anchor
             .as_ref()
-            .and_then(|a| crate::parse::locate(db, a))
+            .and_then(|a| locator.locate(db, a))
             .map_or(0, |(l, _)| l),
         rule: s.rule.as_str(),
         via: s.via.clone(),

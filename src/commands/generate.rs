@@ -120,11 +120,16 @@ fn replay_key(
     crate::replay::RunKey::new(
         system,
         &settings,
+        "generate",
         &root,
         config.as_deref(),
         &args.pipeline.eval.var_file,
         argv,
         &consumed(global, args),
+        &[format!(
+            "color={}",
+            crate::workspace::use_color(system, global.color)
+        )],
     )
 }
 
@@ -210,9 +215,7 @@ fn generate_pipeline(
             writeln!(err, "{w}")?;
         }
     }
-    let replayable = !ws.db.reads_outside_modules();
-    let stamps = replayable.then(|| std::mem::take(&mut ws.stamps));
-    let notices = std::mem::take(&mut ws.notices);
+    let (stamps, notices) = ws.take_run_inputs();
     ws.dismiss();
     Ok((pipeline.text.into_string(), stamps, notices, changes))
 }

@@ -9,16 +9,40 @@ use crate::render::graph::{
     render_dot, render_json, render_levels, render_list, render_mermaid, render_plantuml,
     render_stats,
 };
-use crate::workspace::load_workspace;
+use crate::workspace::{load_workspace_overlapped, Workspace};
 
-use super::{write_output, Io};
+use super::replayed::{replayed, KeyInputs, Produced};
+use super::Io;
 
 pub(super) fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
-    let ws = load_workspace(io.system, global, &args.eval)?;
+    let inputs = KeyInputs::plain("graph", &args.eval.var_file);
+    let system = io.system;
+    replayed(global, io, inputs, args.output.as_deref(), |layout, err| {
+        let mut ws = load_workspace_overlapped(system, global, &args.eval, layout)?;
+        ws.wait_for_cache();
+        let output = render(&ws, global, args, err)?;
+        let (stamps, notices) = ws.take_run_inputs();
+        ws.dismiss();
+        Ok(Produced {
+            output,
+            code: exit::OK,
+            stamps,
+            notices,
+        })
+    })
+}
+
+/// The graph of a loaded project in the format asked for; diagnostics to `err`.
+fn render(
+    ws: &Workspace,
+    global: &GlobalArgs,
+    args: &GraphArgs,
+    err: &mut Vec<u8>,
+) -> anyhow::Result<String> {
     ws.require_modules()?;
     let diagnostics = ws.all_diagnostics();
     if args.format != GraphFormat::Json {
-        ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+        ws.print_diagnostics(&diagnostics, global.quiet, err)?;
     }
     let json = args.format == GraphFormat::Json && !args.stats;
     let mut view = ws.graph_view(diagnostics, json);
@@ -58,7 +82,5 @@ pub(super) fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> a
             GraphFormat::Json => render_json(&view),
         }
     };
-    write_output(io, args.output.as_deref(), &text)?;
-    ws.dismiss();
-    Ok(exit::OK)
+    Ok(text)
 }

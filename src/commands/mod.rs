@@ -5,6 +5,7 @@ mod generate;
 mod graph;
 mod local_exec;
 mod policy;
+mod replayed;
 mod summary;
 mod validate;
 mod watch;

@@ -1,6 +1,7 @@
 //! `validate`: the project's diagnostics, counts and levels; exit 3 when it is invalid.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use crate::cli::{GlobalArgs, ValidateArgs};
 use crate::diagnostic::Severity;
@@ -9,8 +10,9 @@ use crate::files::Role;
 use crate::graph::dependency_graph;
 use crate::render::graph::render_levels;
 use crate::render::report::cycle_text;
-use crate::workspace::load_workspace;
+use crate::workspace::{load_workspace_overlapped, Workspace};
 
+use super::replayed::{replayed, KeyInputs, Produced};
 use super::Io;
 
 pub(super) fn validate(
@@ -18,7 +20,34 @@ pub(super) fn validate(
     args: &ValidateArgs,
     io: &mut Io<'_>,
 ) -> anyhow::Result<u8> {
-    let ws = load_workspace(io.system, global, &args.eval)?;
+    let inputs = KeyInputs::plain("validate", &args.eval.var_file);
+    let system = io.system;
+    replayed(global, io, inputs, None, |layout, err| {
+        let mut out = Vec::new();
+        let mut ws = load_workspace_overlapped(system, global, &args.eval, layout)?;
+        // Its notices are printed with the diagnostics.
+        ws.wait_for_cache();
+        let code = report(&ws, global, args, &mut out, err)?;
+        let (stamps, notices) = ws.take_run_inputs();
+        ws.dismiss();
+        Ok(Produced {
+            output: String::from_utf8(out).expect("the report is UTF-8"),
+            code,
+            stamps,
+            notices,
+        })
+    })
+}
+
+/// The report of a loaded project: the summary to `out`, diagnostics to `err`; the exit
+/// code.
+fn report(
+    ws: &Workspace,
+    global: &GlobalArgs,
+    args: &ValidateArgs,
+    out: &mut Vec<u8>,
+    err: &mut Vec<u8>,
+) -> anyhow::Result<u8> {
     ws.require_modules()?;
     let filters = ws.filters(&args.select)?;
     ws.require_selected(&filters)?;
@@ -67,24 +96,23 @@ pub(super) fn validate(
             "valid": !failed,
         });
         let text = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
-        writeln!(io.stdout, "{text}")?;
+        writeln!(out, "{text}")?;
         return Ok(if failed { exit::VALIDATION } else { exit::OK });
     }
-    let out = &mut *io.stdout;
     writeln!(out, "pattern: {}", ws.config.pattern)?;
     writeln!(
         out,
         "modules: {roots} ({submodules} submodules), libraries: {libraries}, targets after filters: {targets}"
     )?;
     writeln!(out, "edges: {}", graph.edge_count())?;
-    ws.print_diagnostics(&diagnostics, global.quiet, io.stderr)?;
+    ws.print_diagnostics(&diagnostics, global.quiet, err)?;
     writeln!(out, "diagnostics: {errors} errors, {warnings} warnings")?;
     for (code, n) in &by_code {
         writeln!(out, "  {code}: {n}")?;
     }
     if !graph.cycles.is_empty() {
         writeln!(out, "cycles: {}", graph.cycles.len())?;
-        writeln!(io.stderr, "error: {}", cycle_text(&graph.cycles))?;
+        writeln!(err, "error: {}", cycle_text(&graph.cycles))?;
         return Ok(exit::VALIDATION);
     }
     writeln!(out, "levels: {}", graph.level_count())?;
@@ -106,7 +134,7 @@ pub(super) fn validate(
     }
     if args.strict && (warnings > 0 || errors > 0) {
         writeln!(
-            io.stderr,
+            err,
             "error: validation failed (--strict): {errors} errors, {warnings} warnings"
         )?;
         return Ok(exit::VALIDATION);

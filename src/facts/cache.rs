@@ -41,11 +41,23 @@ use crate::system::System;
 const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
 /// Bump when the encoding of [`FileFacts`] changes, or the facts a text gives (a parser
 /// that accepts more).
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 const FILE_NAME: &str = "facts.bin";
 /// The run record `crate::replay` keeps beside the facts (its `FILE_NAME`; a test
 /// checks the two agree).
 const RUN_RECORD_FILE: &str = "run.bin";
+
+/// Whether `name` is a run record's file name: `run.bin` (`generate`'s) or
+/// `run-<command>.bin` (`crate::replay` names them; a test checks the two agree).
+pub(crate) fn is_record_name(name: &str) -> bool {
+    name == RUN_RECORD_FILE
+        || name
+            .strip_prefix("run-")
+            .and_then(|n| n.strip_suffix(".bin"))
+            .is_some_and(|c| {
+                !c.is_empty() && c.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+            })
+}
 
 /// Where the cache lives and whether to use it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,9 +99,13 @@ impl CacheSettings {
             return Ok(());
         };
         let ours = |name: &str| {
-            [FILE_NAME, RUN_RECORD_FILE, ".gitignore"].iter().any(|f| {
-                name == *f || (name.starts_with(&format!(".{f}.")) && name.ends_with(".tmp"))
-            })
+            let own = |f: &str| [FILE_NAME, ".gitignore"].contains(&f) || is_record_name(f);
+            // A temp file is `.<name>.<suffix>.tmp`.
+            own(name)
+                || name
+                    .strip_prefix('.')
+                    .and_then(|n| n.strip_suffix(".tmp"))
+                    .is_some_and(|n| n.match_indices('.').any(|(i, _)| own(&n[..i])))
         };
         for entry in entries {
             let foreign = !ours(&entry.name)
@@ -183,7 +199,8 @@ pub fn load(system: &dyn System, settings: &CacheSettings) -> Result<Entries, St
         // No cache yet: nothing to say.
         return Ok(Entries::default());
     };
-    parse(bytes).map_err(|why| format!("ignoring the fact cache `{path}` ({why}); rebuilding it"))
+    parse(bytes, &binary_id(system))
+        .map_err(|why| format!("ignoring the fact cache `{path}` ({why}); rebuilding it"))
 }
 
 /// Starts a file of terraci's own (this cache, the run record of [`crate::replay`]):
@@ -200,6 +217,16 @@ pub(crate) fn begin_file(magic: &[u8; 16], format: u64, capacity: usize) -> Vec<
 pub(crate) fn seal(out: &mut Vec<u8>) {
     let sum = content_hash(out);
     out.extend_from_slice(&sum.to_le_bytes());
+}
+
+/// [`seal`] for a file written in pieces: the checksum of `parts` in order (the same as
+/// of their concatenation), to write after them.
+pub(crate) fn seal_parts(parts: &[&[u8]]) -> [u8; 8] {
+    let mut h = hasher();
+    for part in parts {
+        h.write(part);
+    }
+    h.finish().to_le_bytes()
 }
 
 /// Checks a file written by [`begin_file`] and [`seal`]: magic (`what` names the kind of
@@ -231,8 +258,25 @@ pub(crate) fn open_file<'a>(
     Ok(r)
 }
 
-fn parse(blob: Vec<u8>) -> Result<Entries, &'static str> {
+/// The running binary, as the cache's key: facts are what this build's parser and
+/// lowering make of a text, and a rebuilt binary (another lowering under the same version
+/// and format number) must not read an older build's facts. The stamp of the executable,
+/// as the run record keys on it; empty where the system cannot stamp it.
+fn binary_id(system: &dyn System) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(s) = system.program_stamp() {
+        for v in [s.dev, s.ino, s.len, s.mtime_ns as u64, s.ctime_ns as u64] {
+            put_u64(&mut out, v);
+        }
+    }
+    out
+}
+
+fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
     let mut r = open_file(&blob, MAGIC, u64::from(FORMAT), "not a terraci fact cache")?;
+    if r.bytes().map_err(|_| "truncated")? != binary {
+        return Err("written by another build of terraci");
+    }
     let count = r.u64().map_err(|_| "truncated")? as usize;
     let mut by_path = HashMap::with_capacity(count.min(1 << 20));
     for _ in 0..count {
@@ -285,6 +329,7 @@ pub fn save(
         u64::from(FORMAT),
         old.as_ref().map_or(1 << 16, |o| o.blob.len()),
     );
+    put_bytes(&mut out, &binary_id(system));
     put_u64(&mut out, cacheable.len() as u64);
     let mut payload = Vec::new();
     for (path, file, text) in cacheable {
@@ -353,10 +398,14 @@ fn kind_code(kind: FileKind) -> u8 {
 /// SipHash with fixed keys: deterministic across runs of one build. A different hash in
 /// another build only turns hits into misses; the format version guards the rest.
 pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
-    #[allow(deprecated)]
-    let mut h = std::hash::SipHasher::new_with_keys(0x7465_7272_6163_6921, 0x6661_6374_7321);
+    let mut h = hasher();
     h.write(bytes);
     h.finish()
+}
+
+#[allow(deprecated)]
+fn hasher() -> std::hash::SipHasher {
+    std::hash::SipHasher::new_with_keys(0x7465_7272_6163_6921, 0x6661_6374_7321)
 }
 
 // ---- encoding: LEB128 integers, length-prefixed strings, one tag byte per variant ----
@@ -1004,9 +1053,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn facts_survive_the_round_trip() {
-        roundtrip(
+    /// Files covering every kind of fact, for the round trip and the pinned encoding.
+    const FILES: [(FileKind, &str, &str); 4] = [
+        (
             FileKind::Native,
             "m/main.tf",
             concat!(
@@ -1020,50 +1069,93 @@ mod tests {
                 "  backend = \"s3\"\n  workspace = \"w\"\n  count = 2 % 3\n  config { key = each.key }\n}\n",
                 "module \"m\" {\n  source = \"./x\"\n}\n",
             ),
-        );
-        roundtrip(
-            FileKind::VarsNative,
-            "m/terraform.tfvars",
-            "a = 1\nb = \"x\"\n",
-        );
-        roundtrip(FileKind::Native, "m/broken.tf", "locals {\n  a = \n");
-        roundtrip(
-            FileKind::Json,
-            "m/x.tf.json",
-            "{\"locals\": {\"a\": \"${b}\"}}",
-        );
+        ),
+        (FileKind::VarsNative, "m/terraform.tfvars", "a = 1\nb = \"x\"\n"),
+        (FileKind::Native, "m/broken.tf", "locals {\n  a = \n"),
+        (FileKind::Json, "m/x.tf.json", "{\"locals\": {\"a\": \"${b}\"}}"),
+    ];
+
+    #[test]
+    fn facts_survive_the_round_trip() {
+        for (kind, path, text) in FILES {
+            roundtrip(kind, path, text);
+        }
+    }
+
+    /// An empty cache file of `version` written by the build `binary`.
+    fn empty_cache(version: &str, binary: &[u8]) -> Vec<u8> {
+        let mut blob = MAGIC.to_vec();
+        put_u64(&mut blob, u64::from(FORMAT));
+        put_str(&mut blob, version);
+        put_bytes(&mut blob, binary);
+        put_u64(&mut blob, 0);
+        let sum = content_hash(&blob);
+        blob.extend_from_slice(&sum.to_le_bytes());
+        blob
+    }
+
+    #[test]
+    fn a_checksum_of_pieces_is_the_checksum_of_their_concatenation() {
+        let text = b"terraform { backend \"s3\" {} }\n".repeat(100);
+        for cut in [0, 1, 7, 8, 9, 63, 64, 65, text.len()] {
+            let (a, b) = text.split_at(cut);
+            assert_eq!(
+                seal_parts(&[a, &[], b]),
+                content_hash(&text).to_le_bytes(),
+                "{cut}"
+            );
+        }
     }
 
     #[test]
     fn a_damaged_cache_file_is_refused() {
-        let mut blob = MAGIC.to_vec();
-        put_u64(&mut blob, u64::from(FORMAT));
-        put_str(&mut blob, env!("CARGO_PKG_VERSION"));
-        put_u64(&mut blob, 0);
-        let sum = content_hash(&blob);
-        let mut good = blob.clone();
-        good.extend_from_slice(&sum.to_le_bytes());
-        assert!(parse(good.clone()).is_ok());
+        let good = empty_cache(env!("CARGO_PKG_VERSION"), b"build");
+        assert!(parse(good.clone(), b"build").is_ok());
         assert_eq!(
-            parse(good[..good.len() - 1].to_vec()).err(),
+            parse(good[..good.len() - 1].to_vec(), b"build").err(),
             Some("corrupt or truncated")
         );
         let mut flipped = good.clone();
         flipped[MAGIC.len() + 2] ^= 1;
-        assert_eq!(parse(flipped).err(), Some("corrupt or truncated"));
+        assert_eq!(parse(flipped, b"build").err(), Some("corrupt or truncated"));
         assert_eq!(
-            parse(b"garbage".to_vec()).err(),
+            parse(b"garbage".to_vec(), b"build").err(),
             Some("not a terraci fact cache")
         );
-        let mut other = MAGIC.to_vec();
-        put_u64(&mut other, u64::from(FORMAT));
-        put_str(&mut other, "0.0.0-other");
-        put_u64(&mut other, 0);
-        let sum = content_hash(&other);
-        other.extend_from_slice(&sum.to_le_bytes());
         assert_eq!(
-            parse(other).err(),
+            parse(empty_cache("0.0.0-other", b"build"), b"build").err(),
             Some("written by another version of terraci")
+        );
+    }
+
+    #[test]
+    fn a_cache_written_by_another_build_of_the_same_version_is_refused() {
+        // A rebuilt binary may lower the same text into other facts (the format number
+        // is bumped by hand and was not, more than once): the cache is keyed on the
+        // executable's stamp as the run record is.
+        let cache = empty_cache(env!("CARGO_PKG_VERSION"), b"old build");
+        assert_eq!(
+            parse(cache, b"new build").err(),
+            Some("written by another build of terraci")
+        );
+    }
+
+    /// The encoding of the facts of a text covering every fact kind, pinned: a change of
+    /// the encoding or of what the parsers make of a text fails here, and must bump
+    /// `FORMAT` together with the pinned hash (a cache of the old facts is then refused
+    /// by every build, not only by a rebuilt one).
+    #[test]
+    fn the_encoding_of_facts_is_pinned_to_the_format_number() {
+        let db = Database::default();
+        let mut bytes = Vec::new();
+        for (kind, path, text) in FILES {
+            let file = File::new(&db, path.into(), kind, FileContents::Text(text.into()));
+            write_facts(&mut bytes, crate::facts::file_facts(&db, file));
+        }
+        assert_eq!(
+            (FORMAT, bytes.len(), content_hash(&bytes)),
+            (4, 874, 2603916788371675767),
+            "the encoded facts changed: bump FORMAT and pin the new length and hash"
         );
     }
 }

@@ -95,8 +95,9 @@ impl PipelineText {
         }
         let mut text = String::with_capacity(self.len());
         text.push_str(&self.head);
-        for job in &self.jobs {
-            text.push_str(job);
+        // Each piece is dropped once copied, so the text is not held twice at once.
+        for job in self.jobs {
+            text.push_str(&job);
         }
         text
     }

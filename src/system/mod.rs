@@ -232,6 +232,11 @@ pub trait System: Send + Sync {
     fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
         self.write_atomic(path, bytes).map(|_| ())
     }
+    /// [`System::replace`] with the concatenation of `parts`, without copying them into
+    /// one buffer where the system can write pieces.
+    fn replace_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<()> {
+        self.replace(path, &parts.concat())
+    }
     /// Starts watching `root` recursively, plus the files `outside` it (their directories,
     /// not recursively), for watch mode. Also takes over SIGINT and SIGTERM, which end
     /// the event stream. Systems without a watcher say `Unsupported`.
