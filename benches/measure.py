@@ -231,5 +231,8 @@ for n in sizes if rows != "changed" else []:
     print(f"| {n:>6,} | read floor (Rust walk+read) | {floor:.1f} ms | `find \\| xargs cat`: {cat:.1f} ms "
           f"| cold generate / floor: {show(ratios, '', '{:.2f}').strip()} |", flush=True)
 
+if rows != "main":
+    print("\n| modules | cold `generate` | cold `--changed-only` | repeat | after one more edit |")
+    print("|--------:|------:|------:|------:|------:|")
 for n in sizes if rows != "main" else []:
     changed_only_rows(n)
