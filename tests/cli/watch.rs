@@ -46,6 +46,22 @@ fn needs(pipeline: &str, job: &str) -> Vec<String> {
         .collect()
 }
 
+/// Starts `terraci watch` with `args` in `p` and waits for its first pipeline; the child
+/// and its stderr so far (collected as it comes).
+fn start_watch(p: &Project, args: &[&str]) -> (Child, Arc<Mutex<String>>) {
+    let mut child = p
+        .command(&[&["watch"], args].concat())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("terraci watch starts");
+    let stderr = capture_stderr(&mut child);
+    wait_for("the first pipeline", &stderr, || {
+        stderr.lock().unwrap().contains(" written in ")
+    });
+    (child, stderr)
+}
+
 /// Collects the child's stderr as it comes.
 fn capture_stderr(child: &mut Child) -> Arc<Mutex<String>> {
     let mut pipe = child.stderr.take().expect("stderr is piped");
@@ -68,16 +84,7 @@ fn capture_stderr(child: &mut Child) -> Arc<Mutex<String>> {
 #[test]
 fn watch_rewrites_the_pipeline_on_an_edit_and_exits_cleanly_on_ctrl_c() {
     let p = Project::fixture("example");
-    let mut child = p
-        .command(&["watch", "-o", "out.yml"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("terraci watch starts");
-    let stderr = capture_stderr(&mut child);
-    wait_for("the first pipeline", &stderr, || {
-        stderr.lock().unwrap().contains(" written in ")
-    });
+    let (mut child, stderr) = start_watch(&p, &["-o", "out.yml"]);
     let job = "plan-platform-stage-eu-central-1-rds";
     assert_eq!(
         needs(&p.read("out.yml"), job),
@@ -140,23 +147,10 @@ fn watch_changed_only_keeps_the_merge_request_pipeline_current() {
     git(&["add", "-A"]);
     git(&["commit", "-q", "-m", "initial"]);
     git(&["checkout", "-q", "-b", "feature"]);
-    let mut child = p
-        .command(&[
-            "watch",
-            "--changed-only",
-            "--base-ref",
-            "main",
-            "-o",
-            "out.yml",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("terraci watch starts");
-    let stderr = capture_stderr(&mut child);
-    wait_for("the first pipeline", &stderr, || {
-        stderr.lock().unwrap().contains(" written in ")
-    });
+    let (mut child, stderr) = start_watch(
+        &p,
+        &["--changed-only", "--base-ref", "main", "-o", "out.yml"],
+    );
     assert!(
         p.read("out.yml").contains("terraci-no-changes"),
         "nothing changed yet: the no-op pipeline"
