@@ -55,6 +55,12 @@ struct Parser<'a> {
 
 /// An expression with its ids still to be assigned ([`number_nodes`] does it once the
 /// attribute is complete).
+/// A vector that is kept for the whole run (in the facts), without its growth slack.
+fn tight<T>(mut items: Vec<T>) -> Vec<T> {
+    items.shrink_to_fit();
+    items
+}
+
 fn node(kind: ExprKind) -> Expr {
     Expr {
         id: NodeId(0),
@@ -439,6 +445,9 @@ impl<'a> Parser<'a> {
         Some(if ops.is_empty() {
             base
         } else {
+            // Kept for the whole run: no growth slack (a one-step traversal would keep
+            // room for four).
+            ops.shrink_to_fit();
             node(ExprKind::Traversal(Box::new(base), ops))
         })
     }
@@ -559,7 +568,7 @@ impl<'a> Parser<'a> {
         let mut items = Vec::new();
         self.blank()?;
         if self.eat(close) {
-            return Some((items, false));
+            return Some((tight(items), false));
         }
         loop {
             items.push(self.expr()?);
@@ -567,20 +576,20 @@ impl<'a> Parser<'a> {
             match self.peek()? {
                 c if c == close => {
                     self.i += 1;
-                    return Some((items, false));
+                    return Some((tight(items), false));
                 }
                 b',' => {
                     self.i += 1;
                     self.blank()?;
                     if self.eat(close) {
-                        return Some((items, false));
+                        return Some((tight(items), false));
                     }
                 }
                 b'.' if self.b[self.i..].starts_with(b"...") => {
                     self.i += 3;
                     self.blank()?;
                     self.expect(close)?;
-                    return Some((items, true));
+                    return Some((tight(items), true));
                 }
                 _ => return None,
             }
@@ -648,7 +657,7 @@ impl<'a> Parser<'a> {
                 _ => return None,
             }
         }
-        Some(node(ExprKind::Object(entries)))
+        Some(node(ExprKind::Object(tight(entries))))
     }
 
     /// `for k, v in coll : ...` after `[` (`object`: after `{`), up to its closing bracket.
