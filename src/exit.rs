@@ -15,6 +15,12 @@ pub struct Failure {
     pub message: String,
 }
 
+/// An error with exit code `code` whose cause is already printed (as diagnostics): the
+/// run ends with the code and prints nothing more.
+pub fn reported(code: u8) -> anyhow::Error {
+    fail(code, "")
+}
+
 /// An error with exit code `code`.
 pub fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
     Failure {

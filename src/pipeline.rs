@@ -66,8 +66,9 @@ pub struct Generation {
 
 pub struct Pipeline {
     pub text: crate::render::PipelineText,
-    /// Renderer warnings (`needs-limit`, `config-warning`...), printed unless `-q`.
-    pub warnings: Vec<crate::render::RenderWarning>,
+    /// Renderer warnings (`needs-limit`, `config-warning`...), in the renderer's order:
+    /// printed after the diagnostics and `--explain`, unless `-q`.
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// The pure part of `generate`: affected modules, job plan and rendered text (or the

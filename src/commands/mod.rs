@@ -44,11 +44,12 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
             exit::OK
         }
         Err(err) => {
-            let code = err
-                .downcast_ref::<Failure>()
-                .map_or(exit::ERROR, |f| f.code);
-            let _ = writeln!(io.stderr, "error: {err:#}");
-            code
+            let failure = err.downcast_ref::<Failure>();
+            // An empty message: the diagnostics printed say it ([`exit::reported`]).
+            if !failure.is_some_and(|f| f.message.is_empty()) {
+                let _ = writeln!(io.stderr, "error: {err:#}");
+            }
+            failure.map_or(exit::ERROR, |f| f.code)
         }
     }
 }
