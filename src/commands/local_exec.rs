@@ -102,7 +102,7 @@ fn prepare(
         Ok(plan) => plan.clone(),
         Err(e) => {
             let Some(d) = e.diagnostic() else {
-                return Err(fail(exit::ERROR, e.to_string()));
+                return Err(exit::coded(e.clone()));
             };
             ws.print_diagnostics(&[d], global.quiet, err)?;
             return Err(fail(

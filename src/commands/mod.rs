@@ -17,7 +17,7 @@ use camino::Utf8Path;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::diagnostic::Code;
-use crate::exit::{self, fail, Failure};
+use crate::exit::{self, Failure};
 use crate::system::System;
 use crate::workspace::project_dir;
 
@@ -120,8 +120,7 @@ const PLUGINS: &[(&str, &str)] = &[
 
 fn init(global: &GlobalArgs, args: &crate::cli::InitArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     let dir = project_dir(io.system, global)?;
-    crate::init::init(io.system, &dir, global, args, io.stdout, io.stderr)
-        .map_err(|e| fail(e.exit_code(), e.to_string()))?;
+    crate::init::init(io.system, &dir, global, args, io.stdout, io.stderr).map_err(exit::coded)?;
     Ok(exit::OK)
 }
 

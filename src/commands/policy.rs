@@ -40,10 +40,12 @@ pub(super) fn run(global: &GlobalArgs, cmd: &PolicyCommand, io: &mut Io<'_>) -> 
 
 /// The section, validated.
 fn section(config: &Config) -> anyhow::Result<&Policy> {
-    let policy = config.extensions.policy.as_ref().ok_or_else(|| {
-        failure("extensions.policy is not configured: there are no policies to use")
-    })?;
-    policy_mod::validate(policy).map_err(failure)?;
+    let policy = config
+        .extensions
+        .policy
+        .as_ref()
+        .ok_or_else(|| exit::coded(policy_mod::SectionError::NotConfigured))?;
+    policy_mod::validate(policy).map_err(exit::coded)?;
     Ok(policy)
 }
 

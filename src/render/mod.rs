@@ -165,6 +165,12 @@ pub enum RenderError {
     TooLarge { size: usize, limit: usize },
 }
 
+impl crate::exit::Coded for RenderError {
+    fn exit_code(&self) -> u8 {
+        crate::exit::ERROR
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Provider {
     Gitlab,
@@ -208,6 +214,12 @@ impl fmt::Display for Provider {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown provider `{0}`; valid providers: gitlab, github")]
 pub struct UnknownProvider(pub String);
+
+impl crate::exit::Coded for UnknownProvider {
+    fn exit_code(&self) -> u8 {
+        crate::exit::USAGE
+    }
+}
 
 impl FromStr for Provider {
     type Err = UnknownProvider;
