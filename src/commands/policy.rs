@@ -86,7 +86,7 @@ fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
                         io.stdout,
                         "pulled {}:{}{pinned} -> {} ({} policy files)",
                         s.kind,
-                        crate::escape::printable(&policy_mod::redact_url(&s.source)),
+                        crate::escape::printable(&crate::http::redact_url(&s.source)),
                         crate::escape::printable(&s.dir),
                         s.files
                     )?;

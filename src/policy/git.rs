@@ -100,7 +100,7 @@ pub(super) fn fetch(
     reference: Option<&str>,
 ) -> Result<Fetched, GitError> {
     let http = url.starts_with("http://") || url.starts_with("https://");
-    if url.starts_with("http://") && !super::http::is_local_http(url) {
+    if url.starts_with("http://") && !crate::http::is_local_http(url) {
         return Err(GitError::PlainHttp);
     }
     let dir = store.join(store_name(url));
@@ -154,7 +154,7 @@ pub(super) fn fetch(
             let bound = url
                 .starts_with("https://")
                 .then(|| {
-                    super::http::bound_credentials(system, "TERRACI_POLICY_GIT_CREDENTIALS", url)
+                    crate::http::bound_credentials(system, "TERRACI_POLICY_GIT_CREDENTIALS", url)
                 })
                 .flatten();
             if let Some((username, password)) = bound {

@@ -15,11 +15,8 @@ pub mod check;
 pub mod engine;
 mod git;
 mod git_http;
-mod http;
 mod oci;
 pub mod sources;
-
-pub use http::redact_url;
 
 use crate::config::{Action, Config, Policy};
 

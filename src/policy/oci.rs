@@ -13,7 +13,7 @@ use std::io::Read;
 
 use serde::Deserialize;
 
-use super::http;
+use crate::http;
 
 /// Bound on a manifest and on each blob.
 const MAX_MANIFEST: u64 = 4 << 20;
@@ -34,8 +34,8 @@ pub(super) enum OciError {
     #[error("`{0}` is not registry/repository[:tag]")]
     NotAReference(String),
     /// No response, or a body over its bound.
-    #[error("{0}")]
-    Http(String),
+    #[error(transparent)]
+    Http(http::FetchError),
     #[error(
         "the registry asks for credentials: put them in {} (https://user:token@registry)",
         CREDENTIALS_VAR
@@ -194,7 +194,7 @@ fn basic(user: &str, password: &str) -> String {
 }
 
 impl Client {
-    fn get(&mut self, url: &str, accept: &str, max: u64) -> Result<http::Response, OciError> {
+    fn get(&mut self, url: &str, accept: &str, max: u64) -> Result<http::Download, OciError> {
         let response = self.send(url, accept, max)?;
         if response.status != 401 || self.authorization.is_some() {
             return Ok(response);
@@ -210,7 +210,7 @@ impl Client {
         self.send(url, accept, max)
     }
 
-    fn send(&self, url: &str, accept: &str, max: u64) -> Result<http::Response, OciError> {
+    fn send(&self, url: &str, accept: &str, max: u64) -> Result<http::Download, OciError> {
         let mut headers = vec![("Accept", accept)];
         if let Some(a) = &self.authorization {
             headers.push(("Authorization", a.as_str()));

@@ -91,10 +91,10 @@ pub fn describe(source: &PolicySource) -> String {
     match source {
         PolicySource::Path { path } => format!("path:{path}"),
         PolicySource::Git { url, reference } => match reference {
-            Some(r) => format!("git:{}@{r}", crate::policy::http::redact_url(url)),
-            None => format!("git:{}", crate::policy::http::redact_url(url)),
+            Some(r) => format!("git:{}@{r}", crate::http::redact_url(url)),
+            None => format!("git:{}", crate::http::redact_url(url)),
         },
-        PolicySource::Oci { url } => format!("oci:{}", crate::policy::http::redact_url(url)),
+        PolicySource::Oci { url } => format!("oci:{}", crate::http::redact_url(url)),
     }
 }
 
@@ -177,7 +177,7 @@ pub fn pull(
                 Locked {
                     kind: "git".into(),
                     // The lock may become a job artifact: no user-info in it.
-                    source: super::http::redact_url(url),
+                    source: crate::http::redact_url(url),
                     reference: reference.clone(),
                     commit: Some(fetched.commit),
                     digest: None,
@@ -194,7 +194,7 @@ pub fn pull(
                     .map_err(|e| err(source, e.to_string()))?;
                 Locked {
                     kind: "oci".into(),
-                    source: super::http::redact_url(url),
+                    source: crate::http::redact_url(url),
                     reference: None,
                     commit: None,
                     digest: Some(pulled.digest),
@@ -362,7 +362,7 @@ pub fn policy_files(
                 let found = lock.as_ref().and_then(|l| {
                     l.sources.iter().find(|e| {
                         e.kind == "git"
-                            && e.source == super::http::redact_url(url)
+                            && e.source == crate::http::redact_url(url)
                             && &e.reference == reference
                     })
                 });
@@ -372,7 +372,7 @@ pub fn policy_files(
                 let found = lock.as_ref().and_then(|l| {
                     l.sources
                         .iter()
-                        .find(|e| e.kind == "oci" && e.source == super::http::redact_url(url))
+                        .find(|e| e.kind == "oci" && e.source == crate::http::redact_url(url))
                 });
                 slot(system, root, source, found)?
             }
