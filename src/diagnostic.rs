@@ -358,3 +358,29 @@ impl PartialEq<str> for Code {
         self.as_str() == other
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn details_are_printed_below_the_message_escaped_and_follow_it_in_json() {
+        // A module id is repository text: a line break or an escape sequence in it must
+        // not start a line of its own on the terminal.
+        let d = Diagnostic::error(Code::DependencyCycle, "circular dependency detected")
+            .with_details([
+                "a -> b\u{1b}[2J\nerror: forged -> a".to_owned(),
+                "c -> c".to_owned(),
+            ]);
+        assert_eq!(
+            d.render_human(None),
+            "error[dependency-cycle]: circular dependency detected\n  a -> b\\u{1b}[2J\\nerror: forged -> a\n  c -> c\n"
+        );
+        let json = serde_json::to_value(&d).expect("serializes");
+        assert_eq!(
+            json["message"],
+            "circular dependency detected\n  a -> b\u{1b}[2J\nerror: forged -> a\n  c -> c"
+        );
+        assert_eq!(json["code"], "dependency-cycle");
+    }
+}
