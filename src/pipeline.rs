@@ -260,10 +260,14 @@ pub struct PendingChanges {
     root: camino::Utf8PathBuf,
 }
 
+/// The change set, and whether it is the recorded one (the repository's fingerprint was
+/// unchanged, so git was not asked).
+type Answered = (crate::vcs::ChangeSet, bool);
+
 enum ChangesState {
-    Running(std::thread::JoinHandle<Result<crate::vcs::ChangeSet, crate::vcs::VcsError>>),
+    Running(std::thread::JoinHandle<Result<Answered, crate::vcs::VcsError>>),
     /// The change set, or the error that stops the run.
-    Done(Result<crate::vcs::ChangeSet, PipelineError>),
+    Done(Result<Answered, PipelineError>),
 }
 
 /// Why no pipeline is built: an error of the driver, with its exit code.
@@ -302,6 +306,14 @@ impl exit::Coded for PipelineError {
     }
 }
 
+/// A recorded change set and the fingerprint it was taken with: git is not asked when
+/// the fingerprint is still the repository's.
+pub struct Recorded {
+    pub fingerprint: Vec<u8>,
+    pub files: Vec<String>,
+    pub submodules: Vec<String>,
+}
+
 impl PendingChanges {
     /// Starts change detection for `args`; `None` without `--changed-only` (and a usage
     /// error for its companions without it). The CI variables are read here, once
@@ -311,12 +323,51 @@ impl PendingChanges {
         root: &Utf8Path,
         args: &ChangeArgs,
     ) -> anyhow::Result<Option<PendingChanges>> {
+        Self::start_fingerprinted(system, root, args, None, None)
+    }
+
+    /// [`PendingChanges::start`], fingerprinting the repository first
+    /// ([`crate::vcs::changed_files_unless`]): when `recorded`'s fingerprint is still the
+    /// repository's, its change set is the answer.
+    pub fn start_fingerprinted(
+        system: &dyn System,
+        root: &Utf8Path,
+        args: &ChangeArgs,
+        how: Option<crate::vcs::Fingerprinting>,
+        recorded: Option<Recorded>,
+    ) -> anyhow::Result<Option<PendingChanges>> {
         let Some(request) = change_request(system, root, args)? else {
             return Ok(None);
         };
+        let work = move || -> Result<Answered, crate::vcs::VcsError> {
+            let Some(mut how) = how else {
+                return crate::vcs::changed_files(&request).map(|set| (set, false));
+            };
+            how.expected = recorded.as_ref().map(|r| r.fingerprint.clone());
+            Ok(match crate::vcs::changed_files_unless(&request, &how)? {
+                crate::vcs::Answer::Changed(set) => (set, false),
+                crate::vcs::Answer::Unchanged => {
+                    // Only a recorded fingerprint is ever expected.
+                    let Some(recorded) = recorded else {
+                        return Err(crate::vcs::VcsError::Git(
+                            "a fingerprint matched without a recorded change set".into(),
+                        ));
+                    };
+                    let set = crate::vcs::ChangeSet {
+                        base: String::new(),
+                        base_commit: String::new(),
+                        merge_base: String::new(),
+                        changed_files: recorded.files,
+                        submodules: recorded.submodules,
+                        fingerprint: Some(recorded.fingerprint),
+                    };
+                    (set, true)
+                }
+            })
+        };
         let state = match std::thread::Builder::new()
             .name("terraci-git".into())
-            .spawn(move || crate::vcs::changed_files(&request))
+            .spawn(work)
         {
             Ok(handle) => ChangesState::Running(handle),
             Err(e) => ChangesState::Done(Err(PipelineError::ChangesNotStarted(e))),
@@ -329,6 +380,21 @@ impl PendingChanges {
 
     /// The change set, waiting for it if it is still being computed.
     pub fn wait(&mut self) -> anyhow::Result<&crate::vcs::ChangeSet> {
+        self.answer().map(|(set, _)| set)
+    }
+
+    /// Whether the change set is the recorded one because the repository's fingerprint
+    /// was unchanged (waits for it); `false` when git failed.
+    pub fn is_recorded(&mut self) -> bool {
+        self.answer().is_ok_and(|(_, recorded)| *recorded)
+    }
+
+    /// The fingerprint the change set was taken with, if one could be.
+    pub fn fingerprint(&mut self) -> Option<Vec<u8>> {
+        self.answer().ok()?.0.fingerprint.clone()
+    }
+
+    fn answer(&mut self) -> anyhow::Result<&Answered> {
         if let ChangesState::Running(_) = self.state {
             let ChangesState::Running(handle) = std::mem::replace(
                 &mut self.state,
@@ -342,7 +408,7 @@ impl PendingChanges {
             });
         }
         match &self.state {
-            ChangesState::Done(Ok(set)) => Ok(set),
+            ChangesState::Done(Ok(answered)) => Ok(answered),
             // Each call reports it (a failed change set stops the run at the first).
             ChangesState::Done(Err(e)) => Err(exit::fail(e.exit_code(), e.to_string())),
             ChangesState::Running(_) => unreachable!("joined above"),

@@ -20,20 +20,27 @@
 //! before the run began ([`Stamp::settled_before`]); a run with any unsettled file, or
 //! whose evaluation read files with `file`/`fileset`, or which did not succeed, records
 //! nothing (and removes no earlier record, which its
-//! key or stamps no longer match). `--changed-only` runs (which depend on git) are never
-//! replayed. The record ends in a checksum; a damaged one is ignored with a notice. The
-//! cache notices a run prints are left out of its record: they are about that run.
+//! key or stamps no longer match). A `generate --changed-only` run also records the
+//! change set it used and the repository's fingerprint taken before git computed it
+//! ([`crate::vcs::changed_files_unless`]): while the fingerprint is unchanged, git is not
+//! asked and the project is not walked (the fingerprint covers every directory); when
+//! it changed, git is asked and the run replays only if the answer is the recorded one.
+//! The record ends in a checksum; a damaged one is ignored with a notice. The cache
+//! notices a run prints are left out of its record: they are about that run.
 
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
-use crate::cache::{begin_file, open_file, put_bytes, put_str, put_u64, seal_parts, CacheSettings};
+use crate::cache::{
+    begin_file, open_file, put_bytes, put_opt, put_stamp, put_str, put_u64, seal_parts,
+    CacheSettings,
+};
 use crate::discover::{walk, Layout};
 use crate::system::{Stamp, System};
 
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
-const FORMAT: u64 = 3;
+const FORMAT: u64 = 4;
 pub(crate) const FILE_NAME: &str = "run.bin";
 
 /// The record file of `command`: one per command, so that a pre-commit hook's `validate`
@@ -89,6 +96,9 @@ pub struct Record {
     /// `--changed-only`: the change set the run used ([`encode_changes`]); the run
     /// replays only when git gives the same one again.
     pub changes: Option<Vec<u8>>,
+    /// `--changed-only`: the repository's fingerprint when git computed that change set
+    /// ([`crate::vcs::changed_files_unless`]); while it is unchanged, git is not asked.
+    pub fingerprint: Option<Vec<u8>>,
     pub output: String,
     pub stderr: Vec<u8>,
 }
@@ -104,6 +114,20 @@ pub fn encode_changes(files: &[String], submodules: &[String]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The paths [`encode_changes`] wrote: (files, submodules).
+pub fn decode_changes(bytes: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
+    let mut r = crate::cache::Reader::over(bytes);
+    let mut lists = [Vec::new(), Vec::new()];
+    for list in &mut lists {
+        let n = r.len().ok()?;
+        for _ in 0..n {
+            list.push(r.string().ok()?);
+        }
+    }
+    let [files, submodules] = lists;
+    r.at_end().then_some((files, submodules))
 }
 
 impl RunKey {
@@ -201,8 +225,17 @@ impl RunKey {
     /// project when one was made, for discovery to reuse. `Err` is a notice: a record was
     /// there but damaged.
     pub fn lookup(&self, system: &dyn System) -> Result<Lookup, String> {
+        Ok(match self.read(system)? {
+            Some(record) => self.check(system, record),
+            None => Lookup::Miss(None),
+        })
+    }
+
+    /// The recorded run of this key, if there is one, unchecked. `Err` is a notice: a
+    /// record was there but damaged.
+    pub fn read(&self, system: &dyn System) -> Result<Option<Record>, String> {
         let Ok(blob) = system.read(&self.record) else {
-            return Ok(Lookup::Miss(None));
+            return Ok(None);
         };
         let (key, record) = decode(&blob).map_err(|why| {
             format!(
@@ -210,16 +243,18 @@ impl RunKey {
                 self.record
             )
         })?;
-        if key != self.bytes {
-            return Ok(Lookup::Miss(None));
-        }
+        Ok((key == self.bytes).then_some(record))
+    }
+
+    /// [`RunKey::lookup`] of a record already read: walks the project and compares.
+    pub fn check(&self, system: &dyn System, record: Record) -> Lookup {
         let layout = walk(system, &self.root);
         if !layout.diagnostics.is_empty() {
-            return Ok(Lookup::Miss(Some(layout)));
+            return Lookup::Miss(Some(layout));
         }
         let mut paths: Vec<&str> = layout.files().collect();
         if paths.len() != record.files.len() {
-            return Ok(Lookup::Miss(Some(layout)));
+            return Lookup::Miss(Some(layout));
         }
         paths.sort_unstable();
         let same = paths
@@ -229,11 +264,23 @@ impl RunKey {
             .all(|(path, (recorded, stamp))| {
                 path == recorded && system.stamp(&self.root.join(path)).as_ref() == Some(stamp)
             });
-        Ok(if same {
+        if same {
             Lookup::Hit(record, layout)
         } else {
             Lookup::Miss(Some(layout))
-        })
+        }
+    }
+
+    /// Whether every file the recorded run read has its recorded stamp still (on all
+    /// cores), without walking the project: enough when the repository's fingerprint
+    /// ([`crate::vcs::changed_files_unless`]), which covers every directory of the
+    /// project, is unchanged too.
+    pub fn files_unchanged(&self, system: &dyn System, record: &Record) -> bool {
+        record
+            .files
+            .par_iter()
+            .with_min_len(64)
+            .all(|(path, stamp)| system.stamp(&self.root.join(path)).as_ref() == Some(stamp))
     }
 
     /// Records a successful run. `files` are the project-relative paths the run read with
@@ -244,7 +291,7 @@ impl RunKey {
         system: &dyn System,
         started: std::time::SystemTime,
         mut files: Vec<(String, Option<Stamp>)>,
-        changes: Option<&[u8]>,
+        changes: Option<(&[u8], Option<&[u8]>)>,
         output: &str,
         stderr: &[u8],
     ) -> std::io::Result<bool> {
@@ -264,9 +311,10 @@ impl RunKey {
             put_stamp(&mut out, stamp.as_ref().expect("checked above"));
         }
         match changes {
-            Some(changes) => {
+            Some((changes, fingerprint)) => {
                 out.push(1);
                 put_bytes(&mut out, changes);
+                put_opt(&mut out, &fingerprint, |out, f| put_bytes(out, f));
             }
             None => out.push(0),
         }
@@ -281,12 +329,6 @@ impl RunKey {
     }
 }
 
-fn put_stamp(out: &mut Vec<u8>, s: &Stamp) {
-    for v in [s.dev, s.ino, s.len, s.mtime_ns as u64, s.ctime_ns as u64] {
-        put_u64(out, v);
-    }
-}
-
 /// The key bytes and the record, from a whole `run.bin`.
 fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
     let mut r = open_file(blob, MAGIC, FORMAT, "not a terraci run record")?;
@@ -297,18 +339,15 @@ fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
         let mut files = Vec::with_capacity(n);
         for _ in 0..n {
             let path = r.string()?;
-            let stamp = Stamp {
-                dev: r.u64()?,
-                ino: r.u64()?,
-                len: r.u64()?,
-                mtime_ns: r.u64()? as i64,
-                ctime_ns: r.u64()? as i64,
-            };
-            files.push((path, stamp));
+            files.push((path, r.stamp()?));
         }
-        let changes = match r.u8()? {
-            0 => None,
-            1 => Some(r.bytes()?.to_vec()),
+        let (changes, fingerprint) = match r.u8()? {
+            0 => (None, None),
+            1 => {
+                let changes = r.bytes()?.to_vec();
+                let fingerprint = r.opt_with(|r| Ok(r.bytes()?.to_vec()))?;
+                (Some(changes), fingerprint)
+            }
             _ => return Err(()),
         };
         let output = r.string()?;
@@ -318,6 +357,7 @@ fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
             Record {
                 files,
                 changes,
+                fingerprint,
                 output,
                 stderr,
             },
@@ -375,7 +415,7 @@ mod tests {
                 &fs,
                 fs.now(),
                 files,
-                Some(b"changes"),
+                Some((b"changes", Some(b"fingerprint"))),
                 "jobs: {}\n",
                 b"warning\n"
             )
@@ -391,6 +431,7 @@ mod tests {
                     ("b/main.tf".to_owned(), stamp(2)),
                 ],
                 changes: Some(b"changes".to_vec()),
+                fingerprint: Some(b"fingerprint".to_vec()),
                 output: "jobs: {}\n".to_owned(),
                 stderr: b"warning\n".to_vec(),
             }

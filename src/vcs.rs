@@ -13,6 +13,9 @@ use camino::{Utf8Path, Utf8PathBuf};
 use gix::bstr::{BStr, ByteSlice};
 use gix::ObjectId;
 
+mod fingerprint;
+pub use fingerprint::Fingerprinting;
+
 /// The environment variables that pick the base ref, in the order they are consulted.
 pub const ENV_VARS: [&str; 2] = [MR_DIFF_BASE_SHA, GITHUB_BASE_REF];
 
@@ -54,6 +57,8 @@ pub struct ChangeSet {
     /// The paths of `changed_files` that are submodules (a moved gitlink, or uncommitted
     /// changes inside the submodule's working tree).
     pub submodules: Vec<String>,
+    /// What the answer depends on, when it could be taken ([`changed_files_unless`]).
+    pub fingerprint: Option<Vec<u8>>,
 }
 
 /// Why the changed files could not be computed; each message says what to do about it.
@@ -129,65 +134,142 @@ pub fn checked_out_commit(project_dir: &Utf8Path) -> Option<String> {
 
 /// Computes the changed files of `req` (spec §6).
 pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
-    let mut repo = gix::discover(req.project_dir.as_std_path()).map_err(|err| {
-        let chain = error_chain(&err);
-        if chain.iter().any(|m| m.contains("extensions.objectFormat")) {
-            VcsError::Sha256 {
-                path: req.project_dir.clone(),
-            }
-        } else {
-            VcsError::NotARepository {
-                path: req.project_dir.clone(),
-                reason: chain.join(": "),
-            }
-        }
-    })?;
-    strict_stat(&mut repo)?;
-    let prefix = project_prefix(&repo, &req.project_dir)?;
-    // The index is read by the tree diff too (for attributes), so a damaged one is named
-    // here rather than as a failure of whichever step met it first.
-    if let Err(err) = repo.index_or_empty() {
-        return Err(VcsError::CorruptIndex {
-            path: repo.index_path().display().to_string(),
-            reason: error_chain(&err).join(": "),
-        });
-    }
-    let head = head_commit(&repo)?;
+    Opened::open(req)?.change_set(req, None)
+}
 
-    let mut paths = Paths::default();
-    let (base, base_commit, merge_base) = match head {
-        Some(head) => {
-            let base = resolve_base(&repo, req)?;
-            let merge_base = merge_base(&repo, &base, head)?;
-            diff_commits(&repo, merge_base, head, &mut paths)?;
-            (base.name, base.commit.to_string(), merge_base.to_string())
-        }
-        // Nothing is committed yet, so there is no history to compare; the base is still
-        // reported when one exists, and an explicitly named one must exist.
-        None => match resolve_base(&repo, req) {
-            Ok(base) => (base.name, base.commit.to_string(), String::new()),
-            Err(VcsError::UnknownRef { .. }) if base_origin(req).0.is_none() => {
-                (String::new(), String::new(), String::new())
-            }
-            Err(err) => return Err(err),
+/// What [`changed_files_unless`] found.
+#[derive(Debug)]
+pub enum Answer {
+    /// The repository's fingerprint is the expected one: the change set recorded with
+    /// it is still git's answer, and git was not asked.
+    Unchanged,
+    Changed(ChangeSet),
+}
+
+/// [`changed_files`], unless the repository's fingerprint is `how.expected`; the change
+/// set carries the fingerprint taken before git computed it ([`fingerprint`]).
+pub fn changed_files_unless(req: &ChangeRequest, how: &Fingerprinting) -> Result<Answer, VcsError> {
+    let opened = Opened::open(req)?;
+    // Taken before git looks: a change after this point leaves a newer stamp than the
+    // fingerprint holds.
+    let fingerprint = opened.header(req).and_then(|header| match &how.expected {
+        Some(expected) => match fingerprint::check(&header, &req.project_dir, how, expected) {
+            fingerprint::Check::Same => Some(None),
+            fingerprint::Check::Changed(now) => now.map(Some),
         },
-    };
-    if !req.committed_only {
-        worktree_changes(&repo, &mut paths)?;
+        None => fingerprint::take(&header, &req.project_dir, how).map(Some),
+    });
+    match fingerprint {
+        Some(None) => Ok(Answer::Unchanged),
+        Some(Some(now)) => opened.change_set(req, Some(now)).map(Answer::Changed),
+        None => opened.change_set(req, None).map(Answer::Changed),
+    }
+}
+
+/// A repository opened for a request, with HEAD and the base resolved.
+struct Opened {
+    repo: gix::Repository,
+    prefix: String,
+    head: Option<ObjectId>,
+    /// `None`: nothing is committed and no base was named or found.
+    base: Option<Base>,
+}
+
+impl Opened {
+    fn open(req: &ChangeRequest) -> Result<Opened, VcsError> {
+        let mut repo = gix::discover(req.project_dir.as_std_path()).map_err(|err| {
+            let chain = error_chain(&err);
+            if chain.iter().any(|m| m.contains("extensions.objectFormat")) {
+                VcsError::Sha256 {
+                    path: req.project_dir.clone(),
+                }
+            } else {
+                VcsError::NotARepository {
+                    path: req.project_dir.clone(),
+                    reason: chain.join(": "),
+                }
+            }
+        })?;
+        strict_stat(&mut repo)?;
+        let prefix = project_prefix(&repo, &req.project_dir)?;
+        let head = head_commit(&repo)?;
+        let base = match head {
+            Some(_) => Some(resolve_base(&repo, req)?),
+            // Nothing is committed yet, so there is no history to compare; the base is
+            // still reported when one exists, and an explicitly named one must exist.
+            None => match resolve_base(&repo, req) {
+                Ok(base) => Some(base),
+                Err(VcsError::UnknownRef { .. }) if base_origin(req).0.is_none() => None,
+                Err(err) => return Err(err),
+            },
+        };
+        Ok(Opened {
+            repo,
+            prefix,
+            head,
+            base,
+        })
     }
 
-    let rebased = |set: &BTreeSet<String>| {
-        set.iter()
-            .filter_map(|path| rebase(path, &prefix))
-            .collect()
-    };
-    Ok(ChangeSet {
-        base,
-        base_commit,
-        merge_base,
-        changed_files: rebased(&paths.files),
-        submodules: rebased(&paths.submodules),
-    })
+    /// What the fingerprint holds besides the tree; `None` for a repository without a
+    /// working tree or with paths that are not UTF-8.
+    fn header(&self, req: &ChangeRequest) -> Option<fingerprint::Header<'_>> {
+        Some(fingerprint::Header {
+            head: self.head.map(|id| id.to_string()),
+            base: self
+                .base
+                .as_ref()
+                .map(|b| (b.name.clone(), b.commit.to_string())),
+            committed_only: req.committed_only,
+            git_dir: Utf8Path::from_path(self.repo.git_dir())?,
+            common_dir: Utf8Path::from_path(self.repo.common_dir())?,
+            work_dir: Utf8Path::from_path(self.repo.workdir()?)?,
+        })
+    }
+
+    /// The change set; `fingerprint` was taken before it (see [`changed_files_unless`]).
+    fn change_set(
+        self,
+        req: &ChangeRequest,
+        fingerprint: Option<Vec<u8>>,
+    ) -> Result<ChangeSet, VcsError> {
+        let repo = &self.repo;
+        // The index is read by the tree diff too (for attributes), so a damaged one is
+        // named here rather than as a failure of whichever step met it first.
+        if let Err(err) = repo.index_or_empty() {
+            return Err(VcsError::CorruptIndex {
+                path: repo.index_path().display().to_string(),
+                reason: error_chain(&err).join(": "),
+            });
+        }
+        let mut paths = Paths::default();
+        let (base, base_commit, merge_base) = match (self.head, self.base) {
+            (Some(head), Some(base)) => {
+                let merge_base = merge_base(repo, &base, head)?;
+                diff_commits(repo, merge_base, head, &mut paths)?;
+                (base.name, base.commit.to_string(), merge_base.to_string())
+            }
+            (None, Some(base)) => (base.name, base.commit.to_string(), String::new()),
+            (_, None) => (String::new(), String::new(), String::new()),
+        };
+        if !req.committed_only {
+            worktree_changes(repo, &mut paths)?;
+        }
+
+        let rebased = |set: &BTreeSet<String>| {
+            set.iter()
+                .filter_map(|path| rebase(path, &self.prefix))
+                .collect()
+        };
+        Ok(ChangeSet {
+            base,
+            base_commit,
+            merge_base,
+            changed_files: rebased(&paths.files),
+            submodules: rebased(&paths.submodules),
+            fingerprint,
+        })
+    }
 }
 
 /// Makes the status compare every stat field the index records (nanoseconds of the
@@ -789,6 +871,7 @@ mod tests {
                 merge_base: fork,
                 changed_files: vec!["s3/main.tf".to_owned(), "vpc/main.tf".to_owned()],
                 submodules: Vec::new(),
+                fingerprint: None,
             }
         );
     }
@@ -1136,6 +1219,7 @@ mod tests {
                     "vpc/vars.tf".to_owned(),
                 ],
                 submodules: Vec::new(),
+                fingerprint: None,
             }
         );
         let committed = changed_files(&ChangeRequest {

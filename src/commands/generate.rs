@@ -23,32 +23,70 @@ pub(super) fn generate(
 ) -> anyhow::Result<u8> {
     // Before any stamp is taken: a run records only files that changed before it began.
     let started = io.system.now();
-    // `--changed-only`: git runs on its own thread from here, beside the replay check
-    // and the load.
-    let mut changes =
-        PendingChanges::start(io.system, &project_dir(io.system, global)?, &args.changes)?;
+    let root = project_dir(io.system, global)?;
     let key = replay_key(io.system, global, args, &io.argv);
-    let mut layout = None;
-    if let Some(key) = &key {
-        match key.lookup(io.system) {
-            Ok(crate::replay::Lookup::Hit(record, walked)) => {
-                if record.changes == current_changes(&mut changes, key) {
-                    io.stderr.write_all(&record.stderr)?;
-                    if global.verbose > 0 {
-                        writeln!(
-                            io.stderr,
-                            "note: replayed the last run (`{}`): none of its inputs changed",
-                            key.record_path()
-                        )?;
-                    }
-                    write_output(io, args.output.as_deref(), &record.output)?;
-                    return Ok(exit::OK);
-                }
-                layout = Some(walked);
+    let record = match key.as_ref().map(|key| key.read(io.system)) {
+        Some(Ok(record)) => record,
+        Some(Err(notice)) => {
+            if !global.quiet {
+                writeln!(io.stderr, "notice: {notice}")?;
             }
-            Ok(crate::replay::Lookup::Miss(walked)) => layout = walked,
-            Err(notice) if !global.quiet => writeln!(io.stderr, "notice: {notice}")?,
-            Err(_) => {}
+            None
+        }
+        None => None,
+    };
+    // `--changed-only`: git runs on its own thread from here, beside the replay check
+    // and the load. It fingerprints the repository first: when the recorded run's
+    // fingerprint is still the repository's, its change set is git's answer.
+    let recorded = record.as_ref().and_then(recorded_changes);
+    let fast = recorded.is_some();
+    let mut changes = PendingChanges::start_fingerprinted(
+        io.system,
+        &root,
+        &args.changes,
+        key.as_ref()
+            .map(|key| fingerprinting(io.system, started, key, args)),
+        recorded,
+    )?;
+    let mut layout = None;
+    if let (Some(key), Some(record)) = (&key, record) {
+        // With a fingerprint, which covers every directory of the project, no walk.
+        let unasked = fast
+            && key.files_unchanged(io.system, &record)
+            && changes.as_mut().is_some_and(PendingChanges::is_recorded);
+        let replay = if unasked {
+            Some(record)
+        } else {
+            match key.check(io.system, record) {
+                crate::replay::Lookup::Hit(record, walked) => {
+                    layout = Some(walked);
+                    (record.changes == current_changes(&mut changes, key)).then_some(record)
+                }
+                crate::replay::Lookup::Miss(walked) => {
+                    layout = walked;
+                    None
+                }
+            }
+        };
+        if let Some(record) = replay {
+            io.stderr.write_all(&record.stderr)?;
+            if global.verbose > 0 {
+                writeln!(
+                    io.stderr,
+                    "note: replayed the last run (`{}`): none of its inputs changed{}",
+                    key.record_path(),
+                    if unasked {
+                        " (nor the repository's fingerprint: git was not asked)"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
+            write_output(io, args.output.as_deref(), &record.output)?;
+            if !unasked {
+                fingerprint_record(io, global, key, started, record, changes.as_mut())?;
+            }
+            return Ok(exit::OK);
         }
     }
     // Everything for stderr goes through a buffer, so a recorded run replays it exactly.
@@ -75,11 +113,12 @@ pub(super) fn generate(
         let used = used
             .as_ref()
             .map(|c| crate::replay::encode_changes(&c.files, &c.submodules));
+        let fingerprint = changes.as_mut().and_then(PendingChanges::fingerprint);
         if let Err(e) = key.save(
             io.system,
             started,
             stamps,
-            used.as_deref(),
+            used.as_deref().map(|used| (used, fingerprint.as_deref())),
             &text,
             replayed.as_bytes(),
         ) {
@@ -89,6 +128,78 @@ pub(super) fn generate(
         }
     }
     Ok(exit::OK)
+}
+
+/// A `--changed-only` run replayed after asking git (the record has no fingerprint, as
+/// one could not be taken while a file was still changing, or another one: the index
+/// was rewritten, a commit moved HEAD, and git's answer stayed the same) is recorded
+/// again with the fingerprint git's answer came with now, so that the next repeat need
+/// not ask git.
+fn fingerprint_record(
+    io: &mut Io<'_>,
+    global: &GlobalArgs,
+    key: &crate::replay::RunKey,
+    started: std::time::SystemTime,
+    record: crate::replay::Record,
+    changes: Option<&mut PendingChanges>,
+) -> anyhow::Result<()> {
+    let (Some(used), Some(changes)) = (&record.changes, changes) else {
+        return Ok(());
+    };
+    let Some(fingerprint) = changes.fingerprint() else {
+        return Ok(());
+    };
+    if record.fingerprint.as_ref() == Some(&fingerprint) {
+        return Ok(());
+    }
+    let files = record
+        .files
+        .into_iter()
+        .map(|(path, stamp)| (path, Some(stamp)))
+        .collect();
+    if let Err(e) = key.save(
+        io.system,
+        started,
+        files,
+        Some((used, Some(&fingerprint))),
+        &record.output,
+        &record.stderr,
+    ) {
+        if !global.quiet {
+            writeln!(io.stderr, "notice: cannot write the run record: {e}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The change set a record holds with the fingerprint it was taken with, if it has both.
+fn recorded_changes(record: &crate::replay::Record) -> Option<crate::pipeline::Recorded> {
+    let (files, submodules) = crate::replay::decode_changes(record.changes.as_deref()?)?;
+    Some(crate::pipeline::Recorded {
+        fingerprint: record.fingerprint.clone()?,
+        files,
+        submodules,
+    })
+}
+
+/// What the repository's fingerprint leaves out: the cache directory and the output file,
+/// which this run writes.
+fn fingerprinting(
+    system: &dyn System,
+    started: std::time::SystemTime,
+    key: &crate::replay::RunKey,
+    args: &GenerateArgs,
+) -> crate::vcs::Fingerprinting {
+    crate::vcs::Fingerprinting {
+        system: system.shared(),
+        started,
+        skip: vec![key.cache_dir().to_owned()],
+        output: args
+            .output
+            .as_deref()
+            .and_then(|path| system.absolute(path).ok()),
+        expected: None,
+    }
 }
 
 /// The change set this run would use, as a run record holds it; `None` without

@@ -265,9 +265,7 @@ pub(crate) fn open_file<'a>(
 fn binary_id(system: &dyn System) -> Vec<u8> {
     let mut out = Vec::new();
     if let Some(s) = system.program_stamp() {
-        for v in [s.dev, s.ino, s.len, s.mtime_ns as u64, s.ctime_ns as u64] {
-            put_u64(&mut out, v);
-        }
+        put_stamp(&mut out, &s);
     }
     out
 }
@@ -439,7 +437,14 @@ fn put_strs(out: &mut Vec<u8>, items: &[String]) {
     }
 }
 
-fn put_opt<T>(out: &mut Vec<u8>, v: &Option<T>, f: impl FnOnce(&mut Vec<u8>, &T)) {
+/// A file's stamp, as the run record and the repository's fingerprint hold it.
+pub(crate) fn put_stamp(out: &mut Vec<u8>, s: &crate::system::Stamp) {
+    for v in [s.dev, s.ino, s.len, s.mtime_ns as u64, s.ctime_ns as u64] {
+        put_u64(out, v);
+    }
+}
+
+pub(crate) fn put_opt<T>(out: &mut Vec<u8>, v: &Option<T>, f: impl FnOnce(&mut Vec<u8>, &T)) {
     match v {
         None => out.push(0),
         Some(x) => {
@@ -696,6 +701,33 @@ pub(crate) struct Reader<'a, F> {
 }
 
 pub(crate) type R<T> = Result<T, ()>;
+
+impl<'a> Reader<'a, ()> {
+    /// A reader over bytes of terraci's own encoding (no file header).
+    pub(crate) fn over(b: &'a [u8]) -> Reader<'a, ()> {
+        Reader { b, i: 0, file: () }
+    }
+
+    /// What [`put_stamp`] wrote.
+    pub(crate) fn stamp(&mut self) -> R<crate::system::Stamp> {
+        Ok(crate::system::Stamp {
+            dev: self.u64()?,
+            ino: self.u64()?,
+            len: self.u64()?,
+            mtime_ns: self.u64()? as i64,
+            ctime_ns: self.u64()? as i64,
+        })
+    }
+
+    /// What [`put_opt`] wrote.
+    pub(crate) fn opt_with<T>(&mut self, f: impl FnOnce(&mut Self) -> R<T>) -> R<Option<T>> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => f(self).map(Some),
+            _ => Err(()),
+        }
+    }
+}
 
 /// Nesting bound while decoding: a corrupt entry must not recurse without end.
 const MAX_DEPTH: u32 = 512;

@@ -169,6 +169,10 @@ pub trait System: Send + Sync {
         let _ = path;
         None
     }
+    /// The stamp of the entry at `path` itself (a symlink's own, not its target's).
+    fn link_stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        self.stamp(path)
+    }
     /// The stamp of the running program: a rebuilt binary never replays an older one's run.
     fn program_stamp(&self) -> Option<Stamp> {
         None

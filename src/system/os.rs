@@ -164,6 +164,10 @@ impl System for OsSystem {
         std::fs::metadata(path).ok().map(|m| stamp_of(&m))
     }
 
+    fn link_stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        std::fs::symlink_metadata(path).ok().map(|m| stamp_of(&m))
+    }
+
     fn program_stamp(&self) -> Option<Stamp> {
         let exe = std::env::current_exe().ok()?;
         std::fs::metadata(exe).ok().map(|m| stamp_of(&m))

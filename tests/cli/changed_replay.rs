@@ -11,6 +11,8 @@ use crate::support::{Output, Project};
 
 const STAGE: &str = "platform/stage/eu-central-1";
 const REPLAYED: &str = "note: replayed the last run";
+/// The replay's note when the repository's fingerprint was the recorded one.
+const UNASKED: &str = "git was not asked";
 
 /// `fixtures/example` committed on `main`, then a `feature` branch with one commit
 /// changing the stage VPC.
@@ -21,6 +23,10 @@ fn feature_branch() -> Project {
     git_at(p.path(), &["checkout", "-q", "-b", "feature"]);
     append(&p, &format!("{STAGE}/vpc/main.tf"), "# widen the CIDR\n");
     commit(&p, "vpc");
+    // A first run makes the cache directory, which moves the project directory's
+    // stamp: the repository's fingerprint that run took is then no longer current.
+    let out = p.run(&["generate", "--changed-only", "--base-ref", "main"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     p
 }
 
@@ -73,6 +79,11 @@ fn reruns_then_replays(p: &Project, base: &str, what: &str) -> String {
         "{what}: the next run is not replayed: {}",
         again.stderr
     );
+    assert!(
+        again.stderr.contains(UNASKED),
+        "{what}: the next run asked git again: {}",
+        again.stderr
+    );
     assert_eq!(again.stdout, after.stdout, "{what}");
     after.stdout
 }
@@ -99,6 +110,42 @@ fn a_repeat_changed_only_run_is_replayed_and_never_from_a_stale_record() {
     p.write("platform/prod/eu-central-1/vpc/README.md", "notes\n");
     let untracked = reruns_then_replays(&p, "main", "an untracked file");
     assert!(untracked.contains("plan-platform-prod-eu-central-1-vpc:"));
+
+    // Files git sees where no Terraform file is: a hidden directory, and a directory
+    // with nothing tracked in it (its parent's listing does not change).
+    p.write(".github/notes.md", "notes\n");
+    let hidden = reruns_then_replays(&p, "main", "an untracked file in a hidden directory");
+    assert_eq!(hidden, untracked, "a file in no module changes no job");
+    p.write("scratch/.keep", "");
+    reruns_then_replays(&p, "main", "a new directory");
+    p.write("scratch/draft.tf.bak", "x\n");
+    reruns_then_replays(
+        &p,
+        "main",
+        "an untracked file in a directory without tracked files",
+    );
+    // A rule that hides the README from git takes its module out of the change set.
+    p.write(".git/info/exclude", "README.md\n");
+    let excluded = reruns_then_replays(&p, "main", "a new exclude rule");
+    assert!(
+        !excluded.contains("plan-platform-prod-eu-central-1-vpc:"),
+        "{excluded}"
+    );
+    std::fs::remove_file(p.path().join(".git/info/exclude")).expect("remove the rule");
+    let restored = reruns_then_replays(&p, "main", "the exclude rule removed");
+    assert_eq!(restored, untracked);
+    // Staging the edit: the index changes, git's answer does not, so the run is
+    // replayed after asking git, and the next one without.
+    git_at(p.path(), &["add", &format!("{STAGE}/rds/main.tf")]);
+    let staged = changed_only(&p, "main");
+    assert!(
+        staged.stderr.contains(REPLAYED) && !staged.stderr.contains(UNASKED),
+        "a staged edit: {}",
+        staged.stderr
+    );
+    assert_eq!(staged.stdout, untracked);
+    let again = changed_only(&p, "main");
+    assert!(again.stderr.contains(UNASKED), "{}", again.stderr);
 
     // The base moves on to include the branch (as after a merge): no file changes,
     // only git knows that the VPC commit is no longer a change.
