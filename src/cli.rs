@@ -65,17 +65,20 @@ pub enum LogLevel {
 
 /// TerraCi's level names, case-insensitively (`warning` too); anything else is
 /// `invalid log level`.
-fn parse_log_level(s: &str) -> Result<LogLevel, String> {
+fn parse_log_level(s: &str) -> Result<LogLevel, InvalidLogLevel> {
     match s.to_ascii_lowercase().as_str() {
         "debug" | "trace" => Ok(LogLevel::Debug),
         "info" => Ok(LogLevel::Info),
         "warn" | "warning" => Ok(LogLevel::Warn),
         "error" | "fatal" => Ok(LogLevel::Error),
-        _ => Err(format!(
-            "invalid log level `{s}`: expected debug, info, warn or error"
-        )),
+        _ => Err(InvalidLogLevel(s.to_owned())),
     }
 }
+
+/// A `--log-level` that is none of TerraCi's level names (clap reports it, exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid log level `{0}`: expected debug, info, warn or error")]
+pub struct InvalidLogLevel(String);
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ColorChoice {

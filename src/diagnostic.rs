@@ -46,7 +46,7 @@ pub struct Anchor {
     pub node: NodeId,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     pub severity: Severity,
     /// Stable kebab-case code, listed by `terraci explain-codes`.
@@ -56,8 +56,26 @@ pub struct Diagnostic {
     pub line: Option<u32>,
     pub column: Option<u32>,
     pub message: String,
-    #[serde(skip)]
+    /// Lines printed below the message, indented (the cycles of a `dependency-cycle`);
+    /// in JSON they follow the message, each on its own line.
+    pub details: Vec<String>,
     pub anchor: Option<Anchor>,
+}
+
+/// `severity`, `code`, `module`, `file`, `line`, `column`, `message` (with its details).
+impl Serialize for Diagnostic {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut s = serializer.serialize_struct("Diagnostic", 7)?;
+        s.serialize_field("severity", &self.severity)?;
+        s.serialize_field("code", &self.code)?;
+        s.serialize_field("module", &self.module)?;
+        s.serialize_field("file", &self.file)?;
+        s.serialize_field("line", &self.line)?;
+        s.serialize_field("column", &self.column)?;
+        s.serialize_field("message", &self.full_message())?;
+        s.end()
+    }
 }
 
 impl Diagnostic {
@@ -70,6 +88,7 @@ impl Diagnostic {
             line: None,
             column: None,
             message: message.into(),
+            details: Vec::new(),
             anchor: None,
         }
     }
@@ -96,6 +115,26 @@ impl Diagnostic {
         self.line = Some(line);
         self.column = Some(column);
         self
+    }
+
+    /// Adds lines printed below the message ([`Diagnostic::details`]).
+    pub fn with_details(mut self, details: impl IntoIterator<Item = String>) -> Self {
+        self.details.extend(details);
+        self
+    }
+
+    /// The message with its [`Diagnostic::details`], each on a line of its own indented by
+    /// two spaces: what JSON outputs carry as `message`.
+    pub fn full_message(&self) -> std::borrow::Cow<'_, str> {
+        if self.details.is_empty() {
+            return self.message.as_str().into();
+        }
+        let mut text = self.message.clone();
+        for line in &self.details {
+            text.push_str("\n  ");
+            text.push_str(line);
+        }
+        text.into()
     }
 
     pub fn with_anchor(mut self, anchor: Anchor) -> Self {
@@ -156,6 +195,11 @@ impl Diagnostic {
         }
         out.push_str(&bounded(&printable(&self.message), MESSAGE_CHARS));
         out.push('\n');
+        for line in &self.details {
+            out.push_str("  ");
+            out.push_str(&bounded(&printable(line), MESSAGE_CHARS));
+            out.push('\n');
+        }
         if let (Some(src), Some(line), Some(col)) = (source_line, self.line, self.column) {
             let gutter = line.to_string();
             let pad = " ".repeat(gutter.len());
@@ -312,5 +356,31 @@ impl PartialEq<&str> for Code {
 impl PartialEq<str> for Code {
     fn eq(&self, other: &str) -> bool {
         self.as_str() == other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn details_are_printed_below_the_message_escaped_and_follow_it_in_json() {
+        // A module id is repository text: a line break or an escape sequence in it must
+        // not start a line of its own on the terminal.
+        let d = Diagnostic::error(Code::DependencyCycle, "circular dependency detected")
+            .with_details([
+                "a -> b\u{1b}[2J\nerror: forged -> a".to_owned(),
+                "c -> c".to_owned(),
+            ]);
+        assert_eq!(
+            d.render_human(None),
+            "error[dependency-cycle]: circular dependency detected\n  a -> b\\u{1b}[2J\\nerror: forged -> a\n  c -> c\n"
+        );
+        let json = serde_json::to_value(&d).expect("serializes");
+        assert_eq!(
+            json["message"],
+            "circular dependency detected\n  a -> b\u{1b}[2J\nerror: forged -> a\n  c -> c"
+        );
+        assert_eq!(json["code"], "dependency-cycle");
     }
 }

@@ -141,17 +141,41 @@ pub struct Filters {
     pub segments: BTreeMap<String, Vec<String>>,
 }
 
+/// A `--filter` value that cannot be used: a usage error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    #[error("--filter `{0}`: expected key=value")]
+    NotKeyValue(String),
+    #[error("--filter `{raw}`: `{key}` is not a pattern segment; valid keys: {}", .segments.join(", "))]
+    UnknownKey {
+        raw: String,
+        key: String,
+        segments: Vec<String>,
+    },
+}
+
+impl crate::exit::Coded for FilterError {
+    fn exit_code(&self) -> u8 {
+        crate::exit::USAGE
+    }
+}
+
 impl Filters {
     /// Parses `key=value` filters; `key` must be a pattern segment name.
-    pub fn add_segment_filter(&mut self, raw: &str, segments: &[String]) -> Result<(), String> {
+    pub fn add_segment_filter(
+        &mut self,
+        raw: &str,
+        segments: &[String],
+    ) -> Result<(), FilterError> {
         let (key, value) = raw
             .split_once('=')
-            .ok_or_else(|| format!("--filter `{raw}`: expected key=value"))?;
+            .ok_or_else(|| FilterError::NotKeyValue(raw.to_owned()))?;
         if !segments.iter().any(|s| s == key) && key != "submodule" {
-            return Err(format!(
-                "--filter `{raw}`: `{key}` is not a pattern segment; valid keys: {}",
-                segments.join(", ")
-            ));
+            return Err(FilterError::UnknownKey {
+                raw: raw.to_owned(),
+                key: key.to_owned(),
+                segments: segments.to_vec(),
+            });
         }
         self.segments
             .entry(key.to_owned())
@@ -225,7 +249,7 @@ mod tests {
         let segs = vec!["service".to_owned(), "environment".to_owned()];
         let err = f.add_segment_filter("env=prod", &segs).unwrap_err();
         assert_eq!(
-            err,
+            err.to_string(),
             "--filter `env=prod`: `env` is not a pattern segment; valid keys: service, environment"
         );
         f.add_segment_filter("environment=prod", &segs).unwrap();

@@ -19,7 +19,7 @@ use petgraph::graphmap::DiGraphMap;
 
 use crate::chunk::{chunk_modules, chunks, roots, ModuleChunk};
 use crate::db::Db;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::files::Project;
 use crate::resolve::{resolved_dependencies, EdgeSource};
 
@@ -30,7 +30,8 @@ pub struct DependencyGraph {
     pub modules: Arc<[String]>,
     /// Each strongly connected component of size > 1 as a path, smallest id first.
     pub cycles: Vec<Vec<String>>,
-    /// Every resolution diagnostic of every module, in module order.
+    /// Every resolution diagnostic of every module, in module order, then the
+    /// `dependency-cycle` error of a graph with cycles ([`cycle_diagnostic`]).
     pub diagnostics: Vec<Diagnostic>,
     /// Direct dependencies / dependents of each module, sorted, as adjacency lists in
     /// one array each (`forward[forward_at[i]..forward_at[i + 1]]`).
@@ -308,6 +309,7 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
     } else {
         Vec::new()
     };
+    diagnostics.extend(cycle_diagnostic(&cycles));
     DependencyGraph {
         modules: modules.clone(),
         cycles,
@@ -348,6 +350,23 @@ fn kahn(forward_at: &[u32], backward_at: &[u32], backward: &[u32]) -> (Vec<u32>,
         }
     }
     (order, level)
+}
+
+/// The `dependency-cycle` error of a graph with cycles: `circular dependency detected`,
+/// then one `a -> b -> a` line per cycle.
+pub fn cycle_diagnostic(cycles: &[Vec<String>]) -> Option<Diagnostic> {
+    if cycles.is_empty() {
+        return None;
+    }
+    let paths = cycles.iter().map(|c| {
+        let mut path: Vec<&str> = c.iter().map(String::as_str).collect();
+        path.extend(c.first().map(String::as_str));
+        path.join(" -> ")
+    });
+    Some(
+        Diagnostic::error(Code::DependencyCycle, "circular dependency detected")
+            .with_details(paths),
+    )
 }
 
 fn cycles<'a>(

@@ -1,14 +1,65 @@
-//! The network boundary: the only code that speaks HTTP (GitLab's and GitHub's REST APIs
-//! for `terraci summary`).
+//! The network boundary: the only code that speaks HTTP. It owns how every client is
+//! built ([`agent`]: timeouts, redirects, proxy and TLS), how much of a response is read,
+//! and which credentials may go to which host ([`bound_credentials`], [`is_local_http`]).
+//! Its users: the GitLab and GitHub REST APIs of `terraci summary` ([`Client`]), the OCI
+//! registries of `policy pull` ([`get`]) and git's smart HTTP for git policy sources
+//! (an [`agent`] for [`Purpose::GitFetch`], driven by gix's transport).
 //!
 //! Input: a [`Request`] (method, URL, headers, JSON body). Output: the [`Response`] or an
 //! [`HttpError`] that names the method, the endpoint and the status. A [`Transport`] sends
 //! one request; [`Client`] adds the retries (429 and 5xx, connection failures) with a
 //! bounded backoff, and keeps secrets out of every message: the token travels in a header,
 //! never in a URL, and any text that could echo it is redacted. Unit tests give `Client` a
-//! fake transport; [`UreqTransport`] is the real one (rustls, timeouts).
+//! fake transport; [`UreqTransport`] is the real one.
 
 use std::time::Duration;
+
+/// What a client is for; each purpose has its own timeouts, redirect rule and bound on
+/// a response body. Every client speaks TLS with rustls and the webpki roots, and goes
+/// through the proxy the usual environment variables name (`HTTPS_PROXY`, `NO_PROXY`...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// The GitLab and GitHub REST APIs: 10 s to connect, 60 s in all, no redirects (one
+    /// would carry the token header to wherever it points), 16 MiB responses.
+    Api,
+    /// OCI registries: 120 s in all, redirects followed (a blob is often served from
+    /// another host; ureq sends no `Authorization` header across a redirect); each read
+    /// says its own bound ([`get`]).
+    Registry,
+    /// A git fetch: 30 s to connect, 600 s in all (a pack can be large), redirects
+    /// followed, 512 MiB responses.
+    GitFetch,
+}
+
+impl Purpose {
+    /// The largest response body read, where the purpose has one.
+    pub fn max_body(self) -> Option<u64> {
+        match self {
+            Purpose::Api => Some(16 << 20),
+            Purpose::Registry => None,
+            Purpose::GitFetch => Some(512 << 20),
+        }
+    }
+}
+
+/// The HTTP client for `purpose` (see [`Purpose`]). Statuses are answers, not errors.
+pub fn agent(purpose: Purpose) -> ureq::Agent {
+    let (connect, global) = match purpose {
+        Purpose::Api => (Some(10), 60),
+        Purpose::Registry => (None, 120),
+        Purpose::GitFetch => (Some(30), 600),
+    };
+    let mut config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(ureq::Proxy::try_from_env())
+        .timeout_connect(connect.map(Duration::from_secs))
+        .timeout_global(Some(Duration::from_secs(global)))
+        .user_agent(concat!("terraci/", env!("CARGO_PKG_VERSION")));
+    if purpose == Purpose::Api {
+        config = config.max_redirects(0);
+    }
+    config.build().into()
+}
 
 /// HTTP methods the APIs need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,24 +330,15 @@ fn status_text(status: u16) -> String {
     }
 }
 
-/// The real transport: `ureq` with rustls, a 10 s connect and 60 s overall timeout, no
-/// redirects, responses up to 16 MiB, proxies from the usual environment variables.
+/// The real transport: the [`agent`] for [`Purpose::Api`].
 pub struct UreqTransport {
     agent: ureq::Agent,
 }
 
 impl Default for UreqTransport {
     fn default() -> Self {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            // A redirect would carry the token header to wherever it points.
-            .max_redirects(0)
-            .timeout_connect(Some(Duration::from_secs(10)))
-            .timeout_global(Some(Duration::from_secs(60)))
-            .user_agent(concat!("terraci/", env!("CARGO_PKG_VERSION")))
-            .build();
         UreqTransport {
-            agent: config.into(),
+            agent: agent(Purpose::Api),
         }
     }
 }
@@ -332,7 +374,7 @@ impl Transport for UreqTransport {
         let body = response
             .body_mut()
             .with_config()
-            .limit(16 << 20)
+            .limit(Purpose::Api.max_body().unwrap_or(u64::MAX))
             .read_to_string()
             .map_err(|e| format!("reading the response: {e}"))?;
         Ok(Response {
@@ -351,6 +393,156 @@ fn with_headers<B>(
         builder = builder.header(name.as_str(), value.as_str());
     }
     builder
+}
+
+/// A response read as bytes ([`get`]): status, headers (lower-case names) and body.
+pub struct Download {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Download {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A [`get`] that got no whole answer; the URL is shown without its credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("GET {shown}: {source}")]
+    Request { shown: String, source: ureq::Error },
+    #[error("GET {shown}: reading the body: {source}")]
+    Body { shown: String, source: ureq::Error },
+}
+
+/// GETs `url` with the [`Purpose::Registry`] client (redirects followed, credentials never
+/// sent to another host); the body is read up to `max_bytes` (more is an error).
+pub fn get(url: &str, headers: &[(&str, &str)], max_bytes: u64) -> Result<Download, FetchError> {
+    let mut request = agent(Purpose::Registry).get(url);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let shown = || redact_url(url);
+    let mut response = request.call().map_err(|source| FetchError::Request {
+        shown: shown(),
+        source,
+    })?;
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_ascii_lowercase(), v.to_str().ok()?.to_owned())))
+        .collect();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(max_bytes)
+        .read_to_vec()
+        .map_err(|source| FetchError::Body {
+            shown: shown(),
+            source,
+        })?;
+    Ok(Download {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// `url` without the credentials of its user-info part (`https://user:token@host` ->
+/// `https://host`), for messages and the lock.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// `http://` to this machine (a test server, a local mirror).
+pub fn is_local_http(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    matches!(host, "localhost" | "127.0.0.1" | "::1")
+}
+
+/// `scheme://host[:port]` of a URL, lower-cased, without user-info or path.
+fn origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    let host = authority.rsplit('@').next()?;
+    (!host.is_empty()).then(|| {
+        format!(
+            "{}://{}",
+            scheme.to_ascii_lowercase(),
+            host.to_ascii_lowercase()
+        )
+    })
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| text.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The (user, password) the environment variable `var` binds to `url`: its lines are
+/// URLs with user-info (the `~/.git-credentials` format, `https://user:token@host`), and
+/// the one whose scheme, host and port are `url`'s is taken. Never for a URL in clear
+/// text to another machine. A repository under review names the URL, so a credential
+/// reaches only the host its owner wrote next to it.
+pub fn bound_credentials(
+    system: &dyn crate::system::System,
+    var: &str,
+    url: &str,
+) -> Option<(String, String)> {
+    if !(url.starts_with("https://") || is_local_http(url)) {
+        return None;
+    }
+    let wanted = origin(url)?;
+    let store = system.env_var(var)?;
+    store.lines().map(str::trim).find_map(|line| {
+        if origin(line)? != wanted {
+            return None;
+        }
+        let rest = line.split_once("://")?.1;
+        let authority = rest.split('/').next()?;
+        let (user_info, _) = authority.rsplit_once('@')?;
+        let (user, password) = user_info.split_once(':')?;
+        Some((percent_decode(user), percent_decode(password)))
+    })
 }
 
 #[cfg(test)]
@@ -467,5 +659,59 @@ mod tests {
         let (client, sent) = client(vec![response(429, "{}"), response(201, "{}")]);
         client.send(&get().once()).expect("second attempt");
         assert_eq!(sent.lock().expect("lock").len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod credential_tests {
+    #[test]
+    fn credentials_are_left_out_of_shown_urls() {
+        assert_eq!(
+            super::redact_url("https://user:tok@git.example.com/org/p.git"),
+            "https://git.example.com/org/p.git"
+        );
+        assert_eq!(
+            super::redact_url("oci://ghcr.io/org/p:v1"),
+            "oci://ghcr.io/org/p:v1"
+        );
+        assert_eq!(super::redact_url("https://h/a@b"), "https://h/a@b");
+    }
+
+    #[test]
+    fn credentials_are_bound_to_the_host_their_owner_named() {
+        let system = crate::system::MemorySystem::default();
+        let var = "TERRACI_POLICY_GIT_CREDENTIALS";
+        system.set_env(
+            var,
+            "https://other:x@git.other.example\nhttps://oauth2:t%40k@Git.Example.com/ignored\nhttp://u:p@127.0.0.1:5000\n",
+        );
+        let found = super::bound_credentials(&system, var, "https://git.example.com/org/p.git");
+        assert_eq!(found, Some(("oauth2".to_owned(), "t@k".to_owned())));
+        let local = super::bound_credentials(&system, var, "http://127.0.0.1:5000/v2/");
+        assert_eq!(local, Some(("u".to_owned(), "p".to_owned())));
+        // Another host, another port, or clear text to another machine: nothing.
+        for url in [
+            "https://evil.example/org/p.git",
+            "https://git.example.com:8443/org/p.git",
+            "http://git.example.com/org/p.git",
+            "https://git.example.com.evil.example/p.git",
+            "http://127.0.0.1:5001/v2/",
+        ] {
+            assert!(
+                super::bound_credentials(&system, var, url).is_none(),
+                "{url}"
+            );
+        }
+    }
+
+    #[test]
+    fn plain_http_is_only_for_this_machine() {
+        assert!(super::is_local_http("http://127.0.0.1:8080/p.git"));
+        assert!(super::is_local_http("http://u:p@localhost/p.git"));
+        assert!(super::is_local_http("http://[::1]:80/p.git"));
+        assert!(!super::is_local_http("https://127.0.0.1/p.git"));
+        assert!(!super::is_local_http("http://git.example.com/p.git"));
+        assert!(!super::is_local_http("http://127.0.0.1.evil.example/p.git"));
+        assert!(!super::is_local_http("http://localhost@evil.example/p.git"));
     }
 }

@@ -16,7 +16,10 @@ pub enum InitError {
     #[error("config file already exists: {0} (use --force to overwrite)")]
     Exists(String),
     #[error("--pattern `{pattern}` is invalid: {reason}")]
-    Pattern { pattern: String, reason: String },
+    Pattern {
+        pattern: String,
+        reason: crate::config::PatternError,
+    },
     #[error("cannot write {path}: {source}")]
     Write {
         path: Utf8PathBuf,
@@ -26,12 +29,12 @@ pub enum InitError {
     Io(#[from] std::io::Error),
 }
 
-impl InitError {
+impl crate::exit::Coded for InitError {
     /// A bad flag value is a usage error (2); everything else is an error (1).
-    pub fn exit_code(&self) -> u8 {
+    fn exit_code(&self) -> u8 {
         match self {
-            InitError::Pattern { .. } => 2,
-            _ => 1,
+            InitError::Pattern { .. } => crate::exit::USAGE,
+            _ => crate::exit::ERROR,
         }
     }
 }

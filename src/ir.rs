@@ -131,6 +131,12 @@ pub enum IrError {
     Contribution(#[from] crate::contrib::ContributionError),
 }
 
+impl crate::exit::Coded for IrError {
+    fn exit_code(&self) -> u8 {
+        crate::exit::ERROR
+    }
+}
+
 impl IrError {
     /// The error as a diagnostic, when it has a code of its own.
     pub fn diagnostic(&self) -> Option<crate::diagnostic::Diagnostic> {

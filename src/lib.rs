@@ -2,7 +2,8 @@
 //!
 //! Reading the modules top to bottom reads the pipeline, and no module imports one listed
 //! after it (`import_order` below fails the build's tests on a backward `crate::` path):
-//! the shared ground (escaping, `System`, exit codes, the command line, config, selection, the syntax tree, the salsa
+//! the shared ground (escaping, `System` and the network boundary `http`, exit codes, the
+//! command line, config, selection, the syntax tree, the salsa
 //! inputs, diagnostics and the database), then the stages discover -> parse -> facts ->
 //! eval -> resolve -> graph -> changes -> ir -> render; then the driver: `workspace`
 //! loads a project, `pipeline` builds one from it, and `commands` holds one file per
@@ -10,6 +11,7 @@
 
 pub mod escape;
 pub mod system;
+pub mod http;
 pub mod exit;
 pub mod cli;
 pub mod config;
@@ -35,7 +37,6 @@ pub mod policy;
 pub mod contrib;
 pub mod ir;
 pub mod render;
-pub mod http;
 pub mod summary;
 pub mod exec;
 pub mod vcs;

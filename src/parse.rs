@@ -849,14 +849,14 @@ fn strip_last(parts: &mut [TemplatePart]) {
 
 /// Parses and lowers template text that exists only at evaluation time (the contents of a
 /// `templatefile` file, a `templatestring` argument). Node ids point into that text.
-pub fn parse_template_text(text: &str) -> Result<Vec<TemplatePart>, String> {
-    let template = hcl_edit::parser::parse_template(text).map_err(|e| e.to_string())?;
+pub fn parse_template_text(text: &str) -> Result<Vec<TemplatePart>, hcl_edit::parser::Error> {
+    let template = hcl_edit::parser::parse_template(text)?;
     Ok(Lowerer::default().template(&template))
 }
 
 /// Parses and lowers one expression written as text (tests, `-var` values).
-pub fn parse_expr_text(text: &str) -> Result<Expr, String> {
-    let expr = hcl_edit::parser::parse_expr(text).map_err(|e| e.to_string())?;
+pub fn parse_expr_text(text: &str) -> Result<Expr, hcl_edit::parser::Error> {
+    let expr = hcl_edit::parser::parse_expr(text)?;
     Ok(lower(&expr))
 }
 

@@ -8,7 +8,7 @@ use camino::Utf8Path;
 
 use crate::cli::{ChangeArgs, OutputFormat, PipelineArgs};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::exit::{self, fail};
+use crate::exit::{self, Coded as _};
 use crate::files::{ChangeInput, Selection};
 use crate::ir::{job_plan, PlanOptions};
 use crate::system::System;
@@ -66,8 +66,9 @@ pub struct Generation {
 
 pub struct Pipeline {
     pub text: crate::render::PipelineText,
-    /// Renderer warnings (`needs-limit`, `config-warning`...), printed unless `-q`.
-    pub warnings: Vec<crate::render::RenderWarning>,
+    /// Renderer warnings (`needs-limit`, `config-warning`...), in the renderer's order:
+    /// printed after the diagnostics and `--explain`, unless `-q`.
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// The pure part of `generate`: affected modules, job plan and rendered text (or the
@@ -90,17 +91,17 @@ pub fn build_pipeline(
         Ok(plan) => plan,
         Err(e) => {
             // A coded error is printed with the diagnostics, under its code.
-            let message = match e.diagnostic() {
+            let output = match e.diagnostic() {
                 Some(d) => {
                     diagnostics.push(d);
-                    "no pipeline was written: a contributed job is invalid (see above)".to_owned()
+                    Err(exit::coded(PipelineError::InvalidContribution))
                 }
-                None => e.to_string(),
+                None => Err(exit::coded(e.clone())),
             };
             return Generation {
                 diagnostics,
                 explain: None,
-                output: Err(fail(exit::ERROR, message)),
+                output,
             };
         }
     };
@@ -194,7 +195,7 @@ fn render_pipeline(
     {
         let (text, warnings) =
             crate::render::render_gitlab_parts(plan, config, request.header, texts)
-                .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+                .map_err(exit::coded)?;
         return Ok(Pipeline { text, warnings });
     }
     let rendered = match request.provider {
@@ -205,7 +206,7 @@ fn render_pipeline(
             crate::render::render_github(plan, config, request.header, request.args.force)
         }
     }
-    .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    .map_err(exit::coded)?;
     let text = match request.args.format {
         OutputFormat::Yaml => rendered.text,
         OutputFormat::Json => {
@@ -233,9 +234,7 @@ pub fn select_provider(
         .map(str::to_owned)
         .or_else(|| system.env_var("TERRACI_PROVIDER"))
     {
-        return p
-            .parse::<Provider>()
-            .map_err(|e| fail(exit::USAGE, e.to_string()));
+        return p.parse::<Provider>().map_err(exit::coded);
     }
     if system.env_var("GITHUB_ACTIONS").as_deref() == Some("true") {
         return Ok(Provider::Github);
@@ -247,12 +246,7 @@ pub fn select_provider(
         (None, Some(_)) => Ok(Provider::Github),
         // Both configured and nothing above chose: guessing would write the wrong file
         // in half the projects (TerraCi refuses too).
-        (Some(_), Some(_)) => Err(fail(
-            exit::USAGE,
-            "both extensions.gitlab and extensions.github are configured and nothing selects \
-             one: pass --provider gitlab|github or set TERRACI_PROVIDER (in CI, GITLAB_CI or \
-             GITHUB_ACTIONS selects it)",
-        )),
+        (Some(_), Some(_)) => Err(exit::coded(PipelineError::BothProviders)),
         _ => Ok(Provider::Gitlab),
     }
 }
@@ -272,8 +266,44 @@ type Answered = (crate::vcs::ChangeSet, bool);
 
 enum ChangesState {
     Running(std::thread::JoinHandle<Result<Answered, crate::vcs::VcsError>>),
-    /// The change set, or the message of the error that stops the run.
-    Done(Result<Answered, String>),
+    /// The change set, or the error that stops the run.
+    Done(Result<Answered, PipelineError>),
+}
+
+/// Why no pipeline is built: an error of the driver, with its exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// Printed after the contributed job's own diagnostic.
+    #[error("no pipeline was written: a contributed job is invalid (see above)")]
+    InvalidContribution,
+    #[error(
+        "both extensions.gitlab and extensions.github are configured and nothing selects \
+         one: pass --provider gitlab|github or set TERRACI_PROVIDER (in CI, GITLAB_CI or \
+         GITHUB_ACTIONS selects it)"
+    )]
+    BothProviders,
+    #[error("--base-ref, --committed-only and --include-dependencies need --changed-only")]
+    ChangeFlagsWithoutChangedOnly,
+    #[error("cannot start change detection: {0}")]
+    ChangesNotStarted(std::io::Error),
+    #[error("change detection failed")]
+    ChangesPanicked,
+    #[error(transparent)]
+    Changes(crate::vcs::VcsError),
+}
+
+impl exit::Coded for PipelineError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            PipelineError::BothProviders | PipelineError::ChangeFlagsWithoutChangedOnly => {
+                exit::USAGE
+            }
+            PipelineError::InvalidContribution
+            | PipelineError::ChangesNotStarted(_)
+            | PipelineError::ChangesPanicked
+            | PipelineError::Changes(_) => exit::ERROR,
+        }
+    }
 }
 
 /// A recorded change set and the fingerprint it was taken with: git is not asked when
@@ -340,7 +370,7 @@ impl PendingChanges {
             .spawn(work)
         {
             Ok(handle) => ChangesState::Running(handle),
-            Err(e) => ChangesState::Done(Err(format!("cannot start change detection: {e}"))),
+            Err(e) => ChangesState::Done(Err(PipelineError::ChangesNotStarted(e))),
         };
         Ok(Some(PendingChanges {
             state,
@@ -366,19 +396,21 @@ impl PendingChanges {
 
     fn answer(&mut self) -> anyhow::Result<&Answered> {
         if let ChangesState::Running(_) = self.state {
-            let ChangesState::Running(handle) =
-                std::mem::replace(&mut self.state, ChangesState::Done(Err(String::new())))
-            else {
+            let ChangesState::Running(handle) = std::mem::replace(
+                &mut self.state,
+                ChangesState::Done(Err(PipelineError::ChangesPanicked)),
+            ) else {
                 unreachable!("matched above");
             };
             self.state = ChangesState::Done(match handle.join() {
-                Ok(result) => result.map_err(|e| e.to_string()),
-                Err(_) => Err("change detection failed".to_owned()),
+                Ok(result) => result.map_err(PipelineError::Changes),
+                Err(_) => Err(PipelineError::ChangesPanicked),
             });
         }
         match &self.state {
             ChangesState::Done(Ok(answered)) => Ok(answered),
-            ChangesState::Done(Err(message)) => Err(fail(exit::ERROR, message.clone())),
+            // Each call reports it (a failed change set stops the run at the first).
+            ChangesState::Done(Err(e)) => Err(exit::fail(e.exit_code(), e.to_string())),
             ChangesState::Running(_) => unreachable!("joined above"),
         }
     }
@@ -424,10 +456,7 @@ fn change_request(
 ) -> anyhow::Result<Option<crate::vcs::ChangeRequest>> {
     if !args.changed_only {
         if args.base_ref.is_some() || args.committed_only || args.include_dependencies {
-            return Err(fail(
-                exit::USAGE,
-                "--base-ref, --committed-only and --include-dependencies need --changed-only",
-            ));
+            return Err(exit::coded(PipelineError::ChangeFlagsWithoutChangedOnly));
         }
         return Ok(None);
     }

@@ -40,7 +40,6 @@ use crate::ir::PlanOptions;
 use crate::pipeline::{
     build_pipeline, header, plan_options, select_provider, PendingChanges, PipelineRequest,
 };
-use crate::render::report::cycle_text;
 use crate::render::{Header, Provider};
 use crate::system::{ChangeEvents, System};
 use crate::workspace::{config_diagnostics, eval_settings, load_workspace, InputChange, Workspace};
@@ -165,7 +164,7 @@ pub struct Watch<'a> {
     /// Diagnostics of the last regeneration: only new ones are printed.
     shown: HashSet<Diagnostic>,
     /// Renderer warnings of the last regeneration: printed again only when they change.
-    warnings: Vec<crate::render::RenderWarning>,
+    warnings: Vec<Diagnostic>,
     /// The last batch left an input unreadable (config, `--var-file`).
     input_error: bool,
     /// The file holds what the current inputs give (the last regeneration did not keep
@@ -615,9 +614,8 @@ impl<'a> Watch<'a> {
         let diagnostics = self.ws.all_diagnostics();
         let graph = dependency_graph(&self.ws.db, self.ws.project);
         if !graph.cycles.is_empty() {
-            let text = cycle_text(&graph.cycles);
+            // Its `dependency-cycle` error is among the diagnostics.
             self.show(&diagnostics, err)?;
-            writeln!(err, "error: {text}")?;
             return Ok((delta, self.kept("dependency cycle")));
         }
         // A new error keeps the file whatever the pipeline would be: skip building it.
@@ -654,7 +652,7 @@ impl<'a> Watch<'a> {
         };
         if pipeline.warnings != self.warnings && !self.global.quiet {
             for w in &pipeline.warnings {
-                writeln!(err, "{w}")?;
+                write!(err, "{}", w.render_human_styled(None, self.ws.color))?;
             }
         }
         self.warnings = pipeline.warnings;

@@ -79,8 +79,7 @@ pub fn load_workspace_overlapped(
 ) -> anyhow::Result<Workspace> {
     let root = project_dir(system, global)?;
     let config_path = find_config_file(system, &root, global.config.as_deref());
-    let config = load_config(system, config_path.as_deref())
-        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let config = load_config(system, config_path.as_deref()).map_err(exit::coded)?;
     let mut diagnostics = config_diagnostics(&config);
     let layout = layout.unwrap_or_else(|| walk(system, &root));
     let policy = crate::system::ReadPolicy::new(system, &root, global.max_file_size);
@@ -634,7 +633,7 @@ impl Workspace {
         for f in &select.filter {
             filters
                 .add_segment_filter(f, self.config.pattern.segments())
-                .map_err(|e| fail(exit::USAGE, e))?;
+                .map_err(exit::coded)?;
         }
         Ok(filters)
     }

@@ -5,13 +5,12 @@ use std::io::Write;
 
 use crate::cli::{GenerateArgs, GlobalArgs};
 use crate::config::find_config_file;
-use crate::exit::{self, fail};
+use crate::exit;
 use crate::files::Selection;
 use crate::graph::dependency_graph;
 use crate::pipeline::{
     build_pipeline, header, plan_options, select_provider, PendingChanges, PipelineRequest,
 };
-use crate::render::report::cycle_text;
 use crate::system::System;
 use crate::workspace::{load_workspace_overlapped, project_dir};
 
@@ -278,10 +277,10 @@ fn generate_pipeline(
     let diagnostics = ws.all_diagnostics();
     let graph = dependency_graph(&ws.db, ws.project);
     if !graph.cycles.is_empty() {
-        let cycles = cycle_text(&graph.cycles);
+        // The `dependency-cycle` error is among the diagnostics.
         ws.wait_for_cache();
         ws.print_diagnostics(&diagnostics, global.quiet, err)?;
-        return Err(fail(exit::VALIDATION, cycles));
+        return Err(exit::reported(exit::VALIDATION));
     }
     let cache_dir =
         crate::cache::CacheSettings::new(&ws.root, global.no_cache, global.cache_dir.as_deref())
@@ -323,7 +322,7 @@ fn generate_pipeline(
     let pipeline = generation.output?;
     if !global.quiet {
         for w in &pipeline.warnings {
-            writeln!(err, "{w}")?;
+            write!(err, "{}", w.render_human_styled(None, ws.color))?;
         }
     }
     let (stamps, notices) = ws.take_run_inputs();

@@ -8,7 +8,6 @@ use crate::graph::dependency_graph;
 use crate::ir::JobPlan;
 use crate::ir::{job_plan, PlanOptions};
 use crate::pipeline::change_input;
-use crate::render::report::cycle_text;
 use crate::system::System;
 use crate::workspace::{load_workspace, load_workspace_overlapped, Workspace};
 
@@ -94,7 +93,8 @@ fn prepare(
     }
     ws.require_selected(&filters)?;
     if !graph.cycles.is_empty() {
-        return Err(fail(exit::VALIDATION, cycle_text(&graph.cycles)));
+        // Its `dependency-cycle` error is printed with the diagnostics above.
+        return Err(exit::reported(exit::VALIDATION));
     }
     let changes = change_input(system, &ws.root, &args.changes, &ws.config.config)?;
     let selection = Selection::new(&ws.db, filters, PlanOptions::default(), changes);
@@ -102,7 +102,7 @@ fn prepare(
         Ok(plan) => plan.clone(),
         Err(e) => {
             let Some(d) = e.diagnostic() else {
-                return Err(fail(exit::ERROR, e.to_string()));
+                return Err(exit::coded(e.clone()));
             };
             ws.print_diagnostics(&[d], global.quiet, err)?;
             return Err(fail(

@@ -17,7 +17,7 @@ use camino::Utf8Path;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::diagnostic::Code;
-use crate::exit::{self, fail, Failure};
+use crate::exit::{self, Failure};
 use crate::system::System;
 use crate::workspace::project_dir;
 
@@ -44,11 +44,12 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
             exit::OK
         }
         Err(err) => {
-            let code = err
-                .downcast_ref::<Failure>()
-                .map_or(exit::ERROR, |f| f.code);
-            let _ = writeln!(io.stderr, "error: {err:#}");
-            code
+            let failure = err.downcast_ref::<Failure>();
+            // An empty message: the diagnostics printed say it ([`exit::reported`]).
+            if !failure.is_some_and(|f| f.message.is_empty()) {
+                let _ = writeln!(io.stderr, "error: {err:#}");
+            }
+            failure.map_or(exit::ERROR, |f| f.code)
         }
     }
 }
@@ -119,8 +120,7 @@ const PLUGINS: &[(&str, &str)] = &[
 
 fn init(global: &GlobalArgs, args: &crate::cli::InitArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     let dir = project_dir(io.system, global)?;
-    crate::init::init(io.system, &dir, global, args, io.stdout, io.stderr)
-        .map_err(|e| fail(e.exit_code(), e.to_string()))?;
+    crate::init::init(io.system, &dir, global, args, io.stdout, io.stderr).map_err(exit::coded)?;
     Ok(exit::OK)
 }
 

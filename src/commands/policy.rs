@@ -40,10 +40,12 @@ pub(super) fn run(global: &GlobalArgs, cmd: &PolicyCommand, io: &mut Io<'_>) -> 
 
 /// The section, validated.
 fn section(config: &Config) -> anyhow::Result<&Policy> {
-    let policy = config.extensions.policy.as_ref().ok_or_else(|| {
-        failure("extensions.policy is not configured: there are no policies to use")
-    })?;
-    policy_mod::validate(policy).map_err(failure)?;
+    let policy = config
+        .extensions
+        .policy
+        .as_ref()
+        .ok_or_else(|| exit::coded(policy_mod::SectionError::NotConfigured))?;
+    policy_mod::validate(policy).map_err(exit::coded)?;
     Ok(policy)
 }
 
@@ -84,7 +86,7 @@ fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
                         io.stdout,
                         "pulled {}:{}{pinned} -> {} ({} policy files)",
                         s.kind,
-                        crate::escape::printable(&policy_mod::redact_url(&s.source)),
+                        crate::escape::printable(&crate::http::redact_url(&s.source)),
                         crate::escape::printable(&s.dir),
                         s.files
                     )?;

@@ -9,7 +9,6 @@ use crate::exit;
 use crate::files::Role;
 use crate::graph::dependency_graph;
 use crate::render::graph::render_levels;
-use crate::render::report::cycle_text;
 use crate::workspace::{load_workspace_overlapped, Workspace};
 
 use super::replayed::{replayed, KeyInputs, Produced};
@@ -111,8 +110,8 @@ fn report(
         writeln!(out, "  {code}: {n}")?;
     }
     if !graph.cycles.is_empty() {
+        // Its `dependency-cycle` error is printed with the diagnostics.
         writeln!(out, "cycles: {}", graph.cycles.len())?;
-        writeln!(err, "error: {}", cycle_text(&graph.cycles))?;
         return Ok(exit::VALIDATION);
     }
     writeln!(out, "levels: {}", graph.level_count())?;

@@ -61,6 +61,12 @@ pub fn read_config_bytes(
     system.read_confined(&abs, &policy, false)
 }
 
+impl crate::exit::Coded for ConfigError {
+    fn exit_code(&self) -> u8 {
+        crate::exit::ERROR
+    }
+}
+
 /// Reads and validates the config; `None` means built-in defaults.
 pub fn load_config(
     system: &dyn System,

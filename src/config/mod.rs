@@ -12,7 +12,7 @@ pub use load::{
     closest, find_config_file, load_config, parse_config, read_config_bytes, ConfigError,
     LoadedConfig, CONFIG_FILE_NAMES,
 };
-pub use pattern::Pattern;
+pub use pattern::{Pattern, PatternError};
 pub use schema::config_schema;
 
 use indexmap::IndexMap;

@@ -8,31 +8,40 @@ pub struct Pattern {
     segments: Vec<String>,
 }
 
+/// Why a pattern is invalid (the caller names the pattern and where it came from).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    #[error("the pattern has no segments")]
+    Empty,
+    #[error("segment `{0}` must be a name in braces, e.g. `{{module}}`")]
+    NotInBraces(String),
+    #[error("segment `{0}` must be a name of letters, digits, `_` or `-`")]
+    BadName(String),
+    #[error("segment `{{{0}}}` appears more than once")]
+    Repeated(String),
+}
+
 impl Pattern {
-    pub fn parse(text: &str) -> Result<Pattern, String> {
+    pub fn parse(text: &str) -> Result<Pattern, PatternError> {
         let text = text.trim().trim_matches('/');
         if text.is_empty() {
-            return Err("the pattern has no segments".into());
+            return Err(PatternError::Empty);
         }
         let mut segments: Vec<String> = Vec::new();
         for part in text.split('/') {
             let name = part
                 .strip_prefix('{')
                 .and_then(|p| p.strip_suffix('}'))
-                .ok_or_else(|| {
-                    format!("segment `{part}` must be a name in braces, e.g. `{{module}}`")
-                })?;
+                .ok_or_else(|| PatternError::NotInBraces(part.to_owned()))?;
             if name.is_empty()
                 || !name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             {
-                return Err(format!(
-                    "segment `{part}` must be a name of letters, digits, `_` or `-`"
-                ));
+                return Err(PatternError::BadName(part.to_owned()));
             }
             if segments.iter().any(|s| s == name) {
-                return Err(format!("segment `{{{name}}}` appears more than once"));
+                return Err(PatternError::Repeated(name.to_owned()));
             }
             segments.push(name.to_owned());
         }
@@ -68,17 +77,20 @@ mod tests {
     #[test]
     fn rejects_bad_patterns() {
         assert_eq!(
-            Pattern::parse("").unwrap_err(),
+            Pattern::parse("").unwrap_err().to_string(),
             "the pattern has no segments"
         );
         assert!(Pattern::parse("{a}/{a}")
             .unwrap_err()
+            .to_string()
             .contains("more than once"));
         assert!(Pattern::parse("{a}/b")
             .unwrap_err()
+            .to_string()
             .contains("name in braces"));
         assert!(Pattern::parse("{a}/x{b}")
             .unwrap_err()
+            .to_string()
             .contains("name in braces"));
     }
 }

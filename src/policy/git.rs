@@ -40,6 +40,56 @@ fn is_commit_id(r: &str) -> bool {
     r.len() == 40 && r.chars().all(|c| c.is_ascii_hexdigit())
 }
 
+/// Why a git source cannot be fetched (the caller names the source). gix's errors are
+/// kept as their text (with their causes where the message shows them).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum GitError {
+    #[error("git over plain http:// is only spoken to this machine: use https://")]
+    PlainHttp,
+    #[error("cannot create the git cache {path}: {why}")]
+    Store {
+        path: camino::Utf8PathBuf,
+        why: String,
+    },
+    #[error("not a repository URL: {0}")]
+    NotAUrl(String),
+    #[error("refspecs: {0}")]
+    Refspecs(String),
+    #[error("credentials: {0}")]
+    Credentials(String),
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    #[error("cannot list the repository's refs: {0}")]
+    ListRefs(String),
+    #[error("fetch failed: {0}")]
+    Fetch(String),
+    #[error("`{wanted}`: {why}")]
+    BadCommitId { wanted: String, why: String },
+    #[error("the repository has no branch or tag `{0}`")]
+    NoSuchRef(String),
+    #[error("`{wanted}` ({oid}): {source}")]
+    Tree {
+        wanted: String,
+        oid: gix::ObjectId,
+        source: TreeError,
+    },
+}
+
+/// Why a commit's policy files cannot be read from the repository.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum TreeError {
+    #[error("not in the repository: {0}")]
+    NotInRepository(String),
+    #[error("not a commit: {0}")]
+    NotACommit(String),
+    #[error("no tree: {0}")]
+    NoTree(String),
+    #[error("cannot walk the tree: {0}")]
+    Walk(String),
+    #[error("{path}: {why}")]
+    Blob { path: String, why: String },
+}
+
 const STORE_README: &str =
     "Objects of the git policy sources, one bare repository per URL (terraci policy pull).\n";
 
@@ -48,10 +98,10 @@ pub(super) fn fetch(
     store: &Utf8Path,
     url: &str,
     reference: Option<&str>,
-) -> Result<Fetched, String> {
+) -> Result<Fetched, GitError> {
     let http = url.starts_with("http://") || url.starts_with("https://");
-    if url.starts_with("http://") && !super::http::is_local_http(url) {
-        return Err("git over plain http:// is only spoken to this machine: use https://".into());
+    if url.starts_with("http://") && !crate::http::is_local_http(url) {
+        return Err(GitError::PlainHttp);
     }
     let dir = store.join(store_name(url));
     let repo = match gix::open(dir.as_std_path()) {
@@ -60,9 +110,14 @@ pub(super) fn fetch(
             // The store's directory, made through the System (gix wants its parent).
             system
                 .write_atomic(&store.join("README"), STORE_README.as_bytes())
-                .map_err(|e| format!("cannot create the git cache {store}: {e}"))?;
-            gix::init_bare(dir.as_std_path())
-                .map_err(|e| format!("cannot create the git cache {dir}: {e}"))?
+                .map_err(|e| GitError::Store {
+                    path: store.to_owned(),
+                    why: e.to_string(),
+                })?;
+            gix::init_bare(dir.as_std_path()).map_err(|e| GitError::Store {
+                path: dir.clone(),
+                why: e.to_string(),
+            })?
         }
     };
     // A commit already fetched: no network.
@@ -75,7 +130,7 @@ pub(super) fn fetch(
     }
     let remote = repo
         .remote_at(url)
-        .map_err(|e| format!("not a repository URL: {e}"))?
+        .map_err(|e| GitError::NotAUrl(e.to_string()))?
         .with_fetch_tags(gix::remote::fetch::Tags::None)
         .with_refspecs(
             [
@@ -84,10 +139,10 @@ pub(super) fn fetch(
             ],
             gix::remote::Direction::Fetch,
         )
-        .map_err(|e| format!("refspecs: {e}"))?;
+        .map_err(|e| GitError::Refspecs(e.to_string()))?;
     let outcome = if http {
         let parsed = gix::url::parse(gix::bstr::BStr::new(url))
-            .map_err(|e| format!("not a repository URL: {e}"))?;
+            .map_err(|e| GitError::NotAUrl(e.to_string()))?;
         let has_user_info = parsed.user().is_some();
         let mut transport = gix_transport::client::blocking_io::http::connect_http(
             super::git_http::UreqHttp::new(),
@@ -99,7 +154,7 @@ pub(super) fn fetch(
             let bound = url
                 .starts_with("https://")
                 .then(|| {
-                    super::http::bound_credentials(system, "TERRACI_POLICY_GIT_CREDENTIALS", url)
+                    crate::http::bound_credentials(system, "TERRACI_POLICY_GIT_CREDENTIALS", url)
                 })
                 .flatten();
             if let Some((username, password)) = bound {
@@ -109,7 +164,7 @@ pub(super) fn fetch(
                     oauth_refresh_token: None,
                 };
                 gix_transport::client::TransportWithoutIO::set_identity(&mut transport, account)
-                    .map_err(|e| format!("credentials: {e}"))?;
+                    .map_err(|e| GitError::Credentials(e.to_string()))?;
             }
         }
         receive(remote.to_connection_with_transport(transport))?
@@ -117,7 +172,7 @@ pub(super) fn fetch(
         receive(
             remote
                 .connect(gix::remote::Direction::Fetch)
-                .map_err(|e| format!("cannot connect: {e}"))?,
+                .map_err(|e| GitError::Connect(e.to_string()))?,
         )?
     };
     let refs = &outcome.ref_map.remote_refs;
@@ -136,19 +191,27 @@ pub(super) fn fetch(
     let oid = match found {
         Some(oid) => oid,
         None if is_commit_id(wanted) => {
-            gix::ObjectId::from_hex(wanted.to_ascii_lowercase().as_bytes())
-                .map_err(|e| format!("`{wanted}`: {e}"))?
+            gix::ObjectId::from_hex(wanted.to_ascii_lowercase().as_bytes()).map_err(|e| {
+                GitError::BadCommitId {
+                    wanted: wanted.to_owned(),
+                    why: e.to_string(),
+                }
+            })?
         }
-        None => return Err(format!("the repository has no branch or tag `{wanted}`")),
+        None => return Err(GitError::NoSuchRef(wanted.to_owned())),
     };
-    tree_files(&repo, oid).map_err(|e| format!("`{wanted}` ({oid}): {e}"))
+    tree_files(&repo, oid).map_err(|source| GitError::Tree {
+        wanted: wanted.to_owned(),
+        oid,
+        source,
+    })
 }
 
 /// Lists the remote's refs and receives the pack, over `connection`'s transport, with
 /// git's credential helpers replaced by a refusal.
 fn receive<T>(
     connection: gix::remote::Connection<'_, '_, '_, T>,
-) -> Result<gix::remote::fetch::Outcome, String>
+) -> Result<gix::remote::fetch::Outcome, GitError>
 where
     T: gix_transport::client::blocking_io::Transport,
 {
@@ -161,9 +224,9 @@ where
             _ => Ok(None),
         })
         .prepare_fetch(gix::progress::Discard, Default::default())
-        .map_err(|e| format!("cannot list the repository's refs: {}", chain(&e)))?
+        .map_err(|e| GitError::ListRefs(chain(&e)))?
         .receive(gix::progress::Discard, &AtomicBool::new(false))
-        .map_err(|e| format!("fetch failed: {}", chain(&e)))
+        .map_err(|e| GitError::Fetch(chain(&e)))
 }
 
 /// An error and its causes on one line (`a: b: c`), each said once.
@@ -181,18 +244,20 @@ fn chain(error: &dyn std::error::Error) -> String {
 }
 
 /// The commit `oid` is (or a tag points to) and the policy files of its tree.
-fn tree_files(repo: &gix::Repository, oid: gix::ObjectId) -> Result<Fetched, String> {
+fn tree_files(repo: &gix::Repository, oid: gix::ObjectId) -> Result<Fetched, TreeError> {
     let object = repo
         .find_object(oid)
-        .map_err(|e| format!("not in the repository: {e}"))?;
+        .map_err(|e| TreeError::NotInRepository(e.to_string()))?;
     let commit = object
         .peel_to_commit()
-        .map_err(|e| format!("not a commit: {e}"))?;
-    let tree = commit.tree().map_err(|e| format!("no tree: {e}"))?;
+        .map_err(|e| TreeError::NotACommit(e.to_string()))?;
+    let tree = commit
+        .tree()
+        .map_err(|e| TreeError::NoTree(e.to_string()))?;
     let mut recorder = gix::traverse::tree::Recorder::default();
     tree.traverse()
         .breadthfirst(&mut recorder)
-        .map_err(|e| format!("cannot walk the tree: {e}"))?;
+        .map_err(|e| TreeError::Walk(e.to_string()))?;
     let mut out = Vec::new();
     for entry in recorder.records {
         if !entry.mode.is_blob() {
@@ -203,9 +268,10 @@ fn tree_files(repo: &gix::Repository, oid: gix::ObjectId) -> Result<Fetched, Str
         if !super::sources::is_policy_file(name) {
             continue;
         }
-        let blob = repo
-            .find_object(entry.oid)
-            .map_err(|e| format!("{path}: {e}"))?;
+        let blob = repo.find_object(entry.oid).map_err(|e| TreeError::Blob {
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
         out.push((path, blob.data.clone()));
     }
     out.sort();

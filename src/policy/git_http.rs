@@ -1,5 +1,6 @@
-//! Git's smart HTTP protocol for git policy sources, over the same HTTP client as the
-//! OCI sources (ureq, rustls with webpki roots).
+//! Git's smart HTTP protocol for git policy sources, over the network boundary's client
+//! for a git fetch ([`crate::http::Purpose::GitFetch`]: its timeouts, proxy, TLS and
+//! response bound).
 //!
 //! Input: the requests gix's HTTP transport makes (a `GET` of `info/refs`, then `POST`s
 //! of `git-upload-pack`). Output: their status, header lines and body. gix writes a
@@ -13,12 +14,8 @@
 
 use std::io::{BufRead, BufReader, Cursor, Read, Write};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use gix_transport::client::blocking_io::http::{GetResponse, Http, PostBodyDataKind, PostResponse};
-
-/// A response body bigger than this is an error (a policy repository's pack).
-const MAX_BODY: u64 = 512 * 1024 * 1024;
 
 /// The ureq-backed [`Http`] of gix's transport.
 pub(super) struct UreqHttp {
@@ -27,14 +24,9 @@ pub(super) struct UreqHttp {
 
 impl UreqHttp {
     pub(super) fn new() -> UreqHttp {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(30)))
-            .timeout_global(Some(Duration::from_secs(600)))
-            .user_agent(concat!("terraci/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
-        UreqHttp { agent }
+        UreqHttp {
+            agent: crate::http::agent(crate::http::Purpose::GitFetch),
+        }
     }
 }
 
@@ -95,7 +87,12 @@ fn answered(
     let body = response
         .into_body()
         .into_with_config()
-        .limit(MAX_BODY)
+        // A bigger body is an error (a policy repository's pack).
+        .limit(
+            crate::http::Purpose::GitFetch
+                .max_body()
+                .unwrap_or(u64::MAX),
+        )
         .reader();
     Exchange::Answered {
         headers: Some(lines),
@@ -115,7 +112,7 @@ fn settle(exchange: &mut Exchange) {
         else {
             return;
         };
-        let shown = format!("POST {}", super::http::redact_url(&url));
+        let shown = format!("POST {}", crate::http::redact_url(&url));
         let mut request = agent.post(&url);
         for (k, v) in &headers {
             request = request.header(k, v);
@@ -281,7 +278,7 @@ impl Http for UreqHttp {
         _base_url: &str,
         headers: impl IntoIterator<Item = impl AsRef<str>>,
     ) -> gix_error::Result<GetResponse<Headers, Body>> {
-        let shown = format!("GET {}", super::http::redact_url(url));
+        let shown = format!("GET {}", crate::http::redact_url(url));
         let mut request = self.agent.get(url);
         for (k, v) in header_pairs(headers) {
             request = request.header(k, v);

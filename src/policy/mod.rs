@@ -15,11 +15,8 @@ pub mod check;
 pub mod engine;
 mod git;
 mod git_http;
-mod http;
 mod oci;
 pub mod sources;
-
-pub use http::redact_url;
 
 use crate::config::{Action, Config, Policy};
 
@@ -135,10 +132,33 @@ pub fn pipeline_job(config: &Config) -> Option<PipelineJob> {
     })
 }
 
+/// A problem of the section that makes it unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SectionError {
+    #[error("extensions.policy is not configured: there are no policies to use")]
+    NotConfigured,
+    #[error("extensions.policy.sources is empty: at least one source is needed")]
+    NoSources,
+    /// `key` is `path` or `url`.
+    #[error("extensions.policy.sources[{index}]: `{key}` is empty")]
+    EmptySource { index: usize, key: &'static str },
+    #[error("extensions.policy.overrides[{0}]: `match` is empty")]
+    EmptyOverride(usize),
+    #[error("extensions.policy: namespace `{0}` is not a Rego package path (letters, digits, `_`, parts joined by `.`)")]
+    BadNamespace(String),
+}
+
+impl crate::exit::Coded for SectionError {
+    /// `policy`'s code for a section, source or policy that cannot be used.
+    fn exit_code(&self) -> u8 {
+        crate::exit::USAGE
+    }
+}
+
 /// Problems of the section that make it unusable (checked before any work).
-pub fn validate(policy: &Policy) -> Result<(), String> {
+pub fn validate(policy: &Policy) -> Result<(), SectionError> {
     if policy.sources.is_empty() {
-        return Err("extensions.policy.sources is empty: at least one source is needed".into());
+        return Err(SectionError::NoSources);
     }
     for (i, s) in policy.sources.iter().enumerate() {
         let empty = match s {
@@ -147,21 +167,19 @@ pub fn validate(policy: &Policy) -> Result<(), String> {
             | crate::config::PolicySource::Oci { url } => url.trim().is_empty(),
         };
         if empty {
-            return Err(format!(
-                "extensions.policy.sources[{i}]: `{}` is empty",
-                if matches!(s, crate::config::PolicySource::Path { .. }) {
+            return Err(SectionError::EmptySource {
+                index: i,
+                key: if matches!(s, crate::config::PolicySource::Path { .. }) {
                     "path"
                 } else {
                     "url"
-                }
-            ));
+                },
+            });
         }
     }
     for (i, o) in policy.overrides.iter().enumerate() {
         if o.pattern.trim().is_empty() {
-            return Err(format!(
-                "extensions.policy.overrides[{i}]: `match` is empty"
-            ));
+            return Err(SectionError::EmptyOverride(i));
         }
     }
     for ns in policy
@@ -170,9 +188,7 @@ pub fn validate(policy: &Policy) -> Result<(), String> {
         .chain(policy.overrides.iter().flat_map(|o| o.namespaces.iter()))
     {
         if !is_namespace(ns) {
-            return Err(format!(
-                "extensions.policy: namespace `{ns}` is not a Rego package path (letters, digits, `_`, parts joined by `.`)"
-            ));
+            return Err(SectionError::BadNamespace(ns.clone()));
         }
     }
     Ok(())

@@ -13,7 +13,7 @@ use std::io::Read;
 
 use serde::Deserialize;
 
-use super::http;
+use crate::http;
 
 /// Bound on a manifest and on each blob.
 const MAX_MANIFEST: u64 = 4 << 20;
@@ -27,6 +27,72 @@ const UNPACK: &str = "io.deis.oras.content.unpack";
 
 const ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, \
 application/vnd.docker.distribution.manifest.v2+json";
+
+/// Why an OCI source cannot be pulled (the caller names the source).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum OciError {
+    #[error("`{0}` is not registry/repository[:tag]")]
+    NotAReference(String),
+    /// No response, or a body over its bound.
+    #[error(transparent)]
+    Http(http::FetchError),
+    #[error(
+        "the registry asks for credentials: put them in {} (https://user:token@registry)",
+        CREDENTIALS_VAR
+    )]
+    NeedsCredentials,
+    #[error("the registry asks for an unknown kind of authentication (`{0}`)")]
+    UnknownChallenge(String),
+    #[error("the registry's token challenge names no realm")]
+    NoRealm,
+    #[error("the registry refused an anonymous token (HTTP {0}): put credentials in {var} (https://user:token@registry)", var = CREDENTIALS_VAR)]
+    AnonymousTokenRefused(u16),
+    #[error("the registry refused the credentials of {var} (HTTP {0})", var = CREDENTIALS_VAR)]
+    CredentialsRefused(u16),
+    #[error("token response: {0}")]
+    TokenResponse(serde_json::Error),
+    #[error("the token response has no token")]
+    NoToken,
+    #[error("{repository}:{reference} was not found in the registry")]
+    NotFound {
+        repository: String,
+        reference: String,
+    },
+    #[error("the registry answered HTTP {0} for the manifest")]
+    ManifestStatus(u16),
+    #[error("the manifest's digest is {digest}, not the {wanted} asked for")]
+    DigestMismatch { digest: String, wanted: String },
+    #[error("the manifest is not an OCI image manifest: {0}")]
+    NotAManifest(serde_json::Error),
+    #[error("the reference is an image index, not a policy bundle")]
+    ImageIndex,
+    #[error("layer {0} is not a sha256 digest")]
+    NotSha256(String),
+    #[error("the registry answered HTTP {status} for layer {digest}")]
+    LayerStatus { status: u16, digest: String },
+    #[error("layer {0} does not match its digest")]
+    LayerMismatch(String),
+    #[error("layer {digest}: {source}")]
+    Layer { digest: String, source: TarError },
+    #[error("the artifact has no policy files (no titled layer, no tar+gzip layer)")]
+    NoPolicyFiles,
+}
+
+/// Why a tar+gzip layer cannot be unpacked.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum TarError {
+    #[error("not a tar.gz: {0}")]
+    NotTarGz(std::io::Error),
+    #[error("more than {} files", MAX_TAR_FILES)]
+    TooManyFiles,
+    #[error("a path in the archive: {0}")]
+    Path(std::io::Error),
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+}
 
 pub(super) struct Pulled {
     /// `sha256:...` of the manifest.
@@ -43,13 +109,12 @@ pub(super) struct Reference {
     pub reference: String,
 }
 
-pub(super) fn parse(url: &str) -> Result<Reference, String> {
+pub(super) fn parse(url: &str) -> Result<Reference, OciError> {
+    let not_a_reference = || OciError::NotAReference(url.to_owned());
     let rest = url.strip_prefix("oci://").unwrap_or(url);
-    let (host, path) = rest
-        .split_once('/')
-        .ok_or_else(|| format!("`{url}` is not registry/repository[:tag]"))?;
+    let (host, path) = rest.split_once('/').ok_or_else(not_a_reference)?;
     if host.is_empty() || path.is_empty() || host.contains('@') {
-        return Err(format!("`{url}` is not registry/repository[:tag]"));
+        return Err(not_a_reference());
     }
     let (repository, reference) = if let Some((repo, digest)) = path.split_once('@') {
         (repo.to_owned(), digest.to_owned())
@@ -68,7 +133,7 @@ pub(super) fn parse(url: &str) -> Result<Reference, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-:".contains(c));
     if !valid_repo || !valid_ref {
-        return Err(format!("`{url}` is not registry/repository[:tag]"));
+        return Err(not_a_reference());
     }
     let plain = {
         let name = host.rsplit_once(':').map_or(host, |(h, port)| {
@@ -129,7 +194,7 @@ fn basic(user: &str, password: &str) -> String {
 }
 
 impl Client {
-    fn get(&mut self, url: &str, accept: &str, max: u64) -> Result<http::Response, String> {
+    fn get(&mut self, url: &str, accept: &str, max: u64) -> Result<http::Download, OciError> {
         let response = self.send(url, accept, max)?;
         if response.status != 401 || self.authorization.is_some() {
             return Ok(response);
@@ -138,31 +203,27 @@ impl Client {
             return Ok(response);
         };
         self.authorization = Some(if challenge.starts_with("Basic") {
-            self.basic.clone().ok_or_else(|| {
-                format!("the registry asks for credentials: put them in {CREDENTIALS_VAR} (https://user:token@registry)")
-            })?
+            self.basic.clone().ok_or(OciError::NeedsCredentials)?
         } else {
             format!("Bearer {}", token(&challenge, self.basic.as_deref())?)
         });
         self.send(url, accept, max)
     }
 
-    fn send(&self, url: &str, accept: &str, max: u64) -> Result<http::Response, String> {
+    fn send(&self, url: &str, accept: &str, max: u64) -> Result<http::Download, OciError> {
         let mut headers = vec![("Accept", accept)];
         if let Some(a) = &self.authorization {
             headers.push(("Authorization", a.as_str()));
         }
-        http::get(url, &headers, max)
+        http::get(url, &headers, max).map_err(OciError::Http)
     }
 }
 
 /// A token from a `Bearer realm="...",service="...",scope="..."` challenge, asked for with
 /// `basic` (the registry's credentials) when the realm is HTTPS or this machine.
-fn token(challenge: &str, basic: Option<&str>) -> Result<String, String> {
+fn token(challenge: &str, basic: Option<&str>) -> Result<String, OciError> {
     let Some(params) = challenge.strip_prefix("Bearer ") else {
-        return Err(format!(
-            "the registry asks for an unknown kind of authentication (`{challenge}`)"
-        ));
+        return Err(OciError::UnknownChallenge(challenge.to_owned()));
     };
     let mut realm = None;
     let mut query = Vec::new();
@@ -177,7 +238,7 @@ fn token(challenge: &str, basic: Option<&str>) -> Result<String, String> {
             query.push(format!("{k}={}", v.replace(' ', "%20")));
         }
     }
-    let realm = realm.ok_or("the registry's token challenge names no realm")?;
+    let realm = realm.ok_or(OciError::NoRealm)?;
     let url = if query.is_empty() {
         realm
     } else {
@@ -188,27 +249,21 @@ fn token(challenge: &str, basic: Option<&str>) -> Result<String, String> {
     if let Some(b) = basic.filter(|_| safe) {
         headers.push(("Authorization", b));
     }
-    let response = http::get(&url, &headers, MAX_MANIFEST)?;
+    let response = http::get(&url, &headers, MAX_MANIFEST).map_err(OciError::Http)?;
     if response.status != 200 {
         return Err(if headers.is_empty() {
-            format!(
-                "the registry refused an anonymous token (HTTP {}): put credentials in {CREDENTIALS_VAR} (https://user:token@registry)",
-                response.status
-            )
+            OciError::AnonymousTokenRefused(response.status)
         } else {
-            format!(
-                "the registry refused the credentials of {CREDENTIALS_VAR} (HTTP {})",
-                response.status
-            )
+            OciError::CredentialsRefused(response.status)
         });
     }
     let value: serde_json::Value =
-        serde_json::from_slice(&response.body).map_err(|e| format!("token response: {e}"))?;
+        serde_json::from_slice(&response.body).map_err(OciError::TokenResponse)?;
     value["token"]
         .as_str()
         .or_else(|| value["access_token"].as_str())
         .map(str::to_owned)
-        .ok_or_else(|| "the token response has no token".to_owned())
+        .ok_or(OciError::NoToken)
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -220,7 +275,7 @@ fn sha256(bytes: &[u8]) -> String {
     out
 }
 
-pub(super) fn pull(system: &dyn crate::system::System, url: &str) -> Result<Pulled, String> {
+pub(super) fn pull(system: &dyn crate::system::System, url: &str) -> Result<Pulled, OciError> {
     let r = parse(url)?;
     let mut client = Client {
         basic: http::bound_credentials(system, CREDENTIALS_VAR, &r.base)
@@ -232,49 +287,45 @@ pub(super) fn pull(system: &dyn crate::system::System, url: &str) -> Result<Pull
     match response.status {
         200 => {}
         404 => {
-            return Err(format!(
-                "{}:{} was not found in the registry",
-                r.repository, r.reference
-            ))
+            return Err(OciError::NotFound {
+                repository: r.repository,
+                reference: r.reference,
+            })
         }
-        status => {
-            return Err(format!(
-                "the registry answered HTTP {status} for the manifest"
-            ))
-        }
+        status => return Err(OciError::ManifestStatus(status)),
     }
     let digest = sha256(&response.body);
     if r.reference.starts_with("sha256:") && r.reference != digest {
-        return Err(format!(
-            "the manifest's digest is {digest}, not the {} asked for",
-            r.reference
-        ));
+        return Err(OciError::DigestMismatch {
+            digest,
+            wanted: r.reference,
+        });
     }
-    let manifest: Manifest = serde_json::from_slice(&response.body)
-        .map_err(|e| format!("the manifest is not an OCI image manifest: {e}"))?;
+    let manifest: Manifest =
+        serde_json::from_slice(&response.body).map_err(OciError::NotAManifest)?;
     if manifest.manifests.is_some()
         || manifest
             .media_type
             .as_deref()
             .is_some_and(|m| m.contains("index") || m.contains("manifest.list"))
     {
-        return Err("the reference is an image index, not a policy bundle".into());
+        return Err(OciError::ImageIndex);
     }
     let mut files = Vec::new();
     for layer in &manifest.layers {
         if !layer.digest.starts_with("sha256:") {
-            return Err(format!("layer {} is not a sha256 digest", layer.digest));
+            return Err(OciError::NotSha256(layer.digest.clone()));
         }
         let blob_url = format!("{}/v2/{}/blobs/{}", r.base, r.repository, layer.digest);
         let blob = client.get(&blob_url, "*/*", MAX_BLOB)?;
         if blob.status != 200 {
-            return Err(format!(
-                "the registry answered HTTP {} for layer {}",
-                blob.status, layer.digest
-            ));
+            return Err(OciError::LayerStatus {
+                status: blob.status,
+                digest: layer.digest.clone(),
+            });
         }
         if sha256(&blob.body) != layer.digest {
-            return Err(format!("layer {} does not match its digest", layer.digest));
+            return Err(OciError::LayerMismatch(layer.digest.clone()));
         }
         let title = layer.annotations.get(TITLE);
         let is_tar =
@@ -284,38 +335,37 @@ pub(super) fn pull(system: &dyn crate::system::System, url: &str) -> Result<Pull
                 (Some(t), Some("true")) => format!("{}/", t.trim_end_matches('/')),
                 _ => String::new(),
             };
-            unpack(&blob.body, &prefix, &mut files)
-                .map_err(|e| format!("layer {}: {e}", layer.digest))?;
+            unpack(&blob.body, &prefix, &mut files).map_err(|source| OciError::Layer {
+                digest: layer.digest.clone(),
+                source,
+            })?;
         } else if let Some(title) = title {
             files.push((title.clone(), blob.body));
         }
     }
     if files.is_empty() {
-        return Err("the artifact has no policy files (no titled layer, no tar+gzip layer)".into());
+        return Err(OciError::NoPolicyFiles);
     }
     Ok(Pulled { digest, files })
 }
 
 /// The regular files of a tar.gz (`prefix` put before each path).
-fn unpack(bytes: &[u8], prefix: &str, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+fn unpack(bytes: &[u8], prefix: &str, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), TarError> {
     let gz = flate2::read::GzDecoder::new(bytes);
     let mut archive = tar::Archive::new(gz.take(MAX_TAR_BYTES));
     let mut count = 0usize;
-    for entry in archive
-        .entries()
-        .map_err(|e| format!("not a tar.gz: {e}"))?
-    {
-        let mut entry = entry.map_err(|e| format!("not a tar.gz: {e}"))?;
+    for entry in archive.entries().map_err(TarError::NotTarGz)? {
+        let mut entry = entry.map_err(TarError::NotTarGz)?;
         if !entry.header().entry_type().is_file() {
             continue;
         }
         count += 1;
         if count > MAX_TAR_FILES {
-            return Err(format!("more than {MAX_TAR_FILES} files"));
+            return Err(TarError::TooManyFiles);
         }
         let path = entry
             .path()
-            .map_err(|e| format!("a path in the archive: {e}"))?
+            .map_err(TarError::Path)?
             .to_string_lossy()
             .trim_start_matches("./")
             .trim_start_matches('/')
@@ -323,7 +373,10 @@ fn unpack(bytes: &[u8], prefix: &str, out: &mut Vec<(String, Vec<u8>)>) -> Resul
         let mut data = Vec::new();
         entry
             .read_to_end(&mut data)
-            .map_err(|e| format!("reading {path}: {e}"))?;
+            .map_err(|source| TarError::Read {
+                path: path.clone(),
+                source,
+            })?;
         out.push((format!("{prefix}{path}"), data));
     }
     Ok(())
@@ -359,6 +412,7 @@ mod tests {
     fn challenge_parameters_become_the_token_query() {
         assert!(token("Digest realm=x", None)
             .unwrap_err()
+            .to_string()
             .contains("unknown kind"));
     }
 }

@@ -59,15 +59,42 @@ pub struct SourceError {
     pub message: String,
 }
 
+/// Why policy files cannot be written or read (the caller names the source); paths as
+/// messages show them.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    #[error("refusing to write `{0}`: the path leaves the policy directory")]
+    Unsafe(String),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0} is not UTF-8 text")]
+    NotText(String),
+    #[error("source_cache_dir `{0}` must be a directory inside the project")]
+    CacheOutside(String),
+    #[error("{cache}/{LOCK_FILE} is not a policy lock ({source}): run `terraci policy pull`")]
+    NotALock {
+        cache: String,
+        source: serde_json::Error,
+    },
+}
+
 /// How a source is named in messages: `path:policies`, `git:URL@ref`, `oci:URL`.
 pub fn describe(source: &PolicySource) -> String {
     match source {
         PolicySource::Path { path } => format!("path:{path}"),
         PolicySource::Git { url, reference } => match reference {
-            Some(r) => format!("git:{}@{r}", crate::policy::http::redact_url(url)),
-            None => format!("git:{}", crate::policy::http::redact_url(url)),
+            Some(r) => format!("git:{}@{r}", crate::http::redact_url(url)),
+            None => format!("git:{}", crate::http::redact_url(url)),
         },
-        PolicySource::Oci { url } => format!("oci:{}", crate::policy::http::redact_url(url)),
+        PolicySource::Oci { url } => format!("oci:{}", crate::http::redact_url(url)),
     }
 }
 
@@ -124,7 +151,8 @@ pub fn pull(
         let locked = match source {
             PolicySource::Path { path } => {
                 let dir = path_dir(system, root, source, path)?;
-                let files = rego_files(system, &dir, path).map_err(|m| err(source, m))?;
+                let files =
+                    rego_files(system, &dir, path).map_err(|e| err(source, e.to_string()))?;
                 Locked {
                     kind: "path".into(),
                     source: path.clone(),
@@ -142,14 +170,14 @@ pub fn pull(
                     url,
                     reference.as_deref(),
                 )
-                .map_err(|m| err(source, m))?;
+                .map_err(|e| err(source, e.to_string()))?;
                 let rel = format!("{cache}/git/{}", fetched.commit);
                 let files = fill_slot(system, root, &rel, &fetched.commit, &fetched.files)
-                    .map_err(|m| err(source, m))?;
+                    .map_err(|e| err(source, e.to_string()))?;
                 Locked {
                     kind: "git".into(),
                     // The lock may become a job artifact: no user-info in it.
-                    source: super::http::redact_url(url),
+                    source: crate::http::redact_url(url),
                     reference: reference.clone(),
                     commit: Some(fetched.commit),
                     digest: None,
@@ -158,14 +186,15 @@ pub fn pull(
                 }
             }
             PolicySource::Oci { url } => {
-                let pulled = super::oci::pull(system, url).map_err(|m| err(source, m))?;
+                let pulled =
+                    super::oci::pull(system, url).map_err(|e| err(source, e.to_string()))?;
                 let hex = pulled.digest.trim_start_matches("sha256:").to_owned();
                 let rel = format!("{cache}/oci/{hex}");
                 let files = fill_slot(system, root, &rel, &pulled.digest, &pulled.files)
-                    .map_err(|m| err(source, m))?;
+                    .map_err(|e| err(source, e.to_string()))?;
                 Locked {
                     kind: "oci".into(),
-                    source: super::http::redact_url(url),
+                    source: crate::http::redact_url(url),
                     reference: None,
                     commit: None,
                     digest: Some(pulled.digest),
@@ -195,7 +224,7 @@ fn fill_slot(
     rel: &str,
     pin: &str,
     files: &[(String, Vec<u8>)],
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, FilesError> {
     let slot = root.join(rel);
     if !system.is_file(&slot.join(COMPLETE)) {
         for (path, bytes) in files {
@@ -203,7 +232,10 @@ fn fill_slot(
         }
         system
             .write_atomic(&slot.join(COMPLETE), pin.as_bytes())
-            .map_err(|e| format!("cannot write {rel}: {e}"))?;
+            .map_err(|source| FilesError::Write {
+                path: rel.to_owned(),
+                source,
+            })?;
     }
     rego_files(system, &slot, rel)
 }
@@ -214,21 +246,22 @@ fn write_inside(
     dir: &Utf8Path,
     rel: &str,
     bytes: &[u8],
-) -> Result<(), String> {
+) -> Result<(), FilesError> {
     let p = Utf8Path::new(rel);
     let safe = !rel.is_empty()
         && !p.is_absolute()
         && p.components()
             .all(|c| matches!(c, camino::Utf8Component::Normal(_)));
     if !safe {
-        return Err(format!(
-            "refusing to write `{rel}`: the path leaves the policy directory"
-        ));
+        return Err(FilesError::Unsafe(rel.to_owned()));
     }
     system
         .write_atomic(&dir.join(p), bytes)
         .map(|_| ())
-        .map_err(|e| format!("cannot write {}: {e}", dir.join(p)))
+        .map_err(|source| FilesError::Write {
+            path: dir.join(p).to_string(),
+            source,
+        })
 }
 
 /// Whether a file name is a policy (`.rego`, not a `_test.rego` unit test).
@@ -242,7 +275,7 @@ pub fn rego_files(
     system: &dyn System,
     dir: &Utf8Path,
     shown: &str,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, FilesError> {
     let mut out = Vec::new();
     let mut stack = vec![(dir.to_owned(), shown.trim_end_matches('/').to_owned())];
     let mut seen = BTreeSet::new();
@@ -250,9 +283,10 @@ pub fn rego_files(
         if !seen.insert(abs.clone()) {
             continue;
         }
-        let entries = system
-            .read_dir(&abs)
-            .map_err(|e| format!("cannot read {rel}: {e}"))?;
+        let entries = system.read_dir(&abs).map_err(|source| FilesError::Read {
+            path: rel.clone(),
+            source,
+        })?;
         for entry in entries {
             if entry.name.starts_with('.') {
                 continue;
@@ -262,11 +296,12 @@ pub fn rego_files(
             match entry.kind {
                 EntryKind::Dir => stack.push((child, child_rel)),
                 EntryKind::File if is_policy_file(&entry.name) => {
-                    let bytes = system
-                        .read(&child)
-                        .map_err(|e| format!("cannot read {child_rel}: {e}"))?;
+                    let bytes = system.read(&child).map_err(|source| FilesError::Read {
+                        path: child_rel.clone(),
+                        source,
+                    })?;
                     let text = String::from_utf8(bytes)
-                        .map_err(|_| format!("{child_rel} is not UTF-8 text"))?;
+                        .map_err(|_| FilesError::NotText(child_rel.clone()))?;
                     out.push((child_rel, text));
                 }
                 _ => {}
@@ -282,19 +317,25 @@ pub fn read_lock(
     system: &dyn System,
     root: &Utf8Path,
     cache: &str,
-) -> Result<Option<Lock>, String> {
+) -> Result<Option<Lock>, FilesError> {
     let Some(dir) = project_relative(root, cache) else {
-        return Err(format!(
-            "source_cache_dir `{cache}` must be a directory inside the project"
-        ));
+        return Err(FilesError::CacheOutside(cache.to_owned()));
     };
     let path = dir.join(LOCK_FILE);
     match system.read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            format!("{cache}/{LOCK_FILE} is not a policy lock ({e}): run `terraci policy pull`")
-        }),
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|source| FilesError::NotALock {
+                    cache: cache.to_owned(),
+                    source,
+                })
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {cache}/{LOCK_FILE}: {e}")),
+        Err(source) => Err(FilesError::Read {
+            path: format!("{cache}/{LOCK_FILE}"),
+            source,
+        }),
     }
 }
 
@@ -306,9 +347,9 @@ pub fn policy_files(
     cache: &str,
     sources: &[PolicySource],
 ) -> Result<Vec<(String, String)>, SourceError> {
-    let lock = read_lock(system, root, cache).map_err(|m| SourceError {
+    let lock = read_lock(system, root, cache).map_err(|e| SourceError {
         source_name: "lock".into(),
-        message: m,
+        message: e.to_string(),
     })?;
     let mut out = Vec::new();
     for source in sources {
@@ -321,7 +362,7 @@ pub fn policy_files(
                 let found = lock.as_ref().and_then(|l| {
                     l.sources.iter().find(|e| {
                         e.kind == "git"
-                            && e.source == super::http::redact_url(url)
+                            && e.source == crate::http::redact_url(url)
                             && &e.reference == reference
                     })
                 });
@@ -331,12 +372,12 @@ pub fn policy_files(
                 let found = lock.as_ref().and_then(|l| {
                     l.sources
                         .iter()
-                        .find(|e| e.kind == "oci" && e.source == super::http::redact_url(url))
+                        .find(|e| e.kind == "oci" && e.source == crate::http::redact_url(url))
                 });
                 slot(system, root, source, found)?
             }
         };
-        out.extend(rego_files(system, &dir, &shown).map_err(|m| err(source, m))?);
+        out.extend(rego_files(system, &dir, &shown).map_err(|e| err(source, e.to_string()))?);
     }
     Ok(out)
 }

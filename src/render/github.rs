@@ -15,11 +15,11 @@ use serde_yaml::{Mapping, Value};
 use super::yaml::{write_document, Style};
 use super::{
     job_commands, job_variables, string, string_map, strings, to_value, Header, RenderError,
-    RenderWarning, Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
+    Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
 };
 use crate::config::{Binary, Config, GitHub, GitHubJobConfig, GitHubStep, Image, OverwriteType};
 use crate::contrib::When;
-use crate::diagnostic::Code;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::escape::sh_word;
 use crate::ir::{ContributedJob, Job, JobKind, JobPlan};
 
@@ -120,7 +120,7 @@ pub fn render_github(
                 limit: GITHUB_MAX_BYTES,
             });
         }
-        warnings.push(RenderWarning::new(
+        warnings.push(Diagnostic::warning(
             Code::PipelineLimit,
             format!(
                 "the workflow is {} bytes, over GitHub's limit of {GITHUB_MAX_BYTES} bytes; \
@@ -184,7 +184,7 @@ fn triggers(github: &GitHub) -> Value {
 /// any other character (a `.` in a directory name) becomes `_`.
 fn job_ids<'a>(
     plan: &'a JobPlan,
-    warnings: &mut Vec<RenderWarning>,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Result<BTreeMap<&'a str, String>, RenderError> {
     let mut ids = BTreeMap::new();
     let mut owners: BTreeMap<String, &str> = BTreeMap::new();
@@ -201,14 +201,17 @@ fn job_ids<'a>(
             })
             .collect();
         if *id != *job.name {
-            warnings.push(RenderWarning::new(
-                Code::JobRenamed,
-                format!(
-                    "job `{}` is named `{id}` in the GitHub workflow: job ids may only hold \
+            warnings.push(
+                Diagnostic::warning(
+                    Code::JobRenamed,
+                    format!(
+                        "job `{}` is named `{id}` in the GitHub workflow: job ids may only hold \
                      letters, digits, `-` and `_`",
-                    job.name
-                ),
-            ));
+                        job.name
+                    ),
+                )
+                .with_module(&*job.module),
+            );
         }
         if let Some(first) = owners.insert(id.clone(), &job.name) {
             return Err(RenderError::Config(format!(

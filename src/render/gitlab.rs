@@ -16,15 +16,15 @@ use super::yaml::{
     Style,
 };
 use super::{
-    default_image, job_commands, job_variables, segment_variable, string, string_map, strings,
-    to_value, Header, PipelineText, RenderError, RenderWarning, Rendered, NO_CHANGES_JOB,
+    default_image, job_commands, job_variables, needs_limit_warning, segment_variable, string,
+    string_map, strings, to_value, Header, PipelineText, RenderError, Rendered, NO_CHANGES_JOB,
     NO_CHANGES_MESSAGE,
 };
 use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabRule, GitLabWhen, Image, OverwriteType,
 };
 use crate::contrib::When;
-use crate::diagnostic::Code;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::escape::sh_cd;
 use crate::ir::{ContributedJob, Job, JobKind, JobPlan};
 
@@ -71,7 +71,7 @@ pub fn render_gitlab_parts(
     config: &Config,
     header: &Header,
     texts: &JobTexts,
-) -> Result<(PipelineText, Vec<RenderWarning>), RenderError> {
+) -> Result<(PipelineText, Vec<Diagnostic>), RenderError> {
     render_gitlab_text(plan, config, header, Some(texts))
 }
 
@@ -80,7 +80,7 @@ fn render_gitlab_text(
     config: &Config,
     header: &Header,
     texts: Option<&JobTexts>,
-) -> Result<(PipelineText, Vec<RenderWarning>), RenderError> {
+) -> Result<(PipelineText, Vec<Diagnostic>), RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let mut warnings = ignored_keys(&gitlab);
     let prefix = gitlab
@@ -106,7 +106,7 @@ fn render_gitlab_text(
     let image = match (&gitlab.image, &gitlab.terraform_image) {
         (Some(image), _) => image.clone(),
         (None, Some(image)) => {
-            warnings.push(RenderWarning::new(
+            warnings.push(Diagnostic::warning(
                 Code::ConfigWarning,
                 "extensions.gitlab.terraform_image is deprecated; use extensions.gitlab.image",
             ));
@@ -138,7 +138,7 @@ fn render_gitlab_text(
         // Jobs are top-level entries like the ones above, each after a blank line; they
         // are written one by one (in parallel) straight to text rather than as one tree.
         let writer = JobWriter::new(plan, &gitlab, &prefix)?;
-        let render = |job: &Job, warnings: &mut Vec<String>| writer.job(job, warnings);
+        let render = |job: &Job, warnings: &mut Vec<Diagnostic>| writer.job(job, warnings);
         let job_warnings = match texts {
             None => {
                 let (jobs, job_warnings) = super::render_jobs(&plan.jobs, render);
@@ -162,13 +162,12 @@ fn render_gitlab_text(
                 &mut text.jobs,
             ),
         };
-        // A job's own warnings are always about its needs.
-        warnings.extend(
-            job_warnings
-                .into_iter()
-                .map(|w| RenderWarning::new(Code::NeedsLimit, w)),
-        );
+        warnings.extend(job_warnings);
+        let limit = gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT);
         for job in &plan.contributed {
+            if job.needs.len() > limit {
+                warnings.push(needs_limit_warning(&job.name, None, job.needs.len(), limit));
+            }
             let job_text = format!(
                 "\n{}",
                 contributed_job_text(job, &gitlab, &prefix, &plan.service_dir)
@@ -236,7 +235,7 @@ struct JobText {
     job: Job,
     /// The job's text after its blank line.
     text: Arc<str>,
-    warnings: Vec<String>,
+    warnings: Vec<Diagnostic>,
 }
 
 impl JobTexts {
@@ -249,9 +248,9 @@ impl JobTexts {
         key: JobTextKey,
         render: F,
         texts: &mut Vec<Arc<str>>,
-    ) -> Vec<String>
+    ) -> Vec<Diagnostic>
     where
-        F: Fn(&Job, &mut Vec<String>) -> String + Sync,
+        F: Fn(&Job, &mut Vec<Diagnostic>) -> String + Sync,
     {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.key.as_ref() != Some(&key) {
@@ -297,10 +296,10 @@ impl JobTexts {
     }
 }
 
-fn ignored_keys(gitlab: &GitLab) -> Vec<RenderWarning> {
+fn ignored_keys(gitlab: &GitLab) -> Vec<Diagnostic> {
     let mut warnings = Vec::new();
     if gitlab.plan_enabled == Some(false) {
-        warnings.push(RenderWarning::new(
+        warnings.push(Diagnostic::warning(
             Code::ConfigWarning,
             "extensions.gitlab.plan_enabled: false has no effect: terraci always generates \
              plan jobs, and each apply applies its saved plan",
@@ -950,7 +949,7 @@ impl<'a> JobWriter<'a> {
     }
 
     /// The job's text: its name, then its keys.
-    fn job(&self, job: &Job, warnings: &mut Vec<String>) -> String {
+    fn job(&self, job: &Job, warnings: &mut Vec<Diagnostic>) -> String {
         let kind = &self.kinds[usize::from(job.kind == JobKind::Apply)];
         let needs: usize = job.needs.iter().map(|n| n.job.len() + 40).sum();
         let mut out = String::with_capacity(
@@ -980,14 +979,13 @@ impl<'a> JobWriter<'a> {
 
     /// `needs`, unless the job has none or more than the limit (a warning then: the job
     /// waits for its stage instead).
-    fn write_needs(&self, out: &mut String, job: &Job, warnings: &mut Vec<String>) {
+    fn write_needs(&self, out: &mut String, job: &Job, warnings: &mut Vec<Diagnostic>) {
         if job.needs.len() > self.needs_limit {
-            warnings.push(format!(
-                "job `{}` needs {} jobs, over GitLab's limit of {} \
-                 (extensions.gitlab.needs_limit); it waits for its stage instead",
-                job.name,
+            warnings.push(needs_limit_warning(
+                &job.name,
+                Some(&*job.module),
                 job.needs.len(),
-                self.needs_limit
+                self.needs_limit,
             ));
         } else if !job.needs.is_empty() {
             out.push_str("  needs:\n");
@@ -1094,18 +1092,18 @@ mod tests {
         gitlab: &GitLab,
         prefix: &str,
         job: &Job,
-        warnings: &mut Vec<String>,
+        warnings: &mut Vec<Diagnostic>,
     ) -> String {
         let user = effective_config(gitlab, job.kind);
         let limit = gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT);
         let mut m = Mapping::new();
         m.insert(string("stage"), string(format!("{prefix}-{}", job.level)));
         if job.needs.len() > limit {
-            warnings.push(format!(
-                "job `{}` needs {} jobs, over GitLab's limit of {limit} \
-                 (extensions.gitlab.needs_limit); it waits for its stage instead",
-                job.name,
-                job.needs.len()
+            warnings.push(needs_limit_warning(
+                &job.name,
+                Some(&*job.module),
+                job.needs.len(),
+                limit,
             ));
         } else if !job.needs.is_empty() {
             let needs = job

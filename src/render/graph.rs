@@ -132,7 +132,7 @@ pub fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
         "file": d.file,
         "line": d.line,
         "column": d.column,
-        "message": d.message,
+        "message": d.full_message(),
     })
 }
 

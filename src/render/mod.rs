@@ -30,7 +30,7 @@ pub use gitlab::{
 };
 
 use crate::config::{Binary, Config};
-use crate::diagnostic::Code;
+use crate::diagnostic::{Code, Diagnostic};
 
 /// Default image tags, used when `terraform_version` is not configured. Pinned to a
 /// minor version so a pipeline does not change under a user on a new release.
@@ -127,29 +127,29 @@ impl From<String> for PipelineText {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendered {
     pub text: String,
-    /// Things the user should know: ignored TerraCi keys, dropped `needs`, ...
-    pub warnings: Vec<RenderWarning>,
+    /// Things the user should know, as warning diagnostics in the order the renderer
+    /// found them: ignored TerraCi keys, dropped `needs`, ...
+    pub warnings: Vec<Diagnostic>,
 }
 
-/// A renderer's warning, with the diagnostic code it is printed under.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RenderWarning {
-    pub code: crate::diagnostic::Code,
-    pub message: String,
-}
-
-impl RenderWarning {
-    pub fn new(code: crate::diagnostic::Code, message: impl Into<String>) -> Self {
-        RenderWarning {
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for RenderWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "warning[{}]: {}", self.code, self.message)
+/// The `needs-limit` warning of a job (of `module`, for a module's job) whose `needs`
+/// are over GitLab's `limit`: it is written without them and waits for its stage.
+pub(crate) fn needs_limit_warning(
+    name: &str,
+    module: Option<&str>,
+    needs: usize,
+    limit: usize,
+) -> Diagnostic {
+    let warning = Diagnostic::warning(
+        Code::NeedsLimit,
+        format!(
+            "job `{name}` needs {needs} jobs, over GitLab's limit of {limit} \
+             (extensions.gitlab.needs_limit); it waits for its stage instead"
+        ),
+    );
+    match module {
+        Some(module) => warning.with_module(module),
+        None => warning,
     }
 }
 
@@ -163,6 +163,12 @@ pub enum RenderError {
          split the repository with filters or pass --force to write it anyway"
     )]
     TooLarge { size: usize, limit: usize },
+}
+
+impl crate::exit::Coded for RenderError {
+    fn exit_code(&self) -> u8 {
+        crate::exit::ERROR
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -208,6 +214,12 @@ impl fmt::Display for Provider {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown provider `{0}`; valid providers: gitlab, github")]
 pub struct UnknownProvider(pub String);
+
+impl crate::exit::Coded for UnknownProvider {
+    fn exit_code(&self) -> u8 {
+        crate::exit::USAGE
+    }
+}
 
 impl FromStr for Provider {
     type Err = UnknownProvider;
@@ -387,7 +399,7 @@ pub(crate) fn unknown_overwrite_types<'a>(
     key: &str,
     types: impl Iterator<Item = &'a crate::config::OverwriteType>,
     plan: &crate::ir::JobPlan,
-) -> Vec<RenderWarning> {
+) -> Vec<Diagnostic> {
     let mut known: Vec<String> = vec!["plan".into(), "apply".into()];
     known.extend(plan.contributed.iter().map(|j| j.name.to_string()));
     known.extend(crate::contrib::KNOWN_JOBS.iter().map(|s| s.to_string()));
@@ -403,7 +415,7 @@ pub(crate) fn unknown_overwrite_types<'a>(
         let hint = crate::config::closest(name, &known)
             .map(|c| format!(" (did you mean `{c}`?)"))
             .unwrap_or_default();
-        warnings.push(RenderWarning::new(
+        warnings.push(Diagnostic::warning(
             Code::UnknownOverwriteType,
             format!(
                 "{key}[{i}].type `{}` names no job of this pipeline{hint}; the entry has no effect (types: {})",
@@ -433,12 +445,12 @@ pub(crate) fn job_variables(
 
 /// Renders every job with `render` on all cores and returns the texts in job order, with
 /// the warnings in job order after them. Output does not depend on the thread count.
-pub(crate) fn render_jobs<F>(jobs: &[crate::ir::Job], render: F) -> (Vec<String>, Vec<String>)
+pub(crate) fn render_jobs<F>(jobs: &[crate::ir::Job], render: F) -> (Vec<String>, Vec<Diagnostic>)
 where
-    F: Fn(&crate::ir::Job, &mut Vec<String>) -> String + Sync,
+    F: Fn(&crate::ir::Job, &mut Vec<Diagnostic>) -> String + Sync,
 {
     use rayon::prelude::*;
-    let rendered: Vec<(String, Vec<String>)> = jobs
+    let rendered: Vec<(String, Vec<Diagnostic>)> = jobs
         .par_iter()
         .with_min_len(64)
         .map(|job| {

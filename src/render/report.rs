@@ -1,4 +1,4 @@
-//! Text reports of a run for the terminal: the cycle message, `--explain`, and
+//! Text reports of a run for the terminal: `--explain` and
 //! `generate --dry-run` (text and JSON).
 
 use std::collections::BTreeSet;
@@ -7,18 +7,6 @@ use std::io::Write;
 use crate::cli::OutputFormat;
 use crate::diagnostic::Diagnostic;
 use crate::render::graph::{diagnostic_json, GraphView};
-
-/// The message of a graph with cycles, one `a -> b -> a` line per cycle.
-pub fn cycle_text(cycles: &[Vec<String>]) -> String {
-    let mut out = String::from("circular dependency detected");
-    for c in cycles {
-        let mut path: Vec<_> = c.iter().map(|m| crate::escape::printable(m)).collect();
-        path.push(crate::escape::printable(&c[0]));
-        out.push_str("\n  ");
-        out.push_str(&path.join(" -> "));
-    }
-    out
-}
 
 /// `--explain`: one line per module in the pipeline with why it is there.
 pub fn explain(

@@ -162,7 +162,7 @@ fn snapshot_text(rendered: &Result<Rendered, RenderError>) -> String {
         Ok(r) => {
             let mut out = r.text.clone();
             for w in &r.warnings {
-                out.push_str(&format!("# {w}\n"));
+                out.push_str(&format!("# {}", w.render_human(None)));
             }
             out
         }

@@ -150,14 +150,13 @@ fn read_file(
     system: &dyn System,
     policy: &ReadPolicy,
     path: &Utf8Path,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, crate::system::ReadError> {
     if !system.is_file(path) && !system.is_dir(path) {
         return Ok(None);
     }
     system
         .read_confined(path, policy, false)
         .map(|(bytes, _)| Some(bytes))
-        .map_err(|e| e.to_string())
 }
 
 fn read_module(
@@ -235,10 +234,10 @@ fn read_module(
 }
 
 /// Parses what [`read_file`] gave; a problem goes to `errors`, naming the file.
-fn parse_read<T>(
+fn parse_read<T, E: std::fmt::Display>(
     read: Result<Option<Vec<u8>>, String>,
     name: &str,
-    parse: fn(&[u8]) -> Result<T, String>,
+    parse: fn(&[u8]) -> Result<T, E>,
     module: &ModuleRef,
     errors: &mut Vec<String>,
 ) -> Option<T> {

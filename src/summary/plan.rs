@@ -169,15 +169,22 @@ impl Plan {
     }
 }
 
+/// Why a `plan.json` cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// Not JSON, or not a plan: the message has the line and column.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("format_version {0:?} is not one terraci reads (1.x)")]
+    FormatVersion(String),
+}
+
 /// Parses `plan.json`. The error says what is wrong, with the line and column.
-pub fn parse_plan(bytes: &[u8]) -> Result<Plan, String> {
-    let json: PlanJson = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+pub fn parse_plan(bytes: &[u8]) -> Result<Plan, PlanError> {
+    let json: PlanJson = serde_json::from_slice(bytes)?;
     let major = json.format_version.split('.').next().unwrap_or("");
     if major != "1" {
-        return Err(format!(
-            "format_version {:?} is not one terraci reads (1.x)",
-            json.format_version
-        ));
+        return Err(PlanError::FormatVersion(json.format_version));
     }
     let mut counts = Counts::default();
     let mut resources: Vec<ResourceChange> = json
@@ -231,8 +238,8 @@ pub struct PlanResult {
     pub commit: String,
 }
 
-pub fn parse_result(bytes: &[u8]) -> Result<PlanResult, String> {
-    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+pub fn parse_result(bytes: &[u8]) -> Result<PlanResult, serde_json::Error> {
+    serde_json::from_slice(bytes)
 }
 
 #[cfg(test)]
@@ -362,10 +369,10 @@ mod tests {
     #[test]
     fn a_wrong_document_is_an_error_saying_what_is_missing() {
         let err = parse_plan(br#"{"resource_changes":[]}"#).expect_err("no format_version");
-        assert!(err.contains("format_version"), "{err}");
+        assert!(err.to_string().contains("format_version"), "{err}");
         let err = parse_plan(br#"{"format_version":"2.0"}"#).expect_err("newer major");
-        assert!(err.contains("2.0"), "{err}");
+        assert!(err.to_string().contains("2.0"), "{err}");
         let err = parse_result(br#"{"commit":"abc"}"#).expect_err("no exit code");
-        assert!(err.contains("exit_code"), "{err}");
+        assert!(err.to_string().contains("exit_code"), "{err}");
     }
 }

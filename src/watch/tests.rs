@@ -428,7 +428,7 @@ fn a_cycle_keeps_the_file() {
     );
     assert!(
         err.contains(
-            "error: circular dependency detected\n  stage/eks -> stage/vpc -> stage/eks\n"
+            "error[dependency-cycle]: circular dependency detected\n  stage/eks -> stage/vpc -> stage/eks\n"
         ),
         "{err}"
     );

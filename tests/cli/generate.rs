@@ -140,7 +140,14 @@ fn a_reader_that_goes_away_is_not_an_error() {
     drop(child.stdout.take());
     let out = child.wait_with_output().expect("terraci ends");
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // Nothing but the warning that the summary job, reading 400 plans, waits for its stage.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .all(|l| l.starts_with("warning[needs-limit]: job `terraci-summary` needs 400 jobs")),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -177,4 +184,42 @@ fn a_state_inside_the_checkout_is_a_warning() {
         "{}",
         warnings[0]
     );
+}
+
+#[test]
+fn jobs_over_the_needs_limit_are_warned_about_through_the_diagnostic_printer() {
+    let p = Project::fixture("example");
+    let config = p.read(".terraci.yaml").replace(
+        "    stages_prefix: deploy\n",
+        "    stages_prefix: deploy\n    needs_limit: 1\n",
+    );
+    p.write(".terraci.yaml", config);
+    let out = p.run(&["generate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let needs: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning[needs-limit]: "))
+        .collect();
+    // A module's job is named with its module; the summary job, which reads every plan,
+    // is warned about too.
+    assert!(
+        needs.iter().any(|l| l.starts_with(
+            "warning[needs-limit]: platform/stage/eu-central-1/eks: job `apply-platform-stage-eu-central-1-eks` needs "
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        needs
+            .iter()
+            .any(|l| l.starts_with("warning[needs-limit]: job `terraci-summary` needs ")),
+        "{}",
+        out.stderr
+    );
+    // Each job over the limit is written without `needs`, and `-q` keeps the warnings out.
+    assert!(!out.stdout.contains("    - job: plan-platform-stage-eu-central-1-vpc\n      artifacts: true\n      optional: true\n"), "{}", out.stdout);
+    let quiet = p.run(&["generate", "-q"]);
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("needs-limit"), "{}", quiet.stderr);
 }

@@ -81,7 +81,7 @@ fn the_cycle_message() {
     assert_eq!(out.code, 3);
     assert!(
         out.stderr.contains(
-            "error: circular dependency detected\n  stage/app -> stage/eks -> stage/vpc -> stage/app\n"
+            "error[dependency-cycle]: circular dependency detected\n  stage/app -> stage/eks -> stage/vpc -> stage/app\n"
         ),
         "{}",
         out.stderr

@@ -120,3 +120,49 @@ fn a_pattern_deeper_than_the_tree_finds_no_modules_and_fails() {
         (1, "error: no modules found: pattern `{service}/{environment}/{region}/{module}` needs module directories 4 levels deep, and no directory holds Terraform files (`*.tf`, `*.tf.json`, `*.tofu`, `*.tofu.json`)\n")
     );
 }
+
+#[test]
+fn a_cycle_is_a_dependency_cycle_diagnostic_in_every_command() {
+    let p = Project::fixture("cycle");
+    let cycle = "circular dependency detected\n  stage/app -> stage/eks -> stage/vpc -> stage/app";
+    let printed = format!("error[dependency-cycle]: {cycle}\n");
+    // Printed once, by the diagnostic printer, and counted with the other diagnostics.
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 3);
+    assert_eq!(
+        out.stderr.matches("circular dependency detected").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(&printed), "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("diagnostics: 1 errors, 0 warnings\n  dependency-cycle: 1\n"),
+        "{}",
+        out.stdout
+    );
+    let generate = p.run(&["generate"]);
+    assert_eq!(generate.code, 3);
+    assert_eq!(generate.stderr, printed);
+    let graph = p.run(&["graph", "--format", "list"]);
+    assert_eq!(graph.code, 0, "{}", graph.stderr);
+    assert!(graph.stderr.contains(&printed), "{}", graph.stderr);
+    // JSON outputs list it with the others: the code, and the message with the cycles.
+    for args in [
+        &["validate", "--format", "json"][..],
+        &["graph", "--format", "json"],
+    ] {
+        let out = p.run(args);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+        let found: Vec<&serde_json::Value> = doc["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .filter(|d| d["code"] == "dependency-cycle")
+            .collect();
+        assert_eq!(found.len(), 1, "{args:?}: {}", out.stdout);
+        assert_eq!(found[0]["severity"], "error");
+        assert_eq!(found[0]["message"], cycle);
+    }
+}
