@@ -150,7 +150,7 @@ impl Session {
         // Edit the last module so that it may depend on the first without a cycle.
         let (edited, target) = (ids[ids.len() - 1].clone(), ids[0].clone());
         let path = format!("{edited}/main.tf");
-        let file = ws.files[&path];
+        let file = ws.db.module_file(&path).expect("a module file");
         let original = std::fs::read_to_string(dir.join(&path)).unwrap();
         let target_main = std::fs::read_to_string(dir.join(&target).join("main.tf")).unwrap();
         let key = target_main

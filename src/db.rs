@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use camino::{Utf8Path, Utf8PathBuf};
 use salsa::Setter as _;
 
-use crate::files::{ExtraDir, ExtraFile, FileContents};
+use crate::files::{ExtraDir, ExtraFile, File, FileContents};
 use crate::system::{EntryKind, ReadError, ReadPolicy, System};
 
 /// The database trait every query is written against.
@@ -24,9 +24,13 @@ pub trait Db: salsa::Database {
     fn extra_dir(&self, path: &Utf8Path) -> ExtraDir;
 }
 
-/// Lazily created inputs, by absolute path.
+/// The file registry: which input holds which path. The modules' files are set by
+/// discovery (project-relative paths, [`Database::module_file`]); the files and
+/// directories that filesystem functions read are created on demand, by absolute path
+/// ([`Db::extra_file`], [`Db::extra_dir`]).
 #[derive(Default)]
-struct Extra {
+struct Registry {
+    module_files: BTreeMap<String, File>,
     files: BTreeMap<Utf8PathBuf, ExtraFile>,
     dirs: BTreeMap<Utf8PathBuf, ExtraDir>,
 }
@@ -40,7 +44,8 @@ pub struct Database {
     /// Where [`Db::extra_file`] reads, and what it may read there; `None` in databases
     /// built without a system.
     system: Option<(Arc<dyn System>, ReadPolicy)>,
-    extra: Arc<Mutex<Extra>>,
+    /// Shared by clones: worker threads create on-demand inputs in the same registry.
+    registry: Arc<Mutex<Registry>>,
     /// The last identity index that [`crate::resolve::sync_owners`] found equal to the
     /// project's owners input (compared by address next time).
     pub(crate) owners_checked: Option<Arc<crate::owners::IdentityIndex>>,
@@ -67,7 +72,7 @@ impl Default for Database {
             storage: salsa::Storage::new(cfg!(any(test, debug_assertions)).then_some(callback)),
             log,
             system: None,
-            extra: Arc::default(),
+            registry: Arc::default(),
             owners_checked: None,
         }
     }
@@ -102,10 +107,50 @@ impl Database {
         }
     }
 
+    /// The input of the module file at `rel` (project-relative), if discovery found it.
+    pub fn module_file(&self, rel: &str) -> Option<File> {
+        self.registry.lock().ok()?.module_files.get(rel).copied()
+    }
+
+    /// Whether a module file lies below the project-relative directory `dir`.
+    pub fn has_module_files_below(&self, dir: &str) -> bool {
+        let prefix = format!("{dir}/");
+        self.registry.lock().is_ok_and(|r| {
+            r.module_files
+                .range(prefix.clone()..)
+                .next()
+                .is_some_and(|(path, _)| path.starts_with(&prefix))
+        })
+    }
+
+    /// Every module file by project-relative path.
+    pub fn module_files(&self) -> BTreeMap<String, File> {
+        self.registry
+            .lock()
+            .map(|r| r.module_files.clone())
+            .unwrap_or_default()
+    }
+
+    /// Takes the module files out of the registry, for discovery to update (inputs are
+    /// set through `&mut self` while the map is out); [`Database::put_module_files`]
+    /// puts them back.
+    pub(crate) fn take_module_files(&mut self) -> BTreeMap<String, File> {
+        self.registry
+            .lock()
+            .map(|mut r| std::mem::take(&mut r.module_files))
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn put_module_files(&mut self, files: BTreeMap<String, File>) {
+        if let Ok(mut r) = self.registry.lock() {
+            r.module_files = files;
+        }
+    }
+
     /// Whether `path` (absolute) is a file that filesystem functions read, or lies below
     /// a directory that `fileset` listed: watch mode lets events on such paths through.
     pub fn tracks_extra(&self, path: &Utf8Path) -> bool {
-        let Ok(extra) = self.extra.lock() else {
+        let Ok(extra) = self.registry.lock() else {
             return false;
         };
         extra.files.contains_key(path) || extra.dirs.keys().any(|dir| path.starts_with(dir))
@@ -113,7 +158,7 @@ impl Database {
 
     /// Whether any query read a file or listed a directory through filesystem functions.
     pub fn reads_outside_modules(&self) -> bool {
-        self.extra
+        self.registry
             .lock()
             .map_or(true, |e| !e.files.is_empty() || !e.dirs.is_empty())
     }
@@ -122,7 +167,7 @@ impl Database {
     /// updates the inputs whose contents changed (watch mode calls this after a batch of
     /// file events). Returns the paths that changed.
     pub fn refresh_extra(&mut self) -> Vec<Utf8PathBuf> {
-        let (files, dirs) = match self.extra.lock() {
+        let (files, dirs) = match self.registry.lock() {
             Ok(extra) => (
                 extra.files.values().copied().collect::<Vec<_>>(),
                 extra.dirs.values().copied().collect::<Vec<_>>(),
@@ -228,9 +273,9 @@ impl Db for Database {
         // Holding the lock while creating the input keeps one input per path even when
         // worker threads ask for the same file at once.
         let mut extra = self
-            .extra
+            .registry
             .lock()
-            .expect("extra-input registry is never poisoned");
+            .expect("the file registry is never poisoned");
         if let Some(file) = extra.files.get(path) {
             return *file;
         }
@@ -242,9 +287,9 @@ impl Db for Database {
 
     fn extra_dir(&self, path: &Utf8Path) -> ExtraDir {
         let mut extra = self
-            .extra
+            .registry
             .lock()
-            .expect("extra-input registry is never poisoned");
+            .expect("the file registry is never poisoned");
         if let Some(dir) = extra.dirs.get(path) {
             return *dir;
         }

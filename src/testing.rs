@@ -67,7 +67,10 @@ mod incremental {
             ("stage/eks/main.tf", EKS),
         ]);
         let before = edges(&ws);
-        let file = ws.files["stage/eks/main.tf"];
+        let file = ws
+            .db
+            .module_file("stage/eks/main.tf")
+            .expect("a module file");
         // The first edit of a file lowers its durability (it was HIGH, as every file
         // the user has not touched), which salsa walks once; the edits after it are
         // the ones an editing session makes.
@@ -100,7 +103,10 @@ mod incremental {
         ]);
         assert_eq!(edges(&ws), ["stage/eks -> stage/vpc"]);
         ws.db.start_logging();
-        let file = ws.files["stage/eks/main.tf"];
+        let file = ws
+            .db
+            .module_file("stage/eks/main.tf")
+            .expect("a module file");
         let edited = EKS.replace("stage/vpc/terraform", "stage/dns/terraform");
         ws.apply(InputChange::edit(file, FileContents::Text(edited)));
         assert_eq!(edges(&ws), ["stage/eks -> stage/dns"]);
@@ -129,7 +135,7 @@ mod incremental {
         assert_eq!(edges(&ws), ["stage/app -> stage/vpc"]);
         ws.db.start_logging();
         // The child's block now reads another state: the caller's edge follows.
-        let file = ws.files["lib/net/main.tf"];
+        let file = ws.db.module_file("lib/net/main.tf").expect("a module file");
         let edited = LIB.replace("stage/${var.target}", "stage/dns");
         ws.apply(InputChange::edit(file, FileContents::Text(edited)));
         assert_eq!(edges(&ws), ["stage/app -> stage/dns"]);
@@ -145,10 +151,15 @@ mod incremental {
         ws.apply(InputChange {
             edits: vec![
                 (
-                    ws.files["stage/app/main.tf"],
+                    ws.db
+                        .module_file("stage/app/main.tf")
+                        .expect("a module file"),
                     FileContents::Text(APP.replace("\"vpc\"", "\"dns\"")),
                 ),
-                (ws.files["lib/net/main.tf"], FileContents::Text(LIB.into())),
+                (
+                    ws.db.module_file("lib/net/main.tf").expect("a module file"),
+                    FileContents::Text(LIB.into()),
+                ),
             ],
             ..InputChange::default()
         });
@@ -176,7 +187,10 @@ mod incremental {
         assert!(edges(&ws).is_empty());
         let _ = ws.all_diagnostics();
         ws.db.start_logging();
-        let file = ws.files["stage/m100/main.tf"];
+        let file = ws
+            .db
+            .module_file("stage/m100/main.tf")
+            .expect("a module file");
         let edited = format!(
             "{}\n{}",
             texts[100].1,

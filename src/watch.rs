@@ -407,8 +407,8 @@ impl<'a> Watch<'a> {
             }
             if FileKind::of(name).is_some() {
                 let exists = self.system.is_file(path);
-                match (self.ws.files.get(rel.as_str()), exists) {
-                    (Some(&file), true) => {
+                match (self.ws.db.module_file(rel.as_str()), exists) {
+                    (Some(file), true) => {
                         match self.system.read_confined(path, &self.ws.policy, true) {
                             Ok((bytes, _)) => {
                                 let now = FileContents::from_bytes(bytes);
@@ -759,12 +759,7 @@ impl<'a> Watch<'a> {
     /// Whether a known file lies below `rel` (a directory that may just have been
     /// deleted).
     fn holds_known_files(&self, rel: &Utf8Path) -> bool {
-        let prefix = format!("{rel}/");
-        self.ws
-            .files
-            .range(prefix.clone()..)
-            .next()
-            .is_some_and(|(path, _)| path.starts_with(&prefix))
+        self.ws.db.has_module_files_below(rel.as_str())
     }
 
     /// Project-relative for paths inside the project, else as they are.

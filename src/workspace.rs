@@ -34,8 +34,8 @@ pub struct Workspace {
     /// What discovery may read: regular files inside `root`.
     pub policy: crate::system::ReadPolicy,
     pub config: LoadedConfig,
-    /// Project-relative path -> file input.
-    pub files: BTreeMap<String, File>,
+    /// Module id -> module input (the files are in the database's registry:
+    /// [`Database::module_file`]).
     pub modules: BTreeMap<String, Module>,
     /// Discovery and config diagnostics (outside queries).
     pub diagnostics: Vec<Diagnostic>,
@@ -99,15 +99,13 @@ pub fn load_workspace_overlapped(
         global.max_file_size,
     );
     let mut db = Database::with_system(system.shared(), repository);
-    let mut files = BTreeMap::new();
     let mut modules = BTreeMap::new();
     let stamps = discovered
         .modules
         .iter()
         .flat_map(|m| m.files.iter().map(|f| (f.path.to_string(), f.stamp)))
         .collect();
-    let (module_inputs, _) =
-        set_module_inputs(&mut db, discovered.modules, &mut files, &mut modules);
+    let (module_inputs, _) = set_module_inputs(&mut db, discovered.modules, &mut modules);
     let project = Project::builder(
         root.clone(),
         Arc::new(config.config.clone()),
@@ -133,7 +131,7 @@ pub fn load_workspace_overlapped(
     let saving = PendingSave(cache.map(|settings| {
         // A clone of the database shares the memos: the writer reads the facts that
         // warm-up computed while this thread goes on to the graph.
-        let (db, files, system) = (db.clone(), files.clone(), system.shared());
+        let (db, files, system) = (db.clone(), db.module_files(), system.shared());
         std::thread::spawn(move || {
             crate::cache::save(&db, &*system, &settings, &files)
                 .err()
@@ -146,7 +144,6 @@ pub fn load_workspace_overlapped(
         root,
         policy,
         config,
-        files,
         modules,
         diagnostics,
         notices,
@@ -239,9 +236,10 @@ pub fn eval_settings(system: &dyn System, eval: &EvalArgs) -> anyhow::Result<Eva
 }
 
 /// Sets discovered modules as inputs and returns them in id order, with whether any
-/// input was created or changed. A path or id already in `files`/`modules` keeps its
-/// input, updated only where it differs, so its memos stay valid (watch mode re-runs
-/// discovery on the same database); the maps end up holding exactly what was discovered.
+/// input was created or changed. A path already in the database's registry or an id in
+/// `modules` keeps its input, updated only where it differs, so its memos stay valid
+/// (watch mode re-runs discovery on the same database); the registry and `modules` end
+/// up holding exactly what was discovered.
 /// Inputs start out `HIGH` durability: a file the user has not touched in this process is
 /// unlikely to change. An edit sets the file `LOW`, so after its first edit, salsa
 /// checks the memos that read only untouched files in O(1) each instead of walking
@@ -249,10 +247,10 @@ pub fn eval_settings(system: &dyn System, eval: &EvalArgs) -> anyhow::Result<Eva
 fn set_module_inputs(
     db: &mut Database,
     discovered: Vec<DiscoveredModule>,
-    files: &mut BTreeMap<String, File>,
     modules: &mut BTreeMap<String, Module>,
 ) -> (Vec<Module>, bool) {
-    let mut old_files = std::mem::take(files);
+    let mut old_files = db.take_module_files();
+    let mut files = BTreeMap::new();
     let mut old_modules = std::mem::take(modules);
     let mut list = Vec::with_capacity(discovered.len());
     let mut changed = false;
@@ -310,6 +308,7 @@ fn set_module_inputs(
         modules.insert(id, module);
         list.push(module);
     }
+    db.put_module_files(files);
     (list, changed || !old_modules.is_empty())
 }
 
@@ -486,7 +485,7 @@ impl Workspace {
     }
 
     fn source_line(&self, d: &Diagnostic) -> Option<String> {
-        let file = self.files.get(d.file.as_deref()?)?;
+        let file = self.db.module_file(d.file.as_deref()?)?;
         let text = file.contents(&self.db).text()?;
         // A byte order mark has no column: the caret is placed as if it were not there.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);

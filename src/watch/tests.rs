@@ -114,7 +114,11 @@ fn start_leaves_an_identical_file_alone() {
 fn an_edit_that_adds_a_dependency_is_applied_to_the_file_input_and_rewrites() {
     let fs = project();
     let (mut watch, _) = session(&fs);
-    let eks = watch.workspace().files["stage/eks/main.tf"];
+    let eks = watch
+        .workspace()
+        .db
+        .module_file("stage/eks/main.tf")
+        .expect("a module file");
     watch.workspace().db.start_logging();
     fs.write_file("/p/stage/eks/main.tf", format!("{EKS}{READS_DNS}"));
     let (report, err) = batch(&mut watch, &["stage/eks/main.tf"]);
@@ -138,7 +142,14 @@ fn an_edit_that_adds_a_dependency_is_applied_to_the_file_input_and_rewrites() {
         ["apply-stage-dns", "apply-stage-vpc"]
     );
     // The fast path: the same input got new text, and only that file was parsed again.
-    assert_eq!(watch.workspace().files["stage/eks/main.tf"], eks);
+    assert_eq!(
+        watch
+            .workspace()
+            .db
+            .module_file("stage/eks/main.tf")
+            .expect("a module file"),
+        eks
+    );
     let log = watch.workspace().db.take_log();
     let parsed = log.iter().filter(|l| l.starts_with("file_facts")).count();
     assert_eq!(parsed, 1, "{log:#?}");

@@ -90,8 +90,7 @@ impl Workspace {
             }
         }
         if let Some(discovered) = change.discovered {
-            let (modules, mut changed) =
-                set_module_inputs(db, discovered, &mut self.files, &mut self.modules);
+            let (modules, mut changed) = set_module_inputs(db, discovered, &mut self.modules);
             if *project.modules(db) != modules {
                 project.set_modules(db).to(modules);
                 changed = true;
