@@ -651,11 +651,11 @@ impl<'k> Lowerer<'k> {
                     name.push_str("::");
                 }
                 name.push_str(f.name.name.as_str());
-                ExprKind::FuncCall {
+                crate::syntax::Call::kind(
                     name,
-                    args: f.args.iter().map(|a| self.expr(a)).collect(),
-                    expand_final: f.args.expand_final(),
-                }
+                    f.args.iter().map(|a| self.expr(a)).collect(),
+                    f.args.expand_final(),
+                )
             }
             Expression::Traversal(t) => {
                 let root = self.expr(&t.expr);
@@ -919,9 +919,10 @@ mod tests {
     #[test]
     fn node_ids_are_preorder() {
         let e = lower(&first_attr("x = join(\"/\", [var.a, local.b])\n"));
-        let ExprKind::FuncCall { args, .. } = &e.kind else {
+        let ExprKind::FuncCall(call) = &e.kind else {
             panic!("{e:?}")
         };
+        let args = &call.args;
         assert_eq!(e.id, NodeId(0));
         assert_eq!(args[0].id, NodeId(1));
         assert_eq!(args[1].id, NodeId(2));

@@ -169,7 +169,7 @@ fn type_parts(t: &Expr) -> Result<(&str, &[Expr]), String> {
     match &t.kind {
         ExprKind::Variable(name) => Ok((name, &[])),
         ExprKind::String(name) => Ok((name, &[])),
-        ExprKind::FuncCall { name, args, .. } => Ok((name, args)),
+        ExprKind::FuncCall(call) => Ok((&call.name, &call.args)),
         ExprKind::Paren(inner) => type_parts(inner),
         _ => Err("invalid type constraint".into()),
     }

@@ -164,11 +164,9 @@ impl<'a, 'c> Evaluator<'a, 'c> {
             }
             ExprKind::Object(items) => self.eval_object(items),
             ExprKind::Variable(_) | ExprKind::Traversal(..) => self.eval_reference(expr),
-            ExprKind::FuncCall {
-                name,
-                args,
-                expand_final,
-            } => functions::call(self, expr.id, name, args, *expand_final),
+            ExprKind::FuncCall(call) => {
+                functions::call(self, expr.id, &call.name, &call.args, call.expand_final)
+            }
             ExprKind::Conditional(cond, then, otherwise) => {
                 let c = self.eval(cond)?;
                 let c = known!(c);

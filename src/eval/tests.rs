@@ -808,11 +808,7 @@ fn deep_nesting_is_a_limit_not_a_crash() {
         host: &NoFilesystem,
     };
     let call = |name: &'static str| -> Wrap {
-        Box::new(move |e| ExprKind::FuncCall {
-            name: name.into(),
-            args: vec![e],
-            expand_final: false,
-        })
+        Box::new(move |e| crate::syntax::Call::kind(name.into(), vec![e], false))
     };
     let shapes: Vec<(&str, Wrap)> = vec![
         ("array", Box::new(|e| ExprKind::Array(vec![e]))),
@@ -1106,11 +1102,11 @@ fn random_expr(rng: &mut Rng, depth: usize) -> crate::syntax::Expr {
                     })
                     .collect(),
             ),
-            4..=6 => ExprKind::FuncCall {
-                name: rng.pick(FUNCTION_NAMES).into(),
-                args: (0..rng.below(4)).map(|_| random_expr(rng, d)).collect(),
-                expand_final: rng.below(8) == 0,
-            },
+            4..=6 => crate::syntax::Call::kind(
+                rng.pick(FUNCTION_NAMES).into(),
+                (0..rng.below(4)).map(|_| random_expr(rng, d)).collect(),
+                rng.below(8) == 0,
+            ),
             7 => ExprKind::Conditional(
                 Box::new(random_expr(rng, d)),
                 Box::new(random_expr(rng, d)),

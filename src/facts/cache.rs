@@ -585,15 +585,11 @@ fn write_expr(out: &mut Vec<u8>, e: &Expr) {
                 }
             }
         }
-        ExprKind::FuncCall {
-            name,
-            args,
-            expand_final,
-        } => {
+        ExprKind::FuncCall(call) => {
             out.push(10);
-            put_str(out, name);
-            write_exprs(out, args);
-            out.push(u8::from(*expand_final));
+            put_str(out, &call.name);
+            write_exprs(out, &call.args);
+            out.push(u8::from(call.expand_final));
         }
         ExprKind::Conditional(c, t, f) => {
             out.push(11);
@@ -860,11 +856,7 @@ impl<F> Reader<'_, F> {
                 }
                 ExprKind::Traversal(Box::new(root), ops)
             }
-            10 => ExprKind::FuncCall {
-                name: self.string()?,
-                args: self.exprs(d)?,
-                expand_final: self.bool()?,
-            },
+            10 => crate::syntax::Call::kind(self.string()?, self.exprs(d)?, self.bool()?),
             11 => ExprKind::Conditional(
                 Box::new(self.expr(d)?),
                 Box::new(self.expr(d)?),

@@ -528,11 +528,7 @@ impl<'a> Parser<'a> {
         }
         self.expect(b'(')?;
         let (args, expand_final) = self.list(b')')?;
-        Some(node(ExprKind::FuncCall {
-            name,
-            args,
-            expand_final,
-        }))
+        Some(node(crate::syntax::Call::kind(name, args, expand_final)))
     }
 
     /// After `[` or `{`, blanks skipped: whether a `for` expression starts here.
