@@ -133,9 +133,25 @@ pub struct FileFacts {
 /// The facts of one file.
 #[salsa::tracked(returns(ref))]
 pub fn file_facts(db: &dyn Db, file: File) -> FileFacts {
-    if let Some(facts) = cache::cached_facts(db, file) {
-        return facts;
+    let mut facts = match cache::cached_facts(db, file) {
+        Some(facts) => facts,
+        None => extract(db, file),
+    };
+    // Kept for the whole run, one per file: no growth slack.
+    facts.locals.shrink_to_fit();
+    facts.variables.shrink_to_fit();
+    facts.remote_states.shrink_to_fit();
+    facts.module_calls.shrink_to_fit();
+    for call in &mut facts.module_calls {
+        call.arguments.shrink_to_fit();
     }
+    facts.tfvars.shrink_to_fit();
+    facts.diagnostics.shrink_to_fit();
+    facts
+}
+
+/// [`file_facts`] from the file's text.
+fn extract(db: &dyn Db, file: File) -> FileFacts {
     let kind = file.kind(db);
     let body_facts = |body| {
         if kind.is_vars() {

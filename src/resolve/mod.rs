@@ -276,6 +276,13 @@ pub fn resolved_dependencies(
         .keys()
         .filter_map(|to| ids.binary_search(to).ok().map(|i| i as u32))
         .collect();
+    // Kept for the whole run, one per module: no growth slack.
+    for sources in out.edges.values_mut() {
+        sources.shrink_to_fit();
+    }
+    out.diagnostics.shrink_to_fit();
+    out.external.shrink_to_fit();
+    out.rules_used.shrink_to_fit();
     out
 }
 

@@ -94,6 +94,9 @@ pub fn module_references(db: &dyn Db, project: Project, module: Module) -> Modul
         chain: std::slice::from_ref(&info.id),
     };
     super::calls::expand_calls(db, project, &caller, &mut out);
+    // Kept for the whole run, one per module: no growth slack.
+    out.references.shrink_to_fit();
+    out.diagnostics.shrink_to_fit();
     out
 }
 
