@@ -190,11 +190,13 @@ fn render_pipeline(
     request: &PipelineRequest<'_>,
 ) -> anyhow::Result<Pipeline> {
     let config = &ws.config.config;
-    if let (crate::render::Provider::Gitlab, Some(texts), OutputFormat::Yaml) =
-        (request.provider, request.job_texts, request.args.format)
+    // GitLab YAML stays in pieces (the jobs' texts): joined, the pipeline would be
+    // held twice at once.
+    if let (crate::render::Provider::Gitlab, OutputFormat::Yaml) =
+        (request.provider, request.args.format)
     {
         let (text, warnings) =
-            crate::render::render_gitlab_parts(plan, config, request.header, texts)
+            crate::render::render_gitlab_parts(plan, config, request.header, request.job_texts)
                 .map_err(exit::coded)?;
         return Ok(Pipeline { text, warnings });
     }

@@ -292,7 +292,7 @@ impl RunKey {
         started: std::time::SystemTime,
         mut files: Vec<(String, Option<Stamp>)>,
         changes: Option<(&[u8], Option<&[u8]>)>,
-        output: &str,
+        output: &[&[u8]],
         stderr: &[u8],
     ) -> std::io::Result<bool> {
         let settled = |s: &Stamp| s.settled_before(started);
@@ -320,11 +320,19 @@ impl RunKey {
         }
         // The output is written from where it is, not copied into the record's buffer
         // (it is most of the record: 20 MB at 10,000 modules).
-        put_u64(&mut out, output.len() as u64);
+        put_u64(
+            &mut out,
+            output.iter().map(|p| p.len()).sum::<usize>() as u64,
+        );
         let mut tail = Vec::with_capacity(stderr.len() + 24);
         put_bytes(&mut tail, stderr);
-        let sum = seal_parts(&[&out, output.as_bytes(), &tail]);
-        system.replace_parts(&self.record, &[&out, output.as_bytes(), &tail, &sum])?;
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(output.len() + 3);
+        parts.push(&out);
+        parts.extend_from_slice(output);
+        parts.push(&tail);
+        let sum = seal_parts(&parts);
+        parts.push(&sum);
+        system.replace_parts(&self.record, &parts)?;
         Ok(true)
     }
 }
@@ -416,7 +424,7 @@ mod tests {
                 fs.now(),
                 files,
                 Some((b"changes", Some(b"fingerprint"))),
-                "jobs: {}\n",
+                &[b"jobs: ", b"{}\n"],
                 b"warning\n"
             )
             .unwrap());
@@ -459,13 +467,13 @@ mod tests {
                 fs.now(),
                 vec![("a.tf".into(), Some(fresh))],
                 None,
-                "",
+                &[],
                 b"",
             )
             .unwrap();
         assert!(!saved, "changed a microsecond before the run began");
         let saved = key
-            .save(&fs, fs.now(), vec![("a.tf".into(), None)], None, "", b"")
+            .save(&fs, fs.now(), vec![("a.tf".into(), None)], None, &[], b"")
             .unwrap();
         assert!(!saved, "no stamp");
         assert!(!fs.is_file("/c/run.bin".into()));

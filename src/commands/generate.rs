@@ -14,7 +14,7 @@ use crate::pipeline::{
 use crate::system::System;
 use crate::workspace::{load_workspace_overlapped, project_dir};
 
-use super::{write_output, Io};
+use super::{write_output, write_output_parts, Io};
 
 pub(super) fn generate(
     global: &GlobalArgs,
@@ -102,7 +102,9 @@ pub(super) fn generate(
     );
     io.stderr.write_all(&stderr)?;
     let (text, stamps, notices, used) = outcome?;
-    write_output(io, args.output.as_deref(), &text)?;
+    // In pieces to the end: joined, the pipeline would be held twice at once.
+    let parts = text.parts();
+    write_output_parts(io, args.output.as_deref(), &parts)?;
     if let (Some(key), Some(stamps)) = (key, stamps) {
         // A cache notice is about this run (the fact cache it found damaged is rewritten
         // now): a replay of the run must not repeat it.
@@ -119,7 +121,7 @@ pub(super) fn generate(
             started,
             stamps,
             used.as_deref().map(|used| (used, fingerprint.as_deref())),
-            &text,
+            &parts,
             replayed.as_bytes(),
         ) {
             if !global.quiet {
@@ -162,7 +164,7 @@ fn fingerprint_record(
         started,
         files,
         Some((used, Some(&fingerprint))),
-        &record.output,
+        &[record.output.as_bytes()],
         &record.stderr,
     ) {
         if !global.quiet {
@@ -253,7 +255,7 @@ fn consumed(global: &GlobalArgs, args: &GenerateArgs) -> String {
 /// The pipeline text, the stamps of the files read when the run can be replayed, the
 /// notices printed (which a replay leaves out) and the change set used.
 type Generated = (
-    String,
+    crate::render::PipelineText,
     Option<Vec<(String, Option<crate::system::Stamp>)>>,
     Vec<String>,
     Option<crate::files::ChangeInput>,
@@ -327,5 +329,5 @@ fn generate_pipeline(
     }
     let (stamps, notices) = ws.take_run_inputs();
     ws.dismiss();
-    Ok((pipeline.text.into_string(), stamps, notices, changes))
+    Ok((pipeline.text, stamps, notices, changes))
 }

@@ -136,14 +136,27 @@ fn completion(args: &crate::cli::CompletionArgs, io: &mut Io<'_>) -> anyhow::Res
 }
 
 fn write_output(io: &mut Io<'_>, path: Option<&Utf8Path>, text: &str) -> anyhow::Result<()> {
+    write_output_parts(io, path, &[text.as_bytes()])
+}
+
+/// [`write_output`] of a text in pieces (a pipeline's jobs), never joined into one.
+fn write_output_parts(
+    io: &mut Io<'_>,
+    path: Option<&Utf8Path>,
+    parts: &[&[u8]],
+) -> anyhow::Result<()> {
     match path {
         Some(p) => {
             let abs = io.system.absolute(p)?;
             io.system
-                .write_atomic(&abs, text.as_bytes())
+                .write_atomic_parts(&abs, parts)
                 .with_context(|| format!("cannot write {p}"))?;
         }
-        None => io.stdout.write_all(text.as_bytes())?,
+        None => {
+            for part in parts {
+                io.stdout.write_all(part)?;
+            }
+        }
     }
     Ok(())
 }

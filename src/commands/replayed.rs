@@ -96,7 +96,7 @@ pub(super) fn replayed(
             started,
             stamps,
             None,
-            &produced.output,
+            &[produced.output.as_bytes()],
             replayed.as_bytes(),
         ) {
             if !global.quiet {

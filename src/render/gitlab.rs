@@ -70,9 +70,9 @@ pub fn render_gitlab_parts(
     plan: &JobPlan,
     config: &Config,
     header: &Header,
-    texts: &JobTexts,
+    texts: Option<&JobTexts>,
 ) -> Result<(PipelineText, Vec<Diagnostic>), RenderError> {
-    render_gitlab_text(plan, config, header, Some(texts))
+    render_gitlab_text(plan, config, header, texts)
 }
 
 fn render_gitlab_text(
