@@ -555,9 +555,13 @@ fn ctrl_c_forwards_sigint_to_running_commands_and_waits_for_them() {
     let slow = project.root.join("bin/slow");
     std::fs::write(
         &slow,
-        // A background command of a script ignores SIGINT: the trap ends it. `.ready` in
-        // the module directory says the trap is set.
-        "#!/bin/sh\nsleep 60 &\ntrap 'kill $!; echo got SIGINT; exit 130' INT\ntouch .ready\nwait $!\n",
+        // Python, not sh: a shell cannot trap a signal that was ignored when it started
+        // (a suite run from a background job inherits SIGINT ignored, and this test
+        // installs no handler of its own that exec would reset). `.ready` in the module
+        // directory says the handler is set.
+        "#!/usr/bin/env python3\nimport pathlib, signal, sys, time\n\
+         def stop(*_):\n    print('got SIGINT', flush=True)\n    sys.exit(130)\n\
+         signal.signal(signal.SIGINT, stop)\npathlib.Path('.ready').touch()\ntime.sleep(60)\n",
     )
     .expect("slow script");
     {
