@@ -56,7 +56,9 @@ fn record_name(command: &str) -> String {
 /// Every environment variable that `generate` reads through the `System`: provider
 /// selection, the CI variables that pick `--changed-only`'s base, and `NO_COLOR`. The
 /// key holds each one's value; a test records the variables a run reads and requires
-/// each of them to be here.
+/// each of them to be here. (The git variables, `HOME` and `XDG_CONFIG_HOME`, which
+/// decide what git reads, are in the repository's fingerprint instead, which a
+/// `--changed-only` record holds and checks: [`crate::vcs::Fingerprinting`].)
 pub const ENV_VARS: [&str; 7] = [
     "TERRACI_PROVIDER",
     "GITHUB_ACTIONS",
