@@ -342,30 +342,32 @@ impl PendingChanges {
             return Ok(None);
         };
         let work = move || -> Result<Answered, crate::vcs::VcsError> {
-            let Some(mut how) = how else {
+            let Some(how) = how else {
                 return crate::vcs::changed_files(&request).map(|set| (set, false));
             };
-            how.expected = recorded.as_ref().map(|r| r.fingerprint.clone());
-            Ok(match crate::vcs::changed_files_unless(&request, &how)? {
-                crate::vcs::Answer::Changed(set) => (set, false),
-                crate::vcs::Answer::Unchanged => {
-                    // Only a recorded fingerprint is ever expected.
-                    let Some(recorded) = recorded else {
-                        return Err(crate::vcs::VcsError::Git(
-                            "a fingerprint matched without a recorded change set".into(),
-                        ));
-                    };
-                    let set = crate::vcs::ChangeSet {
-                        base: String::new(),
-                        base_commit: String::new(),
-                        merge_base: String::new(),
-                        changed_files: recorded.files,
-                        submodules: recorded.submodules,
-                        fingerprint: Some(recorded.fingerprint),
-                    };
-                    (set, true)
-                }
-            })
+            let expected = recorded.as_ref().map(|r| r.fingerprint.as_slice());
+            Ok(
+                match crate::vcs::changed_files_unless(&request, &how, expected)? {
+                    crate::vcs::Answer::Changed(set) => (set, false),
+                    crate::vcs::Answer::Unchanged => {
+                        // Only a recorded fingerprint is ever expected.
+                        let Some(recorded) = recorded else {
+                            return Err(crate::vcs::VcsError::Git(
+                                "a fingerprint matched without a recorded change set".into(),
+                            ));
+                        };
+                        let set = crate::vcs::ChangeSet {
+                            base: String::new(),
+                            base_commit: String::new(),
+                            merge_base: String::new(),
+                            changed_files: recorded.files,
+                            submodules: recorded.submodules,
+                            fingerprint: Some(recorded.fingerprint),
+                        };
+                        (set, true)
+                    }
+                },
+            )
         };
         let state = match std::thread::Builder::new()
             .name("terraci-git".into())

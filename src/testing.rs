@@ -54,6 +54,11 @@ mod incremental {
             .collect()
     }
 
+    /// The input of the module file at `rel`.
+    fn module_file(ws: &crate::workspace::Workspace, rel: &str) -> crate::files::File {
+        ws.db.module_file(rel).expect("a module file")
+    }
+
     fn ran(log: &[String], query: &str) -> bool {
         log.iter().any(|l| l.contains(query))
     }
@@ -67,10 +72,7 @@ mod incremental {
             ("stage/eks/main.tf", EKS),
         ]);
         let before = edges(&ws);
-        let file = ws
-            .db
-            .module_file("stage/eks/main.tf")
-            .expect("a module file");
+        let file = module_file(&ws, "stage/eks/main.tf");
         // The first edit of a file lowers its durability (it was HIGH, as every file
         // the user has not touched), which salsa walks once; the edits after it are
         // the ones an editing session makes.
@@ -103,10 +105,7 @@ mod incremental {
         ]);
         assert_eq!(edges(&ws), ["stage/eks -> stage/vpc"]);
         ws.db.start_logging();
-        let file = ws
-            .db
-            .module_file("stage/eks/main.tf")
-            .expect("a module file");
+        let file = module_file(&ws, "stage/eks/main.tf");
         let edited = EKS.replace("stage/vpc/terraform", "stage/dns/terraform");
         ws.apply(InputChange::edit(file, FileContents::Text(edited)));
         assert_eq!(edges(&ws), ["stage/eks -> stage/dns"]);
@@ -135,7 +134,7 @@ mod incremental {
         assert_eq!(edges(&ws), ["stage/app -> stage/vpc"]);
         ws.db.start_logging();
         // The child's block now reads another state: the caller's edge follows.
-        let file = ws.db.module_file("lib/net/main.tf").expect("a module file");
+        let file = module_file(&ws, "lib/net/main.tf");
         let edited = LIB.replace("stage/${var.target}", "stage/dns");
         ws.apply(InputChange::edit(file, FileContents::Text(edited)));
         assert_eq!(edges(&ws), ["stage/app -> stage/dns"]);
@@ -151,13 +150,11 @@ mod incremental {
         ws.apply(InputChange {
             edits: vec![
                 (
-                    ws.db
-                        .module_file("stage/app/main.tf")
-                        .expect("a module file"),
+                    module_file(&ws, "stage/app/main.tf"),
                     FileContents::Text(APP.replace("\"vpc\"", "\"dns\"")),
                 ),
                 (
-                    ws.db.module_file("lib/net/main.tf").expect("a module file"),
+                    module_file(&ws, "lib/net/main.tf"),
                     FileContents::Text(LIB.into()),
                 ),
             ],
@@ -187,10 +184,7 @@ mod incremental {
         assert!(edges(&ws).is_empty());
         let _ = ws.all_diagnostics();
         ws.db.start_logging();
-        let file = ws
-            .db
-            .module_file("stage/m100/main.tf")
-            .expect("a module file");
+        let file = module_file(&ws, "stage/m100/main.tf");
         let edited = format!(
             "{}\n{}",
             texts[100].1,

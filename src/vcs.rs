@@ -146,13 +146,17 @@ pub enum Answer {
     Changed(ChangeSet),
 }
 
-/// [`changed_files`], unless the repository's fingerprint is `how.expected`; the change
+/// [`changed_files`], unless the repository's fingerprint is `expected`; the change
 /// set carries the fingerprint taken before git computed it ([`fingerprint`]).
-pub fn changed_files_unless(req: &ChangeRequest, how: &Fingerprinting) -> Result<Answer, VcsError> {
+pub fn changed_files_unless(
+    req: &ChangeRequest,
+    how: &Fingerprinting,
+    expected: Option<&[u8]>,
+) -> Result<Answer, VcsError> {
     let opened = Opened::open(req)?;
     // Taken before git looks: a change after this point leaves a newer stamp than the
     // fingerprint holds.
-    let fingerprint = opened.header(req).and_then(|header| match &how.expected {
+    let fingerprint = opened.header(req).and_then(|header| match expected {
         Some(expected) => match fingerprint::check(&header, &req.project_dir, how, expected) {
             fingerprint::Check::Same => Some(None),
             fingerprint::Check::Changed(now) => now.map(Some),

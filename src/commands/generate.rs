@@ -200,7 +200,6 @@ fn fingerprinting(
             .output
             .as_deref()
             .and_then(|path| system.absolute(path).ok()),
-        expected: None,
     }
 }
 

@@ -78,9 +78,6 @@ pub struct Fingerprinting {
     /// The output file, if the run writes one: left out, and its directory is
     /// fingerprinted by its names.
     pub output: Option<Utf8PathBuf>,
-    /// The fingerprint of the recorded run, if there is one: when the current one is
-    /// the same, git is not asked.
-    pub expected: Option<Vec<u8>>,
 }
 
 /// One entry of the tree: project-relative path and what it must still be.
@@ -587,7 +584,6 @@ mod tests {
                 started: std::time::SystemTime::now() + std::time::Duration::from_secs(10),
                 skip: vec![self.root.join(".terraci/cache")],
                 output: Some(self.root.join("pipeline.yml")),
-                expected: None,
             }
         }
 
