@@ -263,7 +263,7 @@ pub(super) fn state_url(identity: &super::StateIdentity) -> Option<String> {
     let fields = super::identity_fields(&identity.backend);
     let mut parts = Vec::with_capacity(fields.len());
     for f in fields {
-        parts.push(identity.fields.get(*f)?.as_str());
+        parts.push(identity.fields.get(f)?.as_str());
     }
     Some(format!("{}://{}", identity.backend, parts.join("/")))
 }

@@ -17,7 +17,7 @@ use crate::eval::{evaluate, EvalContext, Value};
 use crate::facts::module_facts;
 use crate::files::{Module, Project};
 use crate::owners::location_field;
-use crate::owners::{IdentityIndex, StateIdentity};
+use crate::owners::{Fields, IdentityIndex, StateIdentity};
 use crate::system::normalize;
 
 /// The identity fields of each backend type.
@@ -113,7 +113,7 @@ pub(super) fn identity_of(
     root: &Utf8Path,
 ) -> StateIdentity {
     let config = flatten_config(backend, config);
-    let mut fields = BTreeMap::new();
+    let mut fields = Fields::default();
     let mut partial = false;
     for &f in identity_fields(backend) {
         match config.get(f) {
@@ -123,10 +123,10 @@ pub(super) fn identity_of(
                 } else {
                     s.clone()
                 };
-                fields.insert(f.to_owned(), v);
+                fields.insert(f, v);
             }
             Some(Value::Number(n)) => {
-                fields.insert(f.to_owned(), n.to_string());
+                fields.insert(f, n.to_string());
             }
             _ => partial = true,
         }

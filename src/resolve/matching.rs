@@ -208,13 +208,12 @@ fn match_identity(
         let conflict = index
             .fields_of(&owner.id)
             .into_iter()
-            .flatten()
-            .find(|(k, v)| {
-                Some(k.as_str()) != location_field
-                    && identity.fields.get(*k).is_some_and(|mine| mine != *v)
+            .flat_map(crate::owners::Fields::iter)
+            .find_map(|(k, theirs)| {
+                let mine = identity.fields.get(k)?;
+                (Some(k) != location_field && mine != theirs).then_some((k, theirs, mine))
             });
-        if let Some((field, theirs)) = conflict {
-            let mine = &identity.fields[field];
+        if let Some((field, theirs, mine)) = conflict {
             // Backends without a location field have nothing "almost" matching.
             if location_field.is_none() {
                 continue;
@@ -386,13 +385,12 @@ fn describe(m: &Match) -> String {
 mod tests {
     use super::*;
     use crate::resolve::StateIdentity;
-    use std::collections::BTreeMap;
 
     /// `backend key=value ...` (a `?` value is unknown, `ws=` a workspace prefix).
     fn identity(spec: &str) -> StateIdentity {
         let mut parts = spec.split_whitespace();
         let backend = parts.next().expect("backend").to_owned();
-        let mut fields = BTreeMap::new();
+        let mut fields = crate::owners::Fields::default();
         let mut partial = false;
         let mut workspace_prefix = (backend == "s3").then(|| "env:".to_owned());
         for p in parts {
@@ -401,7 +399,11 @@ mod tests {
                 ("wkp", v) => workspace_prefix = Some(v.to_owned()),
                 (_, "?") => partial = true,
                 _ => {
-                    fields.insert(k.to_owned(), v.to_owned());
+                    let name = crate::resolve::identity_fields(&backend)
+                        .iter()
+                        .find(|f| **f == k)
+                        .expect("an identity field of the backend");
+                    fields.insert(name, v.to_owned());
                 }
             }
         }
