@@ -2,6 +2,7 @@
 //! `tolist`/`toset`/`tomap` and friends perform, and type-constraint conversion for
 //! `variable` blocks.
 
+use crate::eval::Object;
 use std::collections::BTreeMap;
 
 use super::value::{format_number, Value};
@@ -146,7 +147,7 @@ pub(super) fn unify(items: Vec<Value>) -> Result<Vec<Value>, String> {
     items.into_iter().map(|v| to_prim(v, target)).collect()
 }
 
-pub(super) fn unify_map(map: BTreeMap<String, Value>) -> Result<BTreeMap<String, Value>, String> {
+pub(super) fn unify_map(map: Object) -> Result<Object, String> {
     let (keys, values): (Vec<String>, Vec<Value>) = map.into_iter().unzip();
     Ok(keys.into_iter().zip(unify(values)?).collect())
 }
@@ -299,7 +300,7 @@ fn convert(value: Value, t: &Expr, depth: usize) -> Result<Value, String> {
                     .map_err(|m| format!("attribute \"{key}\": {m}"))?;
                 out.insert(key, v);
             }
-            Ok(Value::Map(out))
+            Ok(Value::Map(out.into()))
         }
         other => Err(format!(
             "the keyword \"{other}\" is not a valid type constraint"
@@ -339,7 +340,7 @@ fn convert_elements(
 
 /// The value of an `optional(type, default)` default, which must be a constant.
 fn literal(e: &Expr) -> Result<Value, String> {
-    let scope = BTreeMap::new();
+    let scope = Object::new();
     let ctx = super::EvalContext {
         scope: &scope,
         module_dir: camino::Utf8PathBuf::from("/"),

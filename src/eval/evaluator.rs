@@ -233,7 +233,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         }
         match unknown {
             Some(u) => Ok(u),
-            None => Ok(Value::Map(out)),
+            None => Ok(Value::Map(out.into())),
         }
     }
 
@@ -430,7 +430,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         }
         Ok(match (&f.key_expr, f.grouping) {
             (None, _) => Value::List(list),
-            (Some(_), false) => Value::Map(object),
+            (Some(_), false) => Value::Map(object.into()),
             (Some(_), true) => Value::Map(
                 groups
                     .into_iter()

@@ -16,7 +16,7 @@ mod tests;
 
 pub use convert::convert_to_type;
 pub(crate) use functions::json_string;
-pub use value::{format_number, Unknown, Value};
+pub use value::{format_number, Object, Unknown, Value};
 
 /// Bounds that keep evaluation finite on any input.
 pub(crate) mod limits {
@@ -39,8 +39,6 @@ pub(crate) mod limits {
     /// Source length of one regular expression.
     pub(crate) const MAX_REGEX_LEN: usize = 64 * 1024;
 }
-
-use std::collections::BTreeMap;
 
 use camino::Utf8PathBuf;
 
@@ -75,7 +73,7 @@ pub struct EvalContext<'a> {
     /// Top-level names: `var`, `local`, `path`, `terraform`, `each`, `count`. A root name
     /// that is absent (e.g. `data`, `module`, a resource type) evaluates to unknown with the
     /// reason "`data.x.y` is only known after apply".
-    pub scope: &'a BTreeMap<String, Value>,
+    pub scope: &'a Object,
     /// The module's absolute directory; relative paths in file functions resolve against it.
     pub module_dir: Utf8PathBuf,
     pub host: &'a dyn EvalHost,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use super::value::format_number;
-use super::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
+use super::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Object, Value};
 use crate::diagnostic::Code;
 use crate::parse::parse_expr_text as parse_expr;
 use crate::syntax::{Expr, ExprKind, NodeId};
@@ -47,8 +47,8 @@ fn map(items: &[(&str, Value)]) -> Value {
     )
 }
 
-pub(crate) fn scope() -> BTreeMap<String, Value> {
-    let mut scope = BTreeMap::new();
+pub(crate) fn scope() -> Object {
+    let mut scope = Object::new();
     scope.insert(
         "var".into(),
         map(&[
@@ -1272,4 +1272,41 @@ fn type_constraints_convert_like_terraform() {
         }
     }
     assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn an_object_orders_looks_up_and_compares_as_a_map_of_its_entries() {
+    let entries = [("b", 1.0), ("a", 2.0), ("c", 3.0), ("a", 4.0)];
+    let map: BTreeMap<String, Value> = entries
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::Number(*v)))
+        .collect();
+    let collected: Object = entries
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::Number(*v)))
+        .collect();
+    let mut inserted = Object::new();
+    for (k, v) in entries {
+        inserted.insert(k.to_string(), Value::Number(v));
+    }
+    let mut extended = Object::from([("c".to_string(), Value::Null)]);
+    extended.extend(
+        entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::Number(*v))),
+    );
+    for object in [&collected, &inserted, &extended] {
+        // The last value given for a key wins, and entries come in key order.
+        let got: Vec<(&String, &Value)> = object.iter().collect();
+        assert_eq!(got, map.iter().collect::<Vec<_>>());
+        assert_eq!(format!("{object:?}"), format!("{map:?}"));
+        assert_eq!(object.get("a"), Some(&Value::Number(4.0)));
+        assert_eq!(object.get("d"), None);
+    }
+    assert_eq!(
+        inserted.insert("b".into(), Value::Null),
+        Some(Value::Number(1.0))
+    );
+    assert_eq!(inserted.remove("b"), Some(Value::Null));
+    assert_eq!(inserted.keys().collect::<Vec<_>>(), ["a", "c"]);
 }

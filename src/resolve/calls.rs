@@ -11,7 +11,7 @@
 //! `module-call-cycle`. Sources that are not local paths (registry, git, ...) cannot be
 //! read and are noted (`remote-module-source`, an info shown with `-v`).
 
-use std::collections::BTreeMap;
+use crate::eval::Object;
 
 use camino::Utf8Path;
 
@@ -40,7 +40,7 @@ pub(super) fn has_module_calls(facts: &ModuleFacts) -> bool {
 /// The module a call is made from.
 pub(super) struct Caller<'a> {
     pub facts: &'a ModuleFacts,
-    pub scope: &'a BTreeMap<String, Value>,
+    pub scope: &'a Object,
     pub site: &'a Site<'a>,
     /// Directories on the call chain (project-relative), the root first.
     pub chain: &'a [String],
@@ -338,7 +338,7 @@ fn call_instances(
             items
                 .into_iter()
                 .map(|(key, value)| {
-                    let each = Value::Map(BTreeMap::from([
+                    let each = Value::Map(Object::from([
                         ("key".to_owned(), Value::String(key.clone())),
                         ("value".to_owned(), value),
                     ]));
@@ -357,7 +357,7 @@ fn call_instances(
             Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 1024.0 => Some(
                 (0..n as u64)
                     .map(|i| {
-                        let c = Value::Map(BTreeMap::from([(
+                        let c = Value::Map(Object::from([(
                             "index".to_owned(),
                             Value::Number(i as f64),
                         )]));
@@ -387,7 +387,7 @@ fn call_instances(
                     "`count.index` of `module.{}` is unknown: its `count` is",
                     call.name
                 ));
-                let c = Value::Map(BTreeMap::from([("index".to_owned(), index)]));
+                let c = Value::Map(Object::from([("index".to_owned(), index)]));
                 Some(vec![("[?]".to_owned(), vec![("count".to_owned(), c)])])
             }
             Ok(_) => {
@@ -413,23 +413,23 @@ fn call_instances(
 fn bind_variables(
     call: &ModuleCallFact,
     suffix: &str,
-    scope: &BTreeMap<String, Value>,
+    scope: &Object,
     child: &ModuleFacts,
     child_id: &str,
     site: &Site<'_>,
-) -> BTreeMap<String, Value> {
+) -> Object {
     let ctx = EvalContext {
         scope,
         module_dir: site.dir.to_owned(),
         host: site.host,
     };
-    let empty = BTreeMap::new();
+    let empty = Object::new();
     let literals = EvalContext {
         scope: &empty,
         module_dir: site.root.join(child_id),
         host: &NoFilesystem,
     };
-    let mut vars = BTreeMap::new();
+    let mut vars = Object::new();
     for (name, var) in &child.variables {
         let argument = call.arguments.iter().find(|(n, _)| n == name);
         let value = match (argument, &var.default) {

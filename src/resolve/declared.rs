@@ -6,6 +6,7 @@
 //! the tracked filesystem. Output: variable layers for [`super::scope`], backend fields
 //! for [`super::identity`], and the declared edges and checks for [`super`].
 
+use crate::eval::Object;
 use std::collections::BTreeMap;
 
 use camino::Utf8Path;
@@ -29,7 +30,7 @@ pub(super) struct Layer {
 pub(super) fn expand(
     text: &str,
     info: &ModuleInfo,
-    vars: Option<&BTreeMap<String, Value>>,
+    vars: Option<&Object>,
 ) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -200,12 +201,12 @@ pub(super) fn backend_fields(
     config: &Config,
     info: &ModuleInfo,
     dir: &Utf8Path,
-    vars: &BTreeMap<String, Value>,
+    vars: &Object,
     host: &dyn EvalHost,
-) -> (BTreeMap<String, Value>, Vec<String>) {
-    let mut fields = BTreeMap::new();
+) -> (Object, Vec<String>) {
+    let mut fields = Object::new();
     let mut problems = Vec::new();
-    let empty = BTreeMap::new();
+    let empty = Object::new();
     let literals = EvalContext {
         scope: &empty,
         module_dir: dir.to_owned(),
@@ -378,7 +379,7 @@ mod tests {
 
     #[test]
     fn placeholders() {
-        let vars = BTreeMap::from([
+        let vars = Object::from([
             ("project".to_owned(), Value::String("nia".into())),
             ("env".to_owned(), Value::unknown("`var.env` has no value")),
         ]);

@@ -5,7 +5,7 @@
 //! per module, [`IdentityIndex`] per project. Invalidated by the backend's expressions
 //! and what they read.
 
-use std::collections::BTreeMap;
+use crate::eval::Object;
 use std::sync::Arc;
 
 use camino::Utf8Path;
@@ -38,24 +38,18 @@ pub fn identity_fields(backend: &str) -> &'static [&'static str] {
 }
 
 /// The field that holds the state path used by the path and context rules.
-pub(super) fn path_field(
-    backend: Option<&str>,
-    config: &BTreeMap<String, Value>,
-) -> Option<&'static str> {
+pub(super) fn path_field(backend: Option<&str>, config: &Object) -> Option<&'static str> {
     match backend {
         Some(backend) => location_field(backend),
         None => ["key", "prefix", "path"]
             .into_iter()
-            .find(|f| config.contains_key(*f)),
+            .find(|f| config.contains_key(f)),
     }
 }
 
 /// Flattens a backend/config object to the string fields the rules use. `remote`/`cloud`
 /// keep `workspaces.name` as `workspace`.
-pub(super) fn flatten_config(
-    backend: &str,
-    value: &BTreeMap<String, Value>,
-) -> BTreeMap<String, Value> {
+pub(super) fn flatten_config(backend: &str, value: &Object) -> Object {
     let mut out = value.clone();
     if backend == "remote" || backend == "cloud" {
         if let Some(Value::Map(ws)) = value.get("workspaces") {
@@ -86,10 +80,7 @@ pub(super) fn canonical_backend(backend: &str) -> &str {
 
 /// Fills the identity fields a backend defaults when they are omitted, so that a module
 /// and a reference that both leave one out still agree (values from each backend's docs).
-pub(super) fn with_defaults(
-    backend: &str,
-    mut config: BTreeMap<String, Value>,
-) -> BTreeMap<String, Value> {
+pub(super) fn with_defaults(backend: &str, mut config: Object) -> Object {
     let defaults: &[(&str, &str)] = match backend {
         "gcs" => &[("prefix", "")],
         "pg" => &[("schema_name", "terraform_remote_state")],
@@ -99,16 +90,16 @@ pub(super) fn with_defaults(
         _ => &[],
     };
     for (field, value) in defaults {
-        config
-            .entry((*field).to_owned())
-            .or_insert_with(|| Value::String((*value).to_owned()));
+        if !config.contains_key(field) {
+            config.insert((*field).to_owned(), Value::String((*value).to_owned()));
+        }
     }
     config
 }
 
 pub(super) fn identity_of(
     backend: &str,
-    config: &BTreeMap<String, Value>,
+    config: &Object,
     module_dir: &Utf8Path,
     root: &Utf8Path,
 ) -> StateIdentity {
@@ -172,7 +163,7 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
     let Some(backend) = &facts.backend else {
         return identity_of(
             "local",
-            &BTreeMap::from([("path".to_owned(), Value::String("terraform.tfstate".into()))]),
+            &Object::from([("path".to_owned(), Value::String("terraform.tfstate".into()))]),
             &dir,
             root,
         );
@@ -188,7 +179,7 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
     };
     let mut config = match evaluate(&backend.config.expr, &ctx) {
         Ok(Value::Map(m)) => m,
-        _ => BTreeMap::new(),
+        _ => Object::new(),
     };
     // `-backend-config` values are merged over the block, as `terraform init` does.
     config.extend(scope.backend_config.clone());

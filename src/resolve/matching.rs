@@ -408,7 +408,7 @@ mod tests {
             }
         }
         for f in crate::resolve::identity_fields(&backend) {
-            if !fields.contains_key(*f) {
+            if !fields.contains_key(f) {
                 partial = true;
             }
         }

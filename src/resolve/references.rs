@@ -4,6 +4,7 @@
 //! Input: the module's facts and scope. Output: [`ModuleReferences`]. Invalidated by the
 //! module's facts, its scope and the files its expressions read.
 
+use crate::eval::Object;
 use std::collections::{BTreeMap, BTreeSet};
 
 use camino::Utf8Path;
@@ -235,7 +236,7 @@ pub(super) struct Site<'a> {
 }
 
 impl Site<'_> {
-    fn ctx<'s>(&'s self, scope: &'s BTreeMap<String, Value>) -> EvalContext<'s> {
+    fn ctx<'s>(&'s self, scope: &'s Object) -> EvalContext<'s> {
         EvalContext {
             scope,
             module_dir: self.dir.to_owned(),
@@ -246,7 +247,7 @@ impl Site<'_> {
 
 fn expand_remote_state(
     rs: &RemoteStateFact,
-    scope: &BTreeMap<String, Value>,
+    scope: &Object,
     site: &Site<'_>,
     out: &mut ModuleReferences,
 ) {
@@ -323,7 +324,7 @@ fn expand_remote_state(
                     }
                 };
                 for (key, value) in items {
-                    let each = Value::Map(BTreeMap::from([
+                    let each = Value::Map(Object::from([
                         ("key".to_owned(), Value::String(key.clone())),
                         ("value".to_owned(), value),
                     ]));
@@ -348,7 +349,7 @@ fn expand_remote_state(
             }
             Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 1024.0 => {
                 for i in 0..n as u64 {
-                    let c = Value::Map(BTreeMap::from([(
+                    let c = Value::Map(Object::from([(
                         "index".to_owned(),
                         Value::Number(i as f64),
                     )]));
@@ -544,7 +545,7 @@ fn expand_remote_state(
             // Identity is all there is: every field has to be known.
             if let Some(u) = identity_fields(kind)
                 .iter()
-                .find_map(|f| match config.get(*f) {
+                .find_map(|f| match config.get(f) {
                     Some(Value::Unknown(u)) => Some(u.clone()),
                     _ => None,
                 })
@@ -600,7 +601,7 @@ fn failed_path_tail(
 ) -> Option<(&'static str, String)> {
     let entries = crate::facts::object_entries(&config.expr);
     let field = match backend {
-        Some(b) => path_field(Some(canonical_backend(b)), &BTreeMap::new())?,
+        Some(b) => path_field(Some(canonical_backend(b)), &Object::new())?,
         None => ["key", "prefix", "path"]
             .into_iter()
             .find(|f| entries.iter().any(|(k, _)| k == f))?,

@@ -4,6 +4,7 @@
 //! `--workspace`). Output: [`ModuleScope`]. Invalidated by the module's facts, the eval
 //! settings and the files its locals read.
 
+use crate::eval::Object;
 use std::collections::{BTreeMap, BTreeSet};
 
 use camino::Utf8Path;
@@ -21,13 +22,13 @@ use crate::system::normalize;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModuleScope {
     /// `var`, `local`, `path`, `terraform`.
-    pub scope: BTreeMap<String, Value>,
+    pub scope: Object,
     pub diagnostics: Vec<Diagnostic>,
     /// Locals whose evaluation failed (they are unknown in `scope`). Reported by the
     /// references that use them, so an unused broken local stays quiet.
     pub local_errors: BTreeMap<String, EvalError>,
     /// `backend_config:` fields for this module (merged over its backend block).
-    pub backend_config: BTreeMap<String, Value>,
+    pub backend_config: Object,
 }
 
 /// The filesystem functions' view of the disk: every read goes through an on-demand salsa
@@ -76,7 +77,7 @@ pub(super) fn module_dir(db: &dyn Db, project: Project, module: Module) -> camin
 pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScope {
     let facts = module_facts(db, module);
     let dir = module_dir(db, project, module);
-    let empty = BTreeMap::new();
+    let empty = Object::new();
     let ctx_for_literals = EvalContext {
         scope: &empty,
         module_dir: dir.clone(),
@@ -99,7 +100,7 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
     } else {
         Some(super::declared::variable_layers(config, info, &dir, &host))
     };
-    let mut vars = BTreeMap::new();
+    let mut vars = Object::new();
     for (name, var) in &facts.variables {
         let mut value: Option<Value> = var
             .default
@@ -147,7 +148,7 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
     if facts.backend.is_some() && !config.backend_config.is_empty() {
         let vars = match scope.scope.get("var") {
             Some(Value::Map(vars)) => vars.clone(),
-            _ => BTreeMap::new(),
+            _ => Object::new(),
         };
         let (fields, backend_problems) =
             super::declared::backend_fields(config, info, &dir, &vars, &host);
@@ -195,7 +196,7 @@ pub(super) struct ScopeInputs<'a> {
     /// `path.root` and `path.cwd`: the root module's directory.
     pub root_dir: &'a Utf8Path,
     pub workspace: &'a str,
-    pub vars: BTreeMap<String, Value>,
+    pub vars: Object,
     pub host: &'a dyn EvalHost,
 }
 
@@ -246,7 +247,7 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
     let ScopeInputs {
         facts, dir, host, ..
     } = *inputs;
-    let mut scope = BTreeMap::new();
+    let mut scope = Object::new();
     scope.insert(
         "path".to_owned(),
         Value::Map(
@@ -262,7 +263,7 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
     );
     scope.insert(
         "terraform".to_owned(),
-        Value::Map(BTreeMap::from([(
+        Value::Map(Object::from([(
             "workspace".to_owned(),
             Value::String(inputs.workspace.to_owned()),
         )])),
@@ -278,14 +279,27 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
         })
         .collect();
     let order = topo_order(&deps);
-    let mut locals: BTreeMap<String, Value> = BTreeMap::new();
+    // Every local to evaluate has its entry from the start (built sorted, in one go:
+    // inserting thousands of locals in dependency order one by one would shift the
+    // entries each time). A local is only read after the ones it refers to, so no
+    // evaluation sees a placeholder.
+    let locals: Object = order
+        .sorted
+        .iter()
+        .filter(|name| facts.locals.contains_key(name.as_str()))
+        .map(|name| {
+            let pending = format!("`local.{name}` is not evaluated yet");
+            (name.clone(), Value::unknown(pending))
+        })
+        .chain(order.cyclic.iter().map(|name| {
+            let chain = order.cycle_chain(name);
+            let cycle = format!("`local.{name}` refers to itself ({chain})");
+            (name.clone(), Value::unknown(cycle))
+        }))
+        .collect();
     let mut local_errors = BTreeMap::new();
     for name in &order.cyclic {
         let chain = order.cycle_chain(name);
-        locals.insert(
-            name.clone(),
-            Value::unknown(format!("`local.{name}` refers to itself ({chain})")),
-        );
         if let Some(e) = facts.locals.get(name.as_str()) {
             diagnostics.push(
                 Diagnostic::error(
@@ -316,15 +330,25 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
                 v
             }
         };
-        if let Some(Value::Map(locals)) = scope.get_mut("local") {
-            locals.insert(name.clone(), v);
+        if let Some(slot) = match scope.get_mut("local") {
+            Some(Value::Map(locals)) => locals.get_mut(name),
+            _ => None,
+        } {
+            *slot = v;
         }
     }
+    // Kept for the whole run, one per module: no growth slack.
+    for v in scope.values_mut() {
+        if let Value::Map(m) = v {
+            m.shrink_to_fit();
+        }
+    }
+    scope.shrink_to_fit();
     ModuleScope {
         scope,
         diagnostics,
         local_errors,
-        backend_config: BTreeMap::new(),
+        backend_config: Object::new(),
     }
 }
 
@@ -381,7 +405,7 @@ pub fn command_line_env(db: &dyn Db, project: Project) -> Vec<(String, String)> 
     if !settings.workspace.is_empty() && settings.workspace != "default" {
         env.insert("TF_WORKSPACE".to_owned(), settings.workspace.clone());
     }
-    let empty = BTreeMap::new();
+    let empty = Object::new();
     let ctx = EvalContext {
         scope: &empty,
         module_dir: project.root(db).clone(),

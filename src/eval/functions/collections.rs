@@ -131,7 +131,7 @@ pub(super) fn merge(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
             }
         }
     }
-    Ok(Value::Map(out))
+    Ok(Value::Map(out.into()))
 }
 
 pub(super) fn flatten(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
@@ -490,7 +490,7 @@ pub(super) fn zipmap(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
             .map_err(|_| a.arg_err(0, format!("element {i}: string required")))?;
         out.insert(k, v);
     }
-    Ok(Value::Map(out))
+    Ok(Value::Map(out.into()))
 }
 
 pub(super) fn chunklist(_: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {

@@ -305,7 +305,7 @@ fn from_yaml(v: serde_yaml::Value) -> Result<Value, String> {
                 };
                 out.insert(key, from_yaml(v)?);
             }
-            Value::Map(out)
+            Value::Map(out.into())
         }
         serde_yaml::Value::Tagged(t) => from_yaml(t.value)?,
     })

@@ -3,7 +3,7 @@
 //!
 //! [`EvalHost`]: crate::eval::EvalHost
 
-use std::collections::BTreeMap;
+use crate::eval::Object;
 
 use camino::Utf8PathBuf;
 
@@ -228,7 +228,7 @@ pub(crate) fn render_template(
     ev: &mut Evaluator<'_, '_>,
     a: &Args,
     text: &str,
-    vars: BTreeMap<String, Value>,
+    vars: Object,
 ) -> R<Value> {
     for key in vars.keys() {
         if !is_identifier(key) {

@@ -16,7 +16,7 @@ mod strings;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use crate::eval::Object;
 
 use crate::diagnostic::Code;
 use crate::syntax::{Expr, ExprKind, NodeId};
@@ -321,7 +321,7 @@ impl Args {
         }
     }
 
-    pub(super) fn map(&mut self, i: usize) -> R<BTreeMap<String, Value>> {
+    pub(super) fn map(&mut self, i: usize) -> R<Object> {
         self.not_null(i)?;
         match self.take(i) {
             Value::Map(map) => Ok(map),

@@ -1,6 +1,6 @@
 //! String functions.
 
-use std::collections::BTreeMap;
+use crate::eval::Object;
 
 use regex::{Regex, RegexBuilder};
 
@@ -257,7 +257,7 @@ fn match_value(re: &Regex, caps: &regex::Captures<'_>) -> Value {
         return group(0);
     }
     if names.iter().all(Option::is_some) {
-        let map: BTreeMap<String, Value> = names
+        let map: Object = names
             .iter()
             .enumerate()
             .map(|(i, n)| (n.expect("all named").to_string(), group(i + 1)))
