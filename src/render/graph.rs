@@ -4,7 +4,6 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use serde_json::json;
 
 use crate::diagnostic::Diagnostic;
 use crate::escape::printable;
@@ -109,31 +108,59 @@ impl GraphView {
 }
 
 pub fn render_json(view: &GraphView) -> String {
-    let mut value = json!({
-        "modules": view.modules,
-        "edges": view.edges,
-        "levels": view.levels,
-        "cycles": view.cycles,
-        "diagnostics": view.diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
-    });
-    if !view.external_state.is_empty() {
-        value["external_state"] = json!(view.external_state);
+    /// The document, serialized straight from the view: a `serde_json::Value` of it
+    /// first was a second copy of the graph (50 MB at 10,000 modules) at the peak.
+    #[derive(Serialize)]
+    struct Document<'a> {
+        modules: &'a [ModuleView],
+        edges: &'a [EdgeView],
+        levels: &'a [Vec<String>],
+        cycles: &'a [Vec<String>],
+        diagnostics: Vec<DiagnosticJson<'a>>,
+        #[serde(skip_serializing_if = "<[ExternalView]>::is_empty")]
+        external_state: &'a [ExternalView],
     }
-    let mut s = serde_json::to_string_pretty(&value).expect("JSON of plain data");
+    let document = Document {
+        modules: &view.modules,
+        edges: &view.edges,
+        levels: &view.levels,
+        cycles: &view.cycles,
+        diagnostics: view.diagnostics.iter().map(DiagnosticJson::of).collect(),
+        external_state: &view.external_state,
+    };
+    let mut s = serde_json::to_string_pretty(&document).expect("JSON of plain data");
     s.push('\n');
     s
 }
 
+/// A diagnostic in the JSON outputs.
+#[derive(Serialize)]
+struct DiagnosticJson<'a> {
+    severity: &'static str,
+    code: &'a crate::diagnostic::Code,
+    module: &'a Option<String>,
+    file: &'a Option<String>,
+    line: Option<u32>,
+    column: Option<u32>,
+    message: std::borrow::Cow<'a, str>,
+}
+
+impl<'a> DiagnosticJson<'a> {
+    fn of(d: &'a Diagnostic) -> Self {
+        DiagnosticJson {
+            severity: d.severity.as_str(),
+            code: &d.code,
+            module: &d.module,
+            file: &d.file,
+            line: d.line,
+            column: d.column,
+            message: d.full_message(),
+        }
+    }
+}
+
 pub fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
-    json!({
-        "severity": d.severity.as_str(),
-        "code": d.code,
-        "module": d.module,
-        "file": d.file,
-        "line": d.line,
-        "column": d.column,
-        "message": d.full_message(),
-    })
+    serde_json::to_value(DiagnosticJson::of(d)).expect("JSON of plain data")
 }
 
 /// DOT in TerraCi's layout: left to right, one dashed cluster per context (the first
