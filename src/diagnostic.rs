@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::files::File;
-use crate::syntax::NodeId;
+use crate::syntax::{Name, NodeId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -33,9 +33,9 @@ impl Severity {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ItemPath {
     /// Block type and labels: `["data", "terraform_remote_state", "vpc"]`, `["locals"]`.
-    pub block: Vec<String>,
+    pub block: Vec<Name>,
     /// Nested block names then the attribute: `["config"]`, `["backend", "key"]`.
-    pub attr: Vec<String>,
+    pub attr: Vec<Name>,
 }
 
 /// A span-free pointer at an expression node.

@@ -25,7 +25,8 @@ use crate::db::Db;
 use crate::diagnostic::{Anchor, ItemPath};
 use crate::files::{File, FileContents, FileKind};
 use crate::syntax::{
-    BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
+    BinaryOp, Expr, ExprKind, ForExpr, Name, NodeId, Num, ObjectKey, TemplatePart, Traverser,
+    UnaryOp,
 };
 // Kept here too: the fast parser (`fast`) builds the same bodies.
 pub(crate) use crate::syntax::{number_nodes, FactBlock, FactBody, FactItem};
@@ -378,12 +379,12 @@ impl FactBody {
                 .iter()
                 .map(|s| match s {
                     Structure::Attribute(a) => FactItem::Attribute(
-                        a.key.as_str().to_owned(),
+                        a.key.as_str().into(),
                         Lowerer::new(renamed_keys).expr(&a.value),
                     ),
                     Structure::Block(b) => FactItem::Block(FactBlock {
-                        ident: b.ident.as_str().to_owned(),
-                        labels: b.labels.iter().map(|l| label_str(l).to_owned()).collect(),
+                        ident: b.ident.as_str().into(),
+                        labels: b.labels.iter().map(|l| label_str(l).into()).collect(),
                         body: FactBody::lower(&b.body, renamed_keys),
                     }),
                 })
@@ -491,7 +492,7 @@ fn json_position(text: &str, item: &ItemPath) -> Option<(u32, u32)> {
     Some(line_col(text, from))
 }
 
-fn block_matches(block: &Block, path: &[String]) -> bool {
+fn block_matches(block: &Block, path: &[Name]) -> bool {
     let Some((ident, labels)) = path.split_first() else {
         return false;
     };
@@ -576,14 +577,11 @@ impl<'k> Lowerer<'k> {
         for s in block.body.iter() {
             match s {
                 Structure::Attribute(a) => {
-                    entries.push((
-                        ObjectKey::Ident(a.key.as_str().to_owned()),
-                        self.expr(&a.value),
-                    ));
+                    entries.push((ObjectKey::Ident(a.key.as_str().into()), self.expr(&a.value)));
                 }
                 Structure::Block(b) => {
                     entries.push((
-                        ObjectKey::Ident(b.ident.as_str().to_owned()),
+                        ObjectKey::Ident(b.ident.as_str().into()),
                         self.block_as_object(b),
                     ));
                 }
@@ -603,7 +601,7 @@ impl<'k> Lowerer<'k> {
             Expression::Number(n) => {
                 ExprKind::Number(Num::new(n.value().as_f64().unwrap_or(f64::NAN)))
             }
-            Expression::String(s) => ExprKind::String(s.value().clone()),
+            Expression::String(s) => ExprKind::String(s.value().as_str().into()),
             Expression::Array(items) => {
                 ExprKind::Array(items.iter().map(|i| self.expr(i)).collect())
             }
@@ -611,9 +609,9 @@ impl<'k> Lowerer<'k> {
                 let mut entries = Vec::new();
                 for (k, v) in obj.iter() {
                     let key = match k {
-                        HclObjectKey::Ident(i) => ObjectKey::Ident(
-                            self.renamed(i.span()).unwrap_or(i.as_str()).to_owned(),
-                        ),
+                        HclObjectKey::Ident(i) => {
+                            ObjectKey::Ident(self.renamed(i.span()).unwrap_or(i.as_str()).into())
+                        }
                         HclObjectKey::Expression(e) => {
                             let mut key = self.expr(e);
                             // A renamed quoted key: the string as written, unescaped.
@@ -638,14 +636,14 @@ impl<'k> Lowerer<'k> {
                 self.template_kind(&h.template)
             }
             Expression::Parenthesis(p) => ExprKind::Paren(Box::new(self.expr(p.inner()))),
-            Expression::Variable(v) => ExprKind::Variable(v.as_str().to_owned()),
+            Expression::Variable(v) => ExprKind::Variable(v.as_str().into()),
             Expression::Conditional(c) => ExprKind::Conditional(
                 Box::new(self.expr(&c.cond_expr)),
                 Box::new(self.expr(&c.true_expr)),
                 Box::new(self.expr(&c.false_expr)),
             ),
             Expression::FuncCall(f) => {
-                let mut name = String::new();
+                let mut name = Name::default();
                 for ns in &f.name.namespace {
                     name.push_str(ns.as_str());
                     name.push_str("::");
@@ -665,7 +663,7 @@ impl<'k> Lowerer<'k> {
                     .map(|op| match op.value() {
                         TraversalOperator::AttrSplat(_) => Traverser::AttrSplat,
                         TraversalOperator::FullSplat(_) => Traverser::FullSplat,
-                        TraversalOperator::GetAttr(i) => Traverser::Attr(i.as_str().to_owned()),
+                        TraversalOperator::GetAttr(i) => Traverser::Attr(i.as_str().into()),
                         TraversalOperator::Index(e) => Traverser::Index(self.expr(e)),
                         TraversalOperator::LegacyIndex(i) => Traverser::LegacyIndex(*i.value()),
                     })
@@ -703,8 +701,8 @@ impl<'k> Lowerer<'k> {
                 )
             }
             Expression::ForExpr(f) => ExprKind::For(Box::new(ForExpr {
-                key_var: f.intro.key_var.as_ref().map(|k| k.as_str().to_owned()),
-                value_var: f.intro.value_var.as_str().to_owned(),
+                key_var: f.intro.key_var.as_ref().map(|k| k.as_str().into()),
+                value_var: f.intro.value_var.as_str().into(),
                 collection: self.expr(&f.intro.collection_expr),
                 key_expr: f.key_expr.as_ref().map(|k| self.expr(k)),
                 value_expr: self.expr(&f.value_expr),
@@ -718,7 +716,7 @@ impl<'k> Lowerer<'k> {
     fn template_kind(&mut self, t: &Template) -> ExprKind {
         let parts = self.template(t);
         match parts.as_slice() {
-            [] => ExprKind::String(String::new()),
+            [] => ExprKind::String(Name::default()),
             [TemplatePart::Literal(s)] => ExprKind::String(s.clone()),
             _ => ExprKind::Template(parts),
         }
@@ -731,9 +729,11 @@ impl<'k> Lowerer<'k> {
         let mut parts: Vec<(TemplatePart, bool, bool)> = Vec::new();
         for el in t.iter() {
             match el {
-                Element::Literal(s) => {
-                    parts.push((TemplatePart::Literal(s.value().clone()), false, false))
-                }
+                Element::Literal(s) => parts.push((
+                    TemplatePart::Literal(s.value().as_str().into()),
+                    false,
+                    false,
+                )),
                 Element::Interpolation(i) => parts.push((
                     TemplatePart::Interpolation(self.expr(&i.expr)),
                     i.strip.strip_start(),
@@ -791,8 +791,8 @@ impl<'k> Lowerer<'k> {
                         }
                         parts.push((
                             TemplatePart::For {
-                                key_var: f.key_var.as_ref().map(|k| k.as_str().to_owned()),
-                                value_var: f.value_var.as_str().to_owned(),
+                                key_var: f.key_var.as_ref().map(|k| k.as_str().into()),
+                                value_var: f.value_var.as_str().into(),
                                 collection,
                                 body,
                             },
@@ -815,12 +815,12 @@ pub(crate) fn finish_template(mut parts: Vec<(TemplatePart, bool, bool)>) -> Vec
         let (before, after) = (parts[i].1, parts[i].2);
         if before && i > 0 {
             if let TemplatePart::Literal(s) = &mut parts[i - 1].0 {
-                *s = s.trim_end().to_owned();
+                *s = s.trim_end().into();
             }
         }
         if after && i + 1 < parts.len() {
             if let TemplatePart::Literal(s) = &mut parts[i + 1].0 {
-                *s = s.trim_start().to_owned();
+                *s = s.trim_start().into();
             }
         }
     }
@@ -837,13 +837,13 @@ pub(crate) fn finish_template(mut parts: Vec<(TemplatePart, bool, bool)>) -> Vec
 
 fn strip_first(parts: &mut [TemplatePart]) {
     if let Some(TemplatePart::Literal(s)) = parts.first_mut() {
-        *s = s.trim_start().to_owned();
+        *s = s.trim_start().into();
     }
 }
 
 fn strip_last(parts: &mut [TemplatePart]) {
     if let Some(TemplatePart::Literal(s)) = parts.last_mut() {
-        *s = s.trim_end().to_owned();
+        *s = s.trim_end().into();
     }
 }
 
@@ -990,7 +990,7 @@ mod tests {
         entries
             .iter()
             .map(|(k, _)| match k {
-                ObjectKey::Ident(i) => i.clone(),
+                ObjectKey::Ident(i) => i.as_str().to_owned(),
                 ObjectKey::Expr(e) => format!("{:?}", e.kind),
             })
             .collect()

@@ -16,6 +16,12 @@
 
 use std::fmt;
 
+/// An identifier, object key, function name or literal of the tree. Nearly all are
+/// shorter than 24 bytes (`local`, `path_arr`, `bucket`, `"/"`), and every fact's tree
+/// is alive for the whole run: stored inline, such a string costs no heap block of its
+/// own on top of its 24 bytes (a `String` costs both). Derefs to `&str`.
+pub type Name = compact_str::CompactString;
+
 /// Pre-order index of a node inside one attribute's expression (root = 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct NodeId(pub u32);
@@ -51,14 +57,14 @@ pub enum ExprKind {
     Bool(bool),
     Number(Num),
     /// A string without interpolation.
-    String(String),
+    String(Name),
     /// A quoted or heredoc template with at least one interpolation or directive.
     Template(Vec<TemplatePart>),
     Array(Vec<Expr>),
     Object(Vec<(ObjectKey, Expr)>),
     /// A bare identifier: `var`, `local`, `each`, `path`, `count`, `terraform`, `data`, a
     /// `for` iterator variable, ...
-    Variable(String),
+    Variable(Name),
     /// `root.attr[index].*` and friends, applied left to right.
     Traversal(Box<Expr>, Vec<Traverser>),
     /// Boxed: the largest variant otherwise, it made every node of every tree 64 bytes
@@ -75,7 +81,7 @@ pub enum ExprKind {
 /// A function call: `name(args...)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Call {
-    pub name: String,
+    pub name: Name,
     pub args: Vec<Expr>,
     /// `f(args...)`: the last argument is expanded into the argument list.
     pub expand_final: bool,
@@ -83,7 +89,7 @@ pub struct Call {
 
 impl Call {
     /// The call as an expression kind.
-    pub fn kind(name: String, args: Vec<Expr>, expand_final: bool) -> ExprKind {
+    pub fn kind(name: Name, args: Vec<Expr>, expand_final: bool) -> ExprKind {
         ExprKind::FuncCall(Box::new(Call {
             name,
             args,
@@ -95,7 +101,7 @@ impl Call {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ObjectKey {
     /// `name = ...`: a bare identifier key (a literal string, not a variable reference).
-    Ident(String),
+    Ident(Name),
     /// Any other key: a quoted string, template or `(expr)`.
     Expr(Expr),
 }
@@ -103,7 +109,7 @@ pub enum ObjectKey {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Traverser {
     /// `.name`
-    Attr(String),
+    Attr(Name),
     /// `[expr]`
     Index(Expr),
     /// `.0` (legacy index syntax)
@@ -139,8 +145,8 @@ pub enum BinaryOp {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ForExpr {
-    pub key_var: Option<String>,
-    pub value_var: String,
+    pub key_var: Option<Name>,
+    pub value_var: Name,
     pub collection: Expr,
     /// `Some` makes the result an object (`{for ...: k => v}`), `None` a tuple.
     pub key_expr: Option<Expr>,
@@ -152,7 +158,7 @@ pub struct ForExpr {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum TemplatePart {
-    Literal(String),
+    Literal(Name),
     Interpolation(Expr),
     If {
         cond: Expr,
@@ -160,8 +166,8 @@ pub enum TemplatePart {
         otherwise: Vec<TemplatePart>,
     },
     For {
-        key_var: Option<String>,
-        value_var: String,
+        key_var: Option<Name>,
+        value_var: Name,
         collection: Expr,
         body: Vec<TemplatePart>,
     },
@@ -169,7 +175,7 @@ pub enum TemplatePart {
 
 impl Expr {
     /// A literal string node, used where syntax gives a plain string (JSON keys, block labels).
-    pub fn string(id: NodeId, s: impl Into<String>) -> Expr {
+    pub fn string(id: NodeId, s: impl Into<Name>) -> Expr {
         Expr {
             id,
             kind: ExprKind::String(s.into()),
@@ -180,7 +186,7 @@ impl Expr {
     /// Returns `None` if the expression is not a plain attribute traversal of a variable.
     pub fn as_reference(&self) -> Option<String> {
         match &self.kind {
-            ExprKind::Variable(name) => Some(name.clone()),
+            ExprKind::Variable(name) => Some(name.as_str().to_owned()),
             ExprKind::Traversal(root, ops) => {
                 let mut out = root.as_reference()?;
                 for op in ops {
@@ -310,14 +316,14 @@ pub(crate) struct FactBody {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum FactItem {
-    Attribute(String, Expr),
+    Attribute(Name, Expr),
     Block(FactBlock),
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FactBlock {
-    pub ident: String,
-    pub labels: Vec<String>,
+    pub ident: Name,
+    pub labels: Vec<Name>,
     pub body: FactBody,
 }
 
@@ -391,5 +397,15 @@ mod tests {
     fn an_expression_node_stays_small() {
         assert_eq!(std::mem::size_of::<ExprKind>(), 32);
         assert_eq!(std::mem::size_of::<Expr>(), 40);
+    }
+
+    /// A [`Name`] is as big as a `String`, and holds the usual identifier without a heap
+    /// block.
+    #[test]
+    fn a_short_name_needs_no_heap_block() {
+        assert_eq!(std::mem::size_of::<Name>(), std::mem::size_of::<String>());
+        assert!(!Name::from("terraform_remote_state").is_heap_allocated());
+        assert!(!Name::from("abcdefghijklmnopqrstuvwx").is_heap_allocated());
+        assert!(Name::from("abcdefghijklmnopqrstuvwxy").is_heap_allocated());
     }
 }

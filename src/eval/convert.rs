@@ -274,11 +274,11 @@ fn convert(value: Value, t: &Expr, depth: usize) -> Result<Value, String> {
             let mut out = BTreeMap::new();
             for (key, attr_type) in attrs {
                 let key = match key {
-                    ObjectKey::Ident(k) => k.clone(),
+                    ObjectKey::Ident(k) => k.as_str().to_owned(),
                     ObjectKey::Expr(Expr {
                         kind: ExprKind::String(k),
                         ..
-                    }) => k.clone(),
+                    }) => k.as_str().to_owned(),
                     ObjectKey::Expr(_) => {
                         return Err("object attribute names must be literal".into())
                     }

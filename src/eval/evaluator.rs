@@ -153,7 +153,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
             ExprKind::Null => Ok(Value::Null),
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
             ExprKind::Number(n) => Ok(Value::Number(n.get())),
-            ExprKind::String(s) => Ok(Value::String(s.clone())),
+            ExprKind::String(s) => Ok(Value::String(s.as_str().to_owned())),
             ExprKind::Template(parts) => self.eval_template(expr.id, parts),
             ExprKind::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
@@ -212,7 +212,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         let mut unknown = None;
         for (key, value) in items {
             let key = match key {
-                ObjectKey::Ident(name) => name.clone(),
+                ObjectKey::Ident(name) => name.as_str().to_owned(),
                 ObjectKey::Expr(e) => match self.eval(e)? {
                     Value::Unknown(u) => {
                         unknown.get_or_insert(Value::Unknown(u));
@@ -592,7 +592,9 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                     ))
                 }
                 None => {
-                    let text = expr.as_reference().unwrap_or_else(|| name.clone());
+                    let text = expr
+                        .as_reference()
+                        .unwrap_or_else(|| name.as_str().to_owned());
                     Value::unknown(format!("`{text}` is only known after apply"))
                 }
             },
@@ -624,7 +626,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                 }
                 Traverser::Attr(attr) => {
                     if let Value::Map(map) = cur {
-                        if let Some(v) = map.get(attr) {
+                        if let Some(v) = map.get(attr.as_str()) {
                             cur = v;
                             continue;
                         }

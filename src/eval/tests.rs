@@ -1136,7 +1136,7 @@ fn random_expr(rng: &mut Rng, depth: usize) -> crate::syntax::Expr {
                 Box::new(random_expr(rng, d)),
             ),
             10 => ExprKind::For(Box::new(ForExpr {
-                key_var: (rng.below(2) == 0).then(|| "k".to_string()),
+                key_var: (rng.below(2) == 0).then(|| "k".into()),
                 value_var: "x".into(),
                 collection: random_expr(rng, d),
                 key_expr: (rng.below(2) == 0).then(|| random_expr(rng, d)),

@@ -34,7 +34,8 @@ use crate::facts::{
 };
 use crate::files::{File, FileContents, FileKind};
 use crate::syntax::{
-    BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
+    BinaryOp, Expr, ExprKind, ForExpr, Name, NodeId, Num, ObjectKey, TemplatePart, Traverser,
+    UnaryOp,
 };
 use crate::system::System;
 
@@ -430,7 +431,7 @@ pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-fn put_strs(out: &mut Vec<u8>, items: &[String]) {
+fn put_strs(out: &mut Vec<u8>, items: &[Name]) {
     put_u64(out, items.len() as u64);
     for s in items {
         put_str(out, s);
@@ -455,7 +456,7 @@ pub(crate) fn put_opt<T>(out: &mut Vec<u8>, v: &Option<T>, f: impl FnOnce(&mut V
 }
 
 fn write_facts(out: &mut Vec<u8>, f: &FileFacts) {
-    let named = |out: &mut Vec<u8>, items: &[(String, AttrExpr)]| {
+    let named = |out: &mut Vec<u8>, items: &[(Name, AttrExpr)]| {
         put_u64(out, items.len() as u64);
         for (name, e) in items {
             put_str(out, name);
@@ -784,9 +785,15 @@ impl<F> Reader<'_, F> {
         self.i == self.b.len()
     }
 
-    fn strings(&mut self) -> R<Vec<String>> {
+    /// What [`put_str`] wrote, as a [`Name`] (inline when short: no heap block).
+    fn name(&mut self) -> R<Name> {
+        let s = std::str::from_utf8(self.bytes()?).map_err(|_| ())?;
+        Ok(Name::from(s))
+    }
+
+    fn names(&mut self) -> R<Vec<Name>> {
         let n = self.len()?;
-        (0..n).map(|_| self.string()).collect()
+        (0..n).map(|_| self.name()).collect()
     }
 
     fn bool(&mut self) -> R<bool> {
@@ -807,8 +814,8 @@ impl<F> Reader<'_, F> {
 
     fn item(&mut self) -> R<ItemPath> {
         Ok(ItemPath {
-            block: self.strings()?,
-            attr: self.strings()?,
+            block: self.names()?,
+            attr: self.names()?,
         })
     }
 
@@ -823,7 +830,7 @@ impl<F> Reader<'_, F> {
             1 => ExprKind::Bool(false),
             2 => ExprKind::Bool(true),
             3 => ExprKind::Number(Num::new(f64::from_bits(self.fixed_u64()?))),
-            4 => ExprKind::String(self.string()?),
+            4 => ExprKind::String(self.name()?),
             5 => ExprKind::Template(self.parts(d)?),
             6 => ExprKind::Array(self.exprs(d)?),
             7 => {
@@ -831,7 +838,7 @@ impl<F> Reader<'_, F> {
                 let mut entries = Vec::with_capacity(n);
                 for _ in 0..n {
                     let key = match self.u8()? {
-                        0 => ObjectKey::Ident(self.string()?),
+                        0 => ObjectKey::Ident(self.name()?),
                         1 => ObjectKey::Expr(self.expr(d)?),
                         _ => return Err(()),
                     };
@@ -839,14 +846,14 @@ impl<F> Reader<'_, F> {
                 }
                 ExprKind::Object(entries)
             }
-            8 => ExprKind::Variable(self.string()?),
+            8 => ExprKind::Variable(self.name()?),
             9 => {
                 let root = self.expr(d)?;
                 let n = self.len()?;
                 let mut ops = Vec::with_capacity(n);
                 for _ in 0..n {
                     ops.push(match self.u8()? {
-                        0 => Traverser::Attr(self.string()?),
+                        0 => Traverser::Attr(self.name()?),
                         1 => Traverser::Index(self.expr(d)?),
                         2 => Traverser::LegacyIndex(self.u64()?),
                         3 => Traverser::AttrSplat,
@@ -856,7 +863,7 @@ impl<F> Reader<'_, F> {
                 }
                 ExprKind::Traversal(Box::new(root), ops)
             }
-            10 => crate::syntax::Call::kind(self.string()?, self.exprs(d)?, self.bool()?),
+            10 => crate::syntax::Call::kind(self.name()?, self.exprs(d)?, self.bool()?),
             11 => ExprKind::Conditional(
                 Box::new(self.expr(d)?),
                 Box::new(self.expr(d)?),
@@ -875,8 +882,8 @@ impl<F> Reader<'_, F> {
                 ExprKind::Binary(op, Box::new(self.expr(d)?), Box::new(self.expr(d)?))
             }
             14 => ExprKind::For(Box::new(ForExpr {
-                key_var: self.opt(|r| r.string())?,
-                value_var: self.string()?,
+                key_var: self.opt(|r| r.name())?,
+                value_var: self.name()?,
                 collection: self.expr(d)?,
                 key_expr: self.opt(|r| r.expr(d))?,
                 value_expr: self.expr(d)?,
@@ -903,7 +910,7 @@ impl<F> Reader<'_, F> {
         let mut parts = Vec::with_capacity(n);
         for _ in 0..n {
             parts.push(match self.u8()? {
-                0 => TemplatePart::Literal(self.string()?),
+                0 => TemplatePart::Literal(self.name()?),
                 1 => TemplatePart::Interpolation(self.expr(d)?),
                 2 => TemplatePart::If {
                     cond: self.expr(d)?,
@@ -911,8 +918,8 @@ impl<F> Reader<'_, F> {
                     otherwise: self.parts(d)?,
                 },
                 3 => TemplatePart::For {
-                    key_var: self.opt(|r| r.string())?,
-                    value_var: self.string()?,
+                    key_var: self.opt(|r| r.name())?,
+                    value_var: self.name()?,
                     collection: self.expr(d)?,
                     body: self.parts(d)?,
                 },
@@ -932,9 +939,9 @@ impl Reader<'_, File> {
         }))
     }
 
-    fn named(&mut self) -> R<Vec<(String, AttrExpr)>> {
+    fn named(&mut self) -> R<Vec<(Name, AttrExpr)>> {
         let n = self.len()?;
-        (0..n).map(|_| Ok((self.string()?, self.attr()?))).collect()
+        (0..n).map(|_| Ok((self.name()?, self.attr()?))).collect()
     }
 
     fn facts(&mut self) -> R<FileFacts> {
@@ -943,14 +950,14 @@ impl Reader<'_, File> {
         let mut variables = Vec::with_capacity(n);
         for _ in 0..n {
             variables.push(VariableFact {
-                name: self.string()?,
+                name: self.name()?,
                 default: self.opt(|r| r.attr())?,
                 type_constraint: self.opt(|r| r.expr(0))?,
             });
         }
         let backend = self.opt(|r| {
             Ok(BackendFact {
-                kind: r.string()?,
+                kind: r.name()?,
                 config: r.attr()?,
             })
         })?;
@@ -958,7 +965,7 @@ impl Reader<'_, File> {
         let mut remote_states = Vec::with_capacity(n);
         for _ in 0..n {
             remote_states.push(RemoteStateFact {
-                name: self.string()?,
+                name: self.name()?,
                 file: self.file,
                 backend: self.opt(|r| r.attr())?,
                 config: self.opt(|r| r.attr())?,
@@ -971,7 +978,7 @@ impl Reader<'_, File> {
         let mut module_calls = Vec::with_capacity(n);
         for _ in 0..n {
             module_calls.push(ModuleCallFact {
-                name: self.string()?,
+                name: self.name()?,
                 source: self.opt(|r| r.attr())?,
                 count: self.opt(|r| r.attr())?,
                 for_each: self.opt(|r| r.attr())?,

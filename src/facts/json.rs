@@ -12,7 +12,7 @@ use super::{
 use crate::diagnostic::{Code, Diagnostic, ItemPath};
 use crate::files::{File, FileKind};
 use crate::parse::lower_template;
-use crate::syntax::{Expr, ExprKind, NodeId, Num, ObjectKey};
+use crate::syntax::{Expr, ExprKind, Name, NodeId, Num, ObjectKey};
 
 pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts {
     let mut facts = FileFacts::default();
@@ -26,7 +26,7 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
     if kind.is_vars() {
         for (name, v) in top {
             facts.tfvars.push((
-                name.clone(),
+                name.as_str().into(),
                 AttrExpr::from(AttrExprData {
                     expr: literal(v),
                     file,
@@ -42,7 +42,7 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
                 for body in bodies(v) {
                     for (name, e) in body {
                         facts.locals.push((
-                            name.clone(),
+                            name.as_str().into(),
                             AttrExpr::from(AttrExprData {
                                 expr: config_expr(e),
                                 file,
@@ -140,7 +140,7 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
                     let arguments = b
                         .keys()
                         .filter(|k| !super::MODULE_META_ARGUMENTS.contains(&k.as_str()))
-                        .filter_map(|k| Some((k.clone(), get(k)?)))
+                        .filter_map(|k| Some((k.as_str().into(), get(k)?)))
                         .collect();
                     facts.module_calls.push(ModuleCallFact {
                         source: get("source"),
@@ -159,8 +159,8 @@ pub(super) fn json_facts(file: File, kind: FileKind, value: &Json) -> FileFacts 
 
 fn path(block: &[&str], attr: &[&str]) -> ItemPath {
     ItemPath {
-        block: block.iter().map(|s| (*s).to_owned()).collect(),
-        attr: attr.iter().map(|s| (*s).to_owned()).collect(),
+        block: block.iter().map(|s| Name::from(*s)).collect(),
+        attr: attr.iter().map(|s| Name::from(*s)).collect(),
     }
 }
 
@@ -174,12 +174,12 @@ fn bodies(v: &Json) -> Vec<&serde_json::Map<String, Json>> {
 }
 
 /// `{ "label": body }` (or arrays of such objects) -> (label, body) pairs.
-fn labelled(v: &Json) -> Vec<(String, serde_json::Map<String, Json>)> {
+fn labelled(v: &Json) -> Vec<(Name, serde_json::Map<String, Json>)> {
     let mut out = Vec::new();
     for outer in bodies(v) {
         for (label, inner) in outer {
             for body in bodies(inner) {
-                out.push((label.clone(), body.clone()));
+                out.push((label.as_str().into(), body.clone()));
             }
         }
     }
@@ -191,7 +191,7 @@ fn object_of(body: &serde_json::Map<String, Json>) -> Expr {
         id: NodeId(0),
         kind: ExprKind::Object(
             body.iter()
-                .map(|(k, v)| (ObjectKey::Ident(k.clone()), config_expr(v)))
+                .map(|(k, v)| (ObjectKey::Ident(k.as_str().into()), config_expr(v)))
                 .collect(),
         ),
     }
@@ -216,10 +216,10 @@ fn convert(v: &Json, templates: bool) -> Expr {
             if templates && (s.contains("${") || s.contains("%{")) {
                 match hcl_edit::parser::parse_template(s) {
                     Ok(t) => return lower_template(&t),
-                    Err(_) => ExprKind::String(s.clone()),
+                    Err(_) => ExprKind::String(s.as_str().into()),
                 }
             } else {
-                ExprKind::String(s.clone())
+                ExprKind::String(s.as_str().into())
             }
         }
         Json::Array(items) => {
@@ -227,7 +227,7 @@ fn convert(v: &Json, templates: bool) -> Expr {
         }
         Json::Object(o) => ExprKind::Object(
             o.iter()
-                .map(|(k, v)| (ObjectKey::Ident(k.clone()), convert(v, templates)))
+                .map(|(k, v)| (ObjectKey::Ident(k.as_str().into()), convert(v, templates)))
                 .collect(),
         ),
     };

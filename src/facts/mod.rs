@@ -17,7 +17,7 @@ use crate::db::Db;
 use crate::diagnostic::{Anchor, Code, Diagnostic, ItemPath};
 use crate::files::{File, FileKind, Module};
 use crate::parse::{fact_source, FactSource, SyntaxError};
-use crate::syntax::{Expr, ExprKind, FactBlock, FactBody, FactItem, NodeId, ObjectKey};
+use crate::syntax::{Expr, ExprKind, FactBlock, FactBody, FactItem, Name, NodeId, ObjectKey};
 
 /// An attribute's expression and where it came from, shared: a module's merged facts
 /// and everything evaluated from them hold the file's facts, not copies of them (at
@@ -58,7 +58,7 @@ impl AttrExpr {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct VariableFact {
-    pub name: String,
+    pub name: Name,
     pub default: Option<AttrExpr>,
     pub type_constraint: Option<Expr>,
 }
@@ -66,14 +66,14 @@ pub struct VariableFact {
 /// `terraform { backend "TYPE" {...} }`, or `cloud {...}` as type `remote`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BackendFact {
-    pub kind: String,
+    pub kind: Name,
     /// The block body as an object expression.
     pub config: AttrExpr,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RemoteStateFact {
-    pub name: String,
+    pub name: Name,
     pub file: File,
     pub backend: Option<AttrExpr>,
     pub config: Option<AttrExpr>,
@@ -99,13 +99,13 @@ impl RemoteStateFact {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ModuleCallFact {
-    pub name: String,
+    pub name: Name,
     pub source: Option<AttrExpr>,
     pub count: Option<AttrExpr>,
     pub for_each: Option<AttrExpr>,
     /// The arguments that set the child's variables: every attribute but the
     /// meta-arguments, in source order.
-    pub arguments: Vec<(String, AttrExpr)>,
+    pub arguments: Vec<(Name, AttrExpr)>,
 }
 
 /// Attributes of a `module` block that are not input variables of the child.
@@ -120,13 +120,13 @@ pub const MODULE_META_ARGUMENTS: &[&str] = &[
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FileFacts {
-    pub locals: Vec<(String, AttrExpr)>,
+    pub locals: Vec<(Name, AttrExpr)>,
     pub variables: Vec<VariableFact>,
     pub backend: Option<BackendFact>,
     pub remote_states: Vec<RemoteStateFact>,
     pub module_calls: Vec<ModuleCallFact>,
     /// Assignments of a tfvars file.
-    pub tfvars: Vec<(String, AttrExpr)>,
+    pub tfvars: Vec<(Name, AttrExpr)>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -208,12 +208,12 @@ fn extract(db: &dyn Db, file: File) -> FileFacts {
 
 fn item(block: &[&str], attr: &[&str]) -> ItemPath {
     ItemPath {
-        block: block.iter().map(|s| (*s).to_owned()).collect(),
-        attr: attr.iter().map(|s| (*s).to_owned()).collect(),
+        block: block.iter().map(|s| Name::from(*s)).collect(),
+        attr: attr.iter().map(|s| Name::from(*s)).collect(),
     }
 }
 
-fn block_path(block: &FactBlock) -> Vec<String> {
+fn block_path(block: &FactBlock) -> Vec<Name> {
     std::iter::once(block.ident.clone())
         .chain(block.labels.iter().cloned())
         .collect()
@@ -227,7 +227,7 @@ fn attr_expr(file: File, block: &FactBlock, attr: &str, body: &FactBody) -> Opti
         file,
         item: ItemPath {
             block: block_path(block),
-            attr: vec![attr.to_owned()],
+            attr: vec![attr.into()],
         },
     }))
 }
@@ -251,7 +251,7 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
         let FactItem::Block(block) = structure else {
             continue;
         };
-        let labels: Vec<&str> = block.labels.iter().map(String::as_str).collect();
+        let labels: Vec<&str> = block.labels.iter().map(Name::as_str).collect();
         match (block.ident.as_str(), labels.as_slice()) {
             ("locals", []) => {
                 for entry in block.body.items {
@@ -264,7 +264,7 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
                 }
             }
             ("variable", [name]) => facts.variables.push(VariableFact {
-                name: (*name).to_owned(),
+                name: (*name).into(),
                 default: attr_expr(file, &block, "default", &block.body),
                 type_constraint: block.body.attribute("type").cloned(),
             }),
@@ -272,7 +272,7 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
                 for inner in block.body.blocks() {
                     let kind = match (inner.ident.as_str(), inner.labels.as_slice()) {
                         ("backend", [kind]) => kind.clone(),
-                        ("cloud", []) => "remote".to_owned(),
+                        ("cloud", []) => "remote".into(),
                         _ => continue,
                     };
                     facts.backend = Some(BackendFact {
@@ -303,7 +303,7 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
                     })
                 });
                 facts.remote_states.push(RemoteStateFact {
-                    name: (*name).to_owned(),
+                    name: (*name).into(),
                     file,
                     backend: get("backend"),
                     config,
@@ -318,10 +318,10 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
                     .body
                     .attributes()
                     .filter(|(k, _)| !MODULE_META_ARGUMENTS.contains(k))
-                    .filter_map(|(k, _)| Some((k.to_owned(), get(k)?)))
+                    .filter_map(|(k, _)| Some((k.into(), get(k)?)))
                     .collect();
                 facts.module_calls.push(ModuleCallFact {
-                    name: (*name).to_owned(),
+                    name: (*name).into(),
                     source: get("source"),
                     count: get("count"),
                     for_each: get("for_each"),
@@ -337,15 +337,15 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
 /// Everything a module declares, merged over its files.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct ModuleFacts {
-    pub locals: BTreeMap<String, AttrExpr>,
-    pub variables: BTreeMap<String, VariableFact>,
+    pub locals: BTreeMap<Name, AttrExpr>,
+    pub variables: BTreeMap<Name, VariableFact>,
     pub backend: Option<BackendFact>,
     /// Sorted by block name.
     pub remote_states: Vec<RemoteStateFact>,
     pub module_calls: Vec<ModuleCallFact>,
     /// tfvars layers, lowest priority first: `terraform.tfvars`, `terraform.tfvars.json`,
     /// then `*.auto.tfvars(.json)` in lexical order.
-    pub tfvars: Vec<Vec<(String, AttrExpr)>>,
+    pub tfvars: Vec<Vec<(Name, AttrExpr)>>,
     pub diagnostics: Vec<Diagnostic>,
 }
 

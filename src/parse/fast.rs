@@ -19,7 +19,8 @@
 use super::skim::{comment_end, is_ident_continue, is_ident_start};
 use super::{finish_template, number_nodes, FactBlock, FactBody, FactItem};
 use crate::syntax::{
-    BinaryOp, Expr, ExprKind, ForExpr, NodeId, Num, ObjectKey, TemplatePart, Traverser, UnaryOp,
+    BinaryOp, Expr, ExprKind, ForExpr, Name, NodeId, Num, ObjectKey, TemplatePart, Traverser,
+    UnaryOp,
 };
 
 /// Nesting levels (expressions, blocks) this parser goes into before declining.
@@ -233,7 +234,7 @@ impl<'a> Parser<'a> {
                     self.operators = 0;
                     let mut value = self.expr()?;
                     number_nodes(&mut value, &mut 0);
-                    items.push(FactItem::Attribute(ident.to_owned(), value));
+                    items.push(FactItem::Attribute(ident.into(), value));
                     self.line_end(true)?;
                 }
                 _ => {
@@ -260,10 +261,10 @@ impl<'a> Parser<'a> {
                             _ => self.i += 1,
                         }
                     }
-                    labels.push(self.text[start..self.i].to_owned());
+                    labels.push(self.text[start..self.i].into());
                     self.i += 1;
                 }
-                c if is_ident_start(c) => labels.push(self.ident()?.to_owned()),
+                c if is_ident_start(c) => labels.push(self.ident()?.into()),
                 b'{' => break,
                 _ => return None,
             }
@@ -281,7 +282,7 @@ impl<'a> Parser<'a> {
             body
         };
         Some(FactBlock {
-            ident: ident.to_owned(),
+            ident: ident.into(),
             labels,
             body,
         })
@@ -423,7 +424,7 @@ impl<'a> Parser<'a> {
                 }
                 (Some(b'.'), _) => {
                     self.i += 1;
-                    ops.push(Traverser::Attr(self.ident()?.to_owned()));
+                    ops.push(Traverser::Attr(self.ident()?.into()));
                 }
                 (Some(b'['), _) => {
                     self.i += 1;
@@ -515,10 +516,10 @@ impl<'a> Parser<'a> {
                 "null" => ExprKind::Null,
                 "true" => ExprKind::Bool(true),
                 "false" => ExprKind::Bool(false),
-                var => ExprKind::Variable(var.to_owned()),
+                var => ExprKind::Variable(var.into()),
             }));
         }
-        let mut name = first.to_owned();
+        let mut name = Name::from(first);
         while self.peek() == Some(b':') {
             self.i += 1;
             self.expect(b':')?;
@@ -612,7 +613,7 @@ impl<'a> Parser<'a> {
                 }
                 _ => match self.ident()? {
                     "null" | "true" | "false" | "for" => return None,
-                    name => ObjectKey::Ident(name.to_owned()),
+                    name => ObjectKey::Ident(name.into()),
                 },
             };
             let name = match &key {
@@ -660,11 +661,11 @@ impl<'a> Parser<'a> {
     fn for_expr(&mut self, object: bool) -> Option<Expr> {
         self.i += 3;
         self.blank()?;
-        let first = self.ident()?.to_owned();
+        let first = Name::from(self.ident()?);
         self.blank()?;
         let (key_var, value_var) = if self.eat(b',') {
             self.blank()?;
-            let second = self.ident()?.to_owned();
+            let second = Name::from(self.ident()?);
             self.blank()?;
             (Some(first), second)
         } else {
@@ -730,7 +731,7 @@ impl<'a> Parser<'a> {
     fn quoted(&mut self) -> Option<Expr> {
         self.i += 1;
         let mut parts: Vec<(TemplatePart, bool, bool)> = Vec::new();
-        let mut literal = String::new();
+        let mut literal = Name::default();
         loop {
             let start = self.i;
             while self
@@ -797,7 +798,7 @@ impl<'a> Parser<'a> {
         }
         let mut parts = finish_template(parts);
         Some(node(match parts.as_slice() {
-            [] => ExprKind::String(String::new()),
+            [] => ExprKind::String(Name::default()),
             [TemplatePart::Literal(_)] => match parts.pop() {
                 Some(TemplatePart::Literal(s)) => ExprKind::String(s),
                 _ => unreachable!("matched a single literal"),

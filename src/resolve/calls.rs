@@ -448,7 +448,7 @@ fn bind_variables(
                 call.name
             )),
         };
-        vars.insert(name.clone(), convert_variable(value, var));
+        vars.insert(name.as_str().to_owned(), convert_variable(value, var));
     }
     vars
 }

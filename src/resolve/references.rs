@@ -22,7 +22,7 @@ use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, Value};
 use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact};
 use crate::files::{Module, Project};
 use crate::owners::StateIdentity;
-use crate::syntax::{Expr, ExprKind, TemplatePart};
+use crate::syntax::{Expr, ExprKind, Name, TemplatePart};
 
 /// What a reference reads: the state location, evaluated as far as it can be.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -115,9 +115,10 @@ pub(super) fn read_remote_states(
         // reported at the local, once, when a reference depends on it.
         if !scope.local_errors.is_empty() {
             for name in locals_used_by(rs, &facts.locals) {
-                if let (Some(err), Some(attr)) =
-                    (scope.local_errors.get(&name), facts.locals.get(&name))
-                {
+                if let (Some(err), Some(attr)) = (
+                    scope.local_errors.get(&name),
+                    facts.locals.get(name.as_str()),
+                ) {
                     if reported.insert(name.clone()) {
                         out.diagnostics.push(eval_error(site, attr, err, &rs.name));
                     }
@@ -169,7 +170,7 @@ fn eval_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str) ->
         let guesses: Vec<(&String, &String)> = site
             .components
             .iter()
-            .filter(|(name, _)| used.contains(*name) && !site.locals.contains_key(*name))
+            .filter(|(name, _)| used.contains(*name) && !site.locals.contains_key(name.as_str()))
             .collect();
         let names: Vec<String> = guesses
             .iter()
@@ -229,7 +230,7 @@ pub(super) struct Site<'a> {
     pub root: &'a Utf8Path,
     pub components: &'a IndexMap<String, String>,
     /// Declared locals (their names tell a guessed path local from a declared one).
-    pub locals: &'a BTreeMap<String, AttrExpr>,
+    pub locals: &'a BTreeMap<Name, AttrExpr>,
     pub host: &'a dyn EvalHost,
     /// The calls the blocks are read through (see [`StateReference::via`]).
     pub via: &'a [String],
@@ -383,7 +384,7 @@ fn expand_remote_state(
             }
         }
     } else {
-        instances.push((rs.name.clone(), Vec::new()));
+        instances.push((rs.name.as_str().to_owned(), Vec::new()));
     }
 
     for (name, extra) in instances {
@@ -640,7 +641,7 @@ fn known_tail(e: &Expr, ctx: &EvalContext<'_>) -> Option<String> {
     let mut tail = Vec::new();
     for part in parts.iter().rev() {
         match part {
-            TemplatePart::Literal(s) => tail.push(s.clone()),
+            TemplatePart::Literal(s) => tail.push(s.as_str().to_owned()),
             TemplatePart::Interpolation(x) => match evaluate(x, ctx) {
                 Ok(Value::String(s)) => tail.push(s),
                 _ => break,

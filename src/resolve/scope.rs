@@ -15,7 +15,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
 use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact, VariableFact};
 use crate::files::{FileContents, Module, Project};
-use crate::syntax::{visit, Expr, ExprKind, Traverser};
+use crate::syntax::{visit, Expr, ExprKind, Name, Traverser};
 use crate::system::normalize;
 
 /// Evaluated values a module's expressions can see.
@@ -119,14 +119,14 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
                 value = Some(eval_or_unknown(e, &ctx_for_literals));
             }
         }
-        if let Some(e) = cli.get(name) {
+        if let Some(e) = cli.get(name.as_str()) {
             value = Some(eval_or_unknown(e, &ctx_for_literals));
         }
         let value = match value {
             Some(v) => convert_variable(v, var),
             None => Value::unknown(no_value(name)),
         };
-        vars.insert(name.clone(), value);
+        vars.insert(name.as_str().to_owned(), value);
     }
     let mut scope = evaluate_scope(&ScopeInputs {
         facts,
@@ -227,12 +227,12 @@ pub(super) fn needed_locals(facts: &ModuleFacts) -> BTreeSet<String> {
 /// The locals `roots` read, directly or through other locals.
 pub(super) fn closure_of_locals<'a>(
     roots: impl Iterator<Item = &'a AttrExpr>,
-    locals: &BTreeMap<String, AttrExpr>,
+    locals: &BTreeMap<Name, AttrExpr>,
 ) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
     let mut stack: Vec<String> = roots.flat_map(|a| local_references(&a.expr)).collect();
     while let Some(name) = stack.pop() {
-        if let Some(attr) = locals.get(&name) {
+        if let Some(attr) = locals.get(name.as_str()) {
             if seen.insert(name) {
                 stack.extend(local_references(&attr.expr));
             }
@@ -274,7 +274,7 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
     let deps: BTreeMap<&str, BTreeSet<String>> = needed
         .iter()
         .filter_map(|name| {
-            let e = facts.locals.get(name)?;
+            let e = facts.locals.get(name.as_str())?;
             Some((name.as_str(), local_references(&e.expr)))
         })
         .collect();
@@ -449,7 +449,7 @@ pub(super) fn cli_value(raw: &str) -> Expr {
 /// The locals a remote-state block reads, directly or through other locals.
 pub(super) fn locals_used_by(
     rs: &RemoteStateFact,
-    locals: &BTreeMap<String, AttrExpr>,
+    locals: &BTreeMap<Name, AttrExpr>,
 ) -> BTreeSet<String> {
     let roots = rs.attributes();
     closure_of_locals(roots, locals)
@@ -495,7 +495,7 @@ pub(super) fn local_references(e: &Expr) -> BTreeSet<String> {
             if let (ExprKind::Variable(v), Some(Traverser::Attr(name))) = (&root.kind, ops.first())
             {
                 if v == "local" {
-                    out.insert(name.clone());
+                    out.insert(name.as_str().to_owned());
                 }
             }
         }
