@@ -334,11 +334,63 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
     facts
 }
 
+/// Declarations by name, sorted by name: a vector of its exact length, kept for the whole
+/// run per module. A `BTreeMap` node has room for eleven entries: a module's five
+/// variables took a kilobyte.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ByName<T>(Vec<(Name, T)>);
+
+impl<T> Default for ByName<T> {
+    fn default() -> Self {
+        ByName(Vec::new())
+    }
+}
+
+impl<T> ByName<T> {
+    pub fn get(&self, name: &str) -> Option<&T> {
+        let i = self
+            .0
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()?;
+        Some(&self.0[i].1)
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// In name order.
+    pub fn iter(&self) -> ByNameIter<'_, T> {
+        self.into_iter()
+    }
+}
+
+/// A map's entries, already in name order, in a vector of exactly their number.
+impl<T> From<BTreeMap<Name, T>> for ByName<T> {
+    fn from(map: BTreeMap<Name, T>) -> Self {
+        let mut entries = Vec::with_capacity(map.len());
+        entries.extend(map);
+        ByName(entries)
+    }
+}
+
+/// What iterating a [`ByName`] gives: name and value, in name order.
+pub type ByNameIter<'a, T> =
+    std::iter::Map<std::slice::Iter<'a, (Name, T)>, fn(&'a (Name, T)) -> (&'a Name, &'a T)>;
+
+impl<'a, T> IntoIterator for &'a ByName<T> {
+    type Item = (&'a Name, &'a T);
+    type IntoIter = ByNameIter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(n, v)| (n, v))
+    }
+}
+
 /// Everything a module declares, merged over its files.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct ModuleFacts {
-    pub locals: BTreeMap<Name, AttrExpr>,
-    pub variables: BTreeMap<Name, VariableFact>,
+    pub locals: ByName<AttrExpr>,
+    pub variables: ByName<VariableFact>,
     pub backend: Option<BackendFact>,
     /// Sorted by block name.
     pub remote_states: Vec<RemoteStateFact>,
@@ -366,6 +418,8 @@ fn is_override(name: &str) -> bool {
 #[salsa::tracked(returns(ref))]
 pub fn module_facts(db: &dyn Db, module: Module) -> ModuleFacts {
     let mut facts = ModuleFacts::default();
+    // Merged in maps, kept as exact-length vectors.
+    let mut declared = Declared::default();
     let mut overrides = Vec::new();
     let mut vars_files: Vec<(u8, &str, File)> = Vec::new();
     for &file in module.files(db) {
@@ -380,11 +434,11 @@ pub fn module_facts(db: &dyn Db, module: Module) -> ModuleFacts {
                 vars_files.push((rank, name, file));
             }
             _ if is_override(name) => overrides.push(file),
-            _ => merge(&mut facts, file_facts(db, file), false),
+            _ => merge(&mut facts, &mut declared, file_facts(db, file), false),
         }
     }
     for file in overrides {
-        merge(&mut facts, file_facts(db, file), true);
+        merge(&mut facts, &mut declared, file_facts(db, file), true);
     }
     vars_files.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     for (_, _, file) in vars_files {
@@ -393,15 +447,24 @@ pub fn module_facts(db: &dyn Db, module: Module) -> ModuleFacts {
         facts.tfvars.push(f.tfvars.clone());
     }
     facts.remote_states.sort_by(|a, b| a.name.cmp(&b.name));
+    facts.locals = declared.locals.into();
+    facts.variables = declared.variables.into();
     facts
 }
 
-fn merge(facts: &mut ModuleFacts, file: &FileFacts, is_override: bool) {
+/// A module's locals and variables while its files are merged.
+#[derive(Default)]
+struct Declared {
+    locals: BTreeMap<Name, AttrExpr>,
+    variables: BTreeMap<Name, VariableFact>,
+}
+
+fn merge(facts: &mut ModuleFacts, declared: &mut Declared, file: &FileFacts, is_override: bool) {
     for (name, e) in &file.locals {
-        facts.locals.insert(name.clone(), e.clone());
+        declared.locals.insert(name.clone(), e.clone());
     }
     for v in &file.variables {
-        match facts.variables.get_mut(&v.name) {
+        match declared.variables.get_mut(&v.name) {
             Some(existing) if is_override => {
                 if v.default.is_some() {
                     existing.default = v.default.clone();
@@ -411,7 +474,7 @@ fn merge(facts: &mut ModuleFacts, file: &FileFacts, is_override: bool) {
                 }
             }
             _ => {
-                facts.variables.insert(v.name.clone(), v.clone());
+                declared.variables.insert(v.name.clone(), v.clone());
             }
         }
     }
@@ -459,5 +522,28 @@ pub fn object_entries(expr: &Expr) -> Vec<(&str, &Expr)> {
             })
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declarations_by_name_are_in_name_order_and_found_by_name() {
+        let map: BTreeMap<Name, u32> = [("zone", 1), ("app", 2), ("env", 4)]
+            .into_iter()
+            .map(|(n, v)| (Name::from(n), v))
+            .collect();
+        let by = ByName::from(map);
+        let entries: Vec<(&str, u32)> = by.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        assert_eq!(entries, [("app", 2), ("env", 4), ("zone", 1)]);
+        assert_eq!(by.get("zone"), Some(&1));
+        assert_eq!(by.get("app"), Some(&2));
+        assert_eq!(by.get("region"), None);
+        assert!(by.contains_key("env"));
+        assert_eq!(by.0.capacity(), 3);
+        let one = ByName::from(BTreeMap::from([(Name::from("env"), 1)]));
+        assert_eq!(one.0.capacity(), 1);
     }
 }

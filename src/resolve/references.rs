@@ -5,7 +5,7 @@
 //! module's facts, its scope and the files its expressions read.
 
 use crate::eval::Object;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use camino::Utf8Path;
 use indexmap::IndexMap;
@@ -19,10 +19,10 @@ use super::scope::{
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Code, Diagnostic};
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, Value};
-use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact};
+use crate::facts::{module_facts, AttrExpr, ByName, ModuleFacts, RemoteStateFact};
 use crate::files::{Module, Project};
 use crate::owners::StateIdentity;
-use crate::syntax::{Expr, ExprKind, Name, TemplatePart};
+use crate::syntax::{Expr, ExprKind, TemplatePart};
 
 /// What a reference reads: the state location, evaluated as far as it can be.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -230,7 +230,7 @@ pub(super) struct Site<'a> {
     pub root: &'a Utf8Path,
     pub components: &'a IndexMap<String, String>,
     /// Declared locals (their names tell a guessed path local from a declared one).
-    pub locals: &'a BTreeMap<Name, AttrExpr>,
+    pub locals: &'a ByName<AttrExpr>,
     pub host: &'a dyn EvalHost,
     /// The calls the blocks are read through (see [`StateReference::via`]).
     pub via: &'a [String],

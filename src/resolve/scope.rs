@@ -13,9 +13,9 @@ use indexmap::IndexMap;
 use crate::db::Db;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::eval::{evaluate, EvalContext, EvalError, EvalHost, NoFilesystem, Value};
-use crate::facts::{module_facts, AttrExpr, ModuleFacts, RemoteStateFact, VariableFact};
+use crate::facts::{module_facts, AttrExpr, ByName, ModuleFacts, RemoteStateFact, VariableFact};
 use crate::files::{FileContents, Module, Project};
-use crate::syntax::{visit, Expr, ExprKind, Name, Traverser};
+use crate::syntax::{visit, Expr, ExprKind, Traverser};
 use crate::system::normalize;
 
 /// Evaluated values a module's expressions can see.
@@ -227,7 +227,7 @@ pub(super) fn needed_locals(facts: &ModuleFacts) -> BTreeSet<String> {
 /// The locals `roots` read, directly or through other locals.
 pub(super) fn closure_of_locals<'a>(
     roots: impl Iterator<Item = &'a AttrExpr>,
-    locals: &BTreeMap<Name, AttrExpr>,
+    locals: &ByName<AttrExpr>,
 ) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
     let mut stack: Vec<String> = roots.flat_map(|a| local_references(&a.expr)).collect();
@@ -447,10 +447,7 @@ pub(super) fn cli_value(raw: &str) -> Expr {
 }
 
 /// The locals a remote-state block reads, directly or through other locals.
-pub(super) fn locals_used_by(
-    rs: &RemoteStateFact,
-    locals: &BTreeMap<Name, AttrExpr>,
-) -> BTreeSet<String> {
+pub(super) fn locals_used_by(rs: &RemoteStateFact, locals: &ByName<AttrExpr>) -> BTreeSet<String> {
     let roots = rs.attributes();
     closure_of_locals(roots, locals)
 }
