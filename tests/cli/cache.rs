@@ -112,6 +112,14 @@ fn an_edited_file_is_never_answered_from_the_cache() {
     let fresh = p.run(&["graph", "--format", "list", "--no-cache"]);
     assert_ne!(after.stdout, before.stdout);
     assert_eq!(after.stdout, fresh.stdout);
+    // The cache that run rewrote (every other file's entry copied from the old cache) is
+    // the cache a first run writes for this tree, byte for byte.
+    let cache = p.path().join(".terraci/cache/facts.bin");
+    let rewritten = std::fs::read(&cache).expect("the cache rewritten");
+    std::fs::remove_dir_all(p.path().join(".terraci/cache")).expect("drop the caches");
+    let first = p.run(&["graph", "--format", "list"]);
+    assert_eq!(first.stdout, fresh.stdout);
+    assert!(std::fs::read(&cache).expect("the cache written") == rewritten);
 }
 
 #[test]
