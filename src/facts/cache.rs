@@ -21,7 +21,6 @@
 //! file is ignored with a notice and rewritten. Writes go to a temp file that is renamed
 //! over the old one, so concurrent runs each leave a complete cache (the last one wins).
 
-use std::collections::HashMap;
 use std::hash::Hasher as _;
 use std::sync::Arc;
 
@@ -147,20 +146,33 @@ impl CacheDirError {
     }
 }
 
-/// One cached file: what it was, and where its encoded facts are in the blob.
+/// One cached file: what it was, and where its path and encoded facts are in the blob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
+    path: std::ops::Range<usize>,
     kind: u8,
     len: u64,
     hash: u64,
     payload: std::ops::Range<usize>,
 }
 
-/// The loaded cache: project-relative path -> entry, over one shared blob.
+/// The loaded cache: one entry per file, over one shared blob. The entries are in path
+/// order (the cache is written so, and a file that is not is refused), so a path is
+/// found by binary search over the paths in the blob, with no copy of them.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Entries {
     blob: Vec<u8>,
-    by_path: HashMap<String, Entry>,
+    entries: Vec<Entry>,
+}
+
+impl Entries {
+    fn get(&self, path: &str) -> Option<&Entry> {
+        let i = self
+            .entries
+            .binary_search_by(|e| self.blob[e.path.clone()].cmp(path.as_bytes()))
+            .ok()?;
+        Some(&self.entries[i])
+    }
 }
 
 /// The cache as a salsa input: [`crate::facts::file_facts`] reads it.
@@ -174,7 +186,7 @@ pub struct FactCache {
 pub fn cached_facts(db: &dyn Db, file: File) -> Option<FileFacts> {
     let cache = FactCache::try_get(db)?;
     let entries = cache.entries(db);
-    let entry = entries.by_path.get(file.path(db).as_str())?;
+    let entry = entries.get(file.path(db).as_str())?;
     let FileContents::Text(text) = file.contents(db) else {
         return None;
     };
@@ -271,34 +283,33 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
         return Err("written by another build of terraci");
     }
     let count = r.u64().map_err(|_| "truncated")? as usize;
-    let mut by_path = HashMap::with_capacity(count.min(1 << 20));
+    let mut entries: Vec<Entry> = Vec::with_capacity(count.min(1 << 20));
     for _ in 0..count {
-        let entry = (|| -> Result<(String, Entry), ()> {
-            let path = r.string()?;
+        let entry = (|| -> Result<Entry, ()> {
+            let path = r.range()?;
+            std::str::from_utf8(&r.b[path.clone()]).map_err(|_| ())?;
+            if entries
+                .last()
+                .is_some_and(|last| r.b[last.path.clone()] >= r.b[path.clone()])
+            {
+                return Err(());
+            }
             let kind = r.u8()?;
             let len = r.u64()?;
             let hash = r.fixed_u64()?;
-            let size = r.u64()? as usize;
-            let start = r.i;
-            let end = start
-                .checked_add(size)
-                .filter(|&e| e <= r.b.len())
-                .ok_or(())?;
-            r.i = end;
-            Ok((
+            let payload = r.range()?;
+            Ok(Entry {
                 path,
-                Entry {
-                    kind,
-                    len,
-                    hash,
-                    payload: start..end,
-                },
-            ))
+                kind,
+                len,
+                hash,
+                payload,
+            })
         })()
         .map_err(|()| "corrupt entry")?;
-        by_path.insert(entry.0, entry.1);
+        entries.push(entry);
     }
-    Ok(Entries { blob, by_path })
+    Ok(Entries { blob, entries })
 }
 
 /// Writes the facts of `files` (project-relative path -> input) unless the cache already
@@ -323,13 +334,13 @@ pub fn save(
         .collect();
     let old_entry = |path: &str, file: File, text: &str, hash: u64| {
         let o = old.as_ref()?;
-        let e = o.by_path.get(path)?;
+        let e = o.get(path)?;
         (e.kind == kind_code(file.kind(db)) && e.len == text.len() as u64 && e.hash == hash)
             .then(|| e.payload.clone())
     };
     let unchanged = old
         .as_ref()
-        .is_some_and(|o| o.by_path.len() == cacheable.len())
+        .is_some_and(|o| o.entries.len() == cacheable.len())
         && cacheable
             .iter()
             .all(|&(path, file, text, hash)| old_entry(path, file, text, hash).is_some());
@@ -827,6 +838,18 @@ impl<F> Reader<'_, F> {
         Ok(n)
     }
 
+    /// Where the bytes [`put_bytes`] wrote are (offsets into the reader's bytes), skipped.
+    fn range(&mut self) -> R<std::ops::Range<usize>> {
+        let n = self.u64()? as usize;
+        let start = self.i;
+        let end = start
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or(())?;
+        self.i = end;
+        Ok(start..end)
+    }
+
     pub(crate) fn string(&mut self) -> R<String> {
         let s = std::str::from_utf8(self.bytes()?).map_err(|_| ())?;
         Ok(s.to_owned())
@@ -853,7 +876,7 @@ impl<F> Reader<'_, F> {
 
     fn names(&mut self) -> R<Vec<Name>> {
         let n = self.len()?;
-        (0..n).map(|_| self.name()).collect()
+        exactly(n, || self.name())
     }
 
     fn bool(&mut self) -> R<bool> {
@@ -958,7 +981,7 @@ impl<F> Reader<'_, F> {
 
     fn exprs(&mut self, depth: u32) -> R<Vec<Expr>> {
         let n = self.len()?;
-        (0..n).map(|_| self.expr(depth)).collect()
+        exactly(n, || self.expr(depth))
     }
 
     fn parts(&mut self, depth: u32) -> R<Vec<TemplatePart>> {
@@ -990,6 +1013,16 @@ impl<F> Reader<'_, F> {
     }
 }
 
+/// `n` items read one after the other, in a vector of exactly `n` (collecting `Result`s
+/// does not know the length, and its growth slack was a third of the decoded facts).
+fn exactly<T>(n: usize, mut item: impl FnMut() -> R<T>) -> R<Vec<T>> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(item()?);
+    }
+    Ok(out)
+}
+
 impl Reader<'_, File> {
     fn attr(&mut self) -> R<AttrExpr> {
         Ok(AttrExpr::from(AttrExprData {
@@ -1001,7 +1034,7 @@ impl Reader<'_, File> {
 
     fn named(&mut self) -> R<Vec<(Name, AttrExpr)>> {
         let n = self.len()?;
-        (0..n).map(|_| Ok((self.name()?, self.attr()?))).collect()
+        exactly(n, || Ok((self.name()?, self.attr()?)))
     }
 
     fn facts(&mut self) -> R<FileFacts> {
@@ -1183,6 +1216,42 @@ mod tests {
         let sum = content_hash(&blob);
         blob.extend_from_slice(&sum.to_le_bytes());
         blob
+    }
+
+    #[test]
+    fn a_cache_with_its_entries_out_of_path_order_is_refused() {
+        let binary = b"build";
+        let cases = [
+            (["a/main.tf", "b/main.tf"], true),
+            (["b/main.tf", "a/main.tf"], false),
+            (["a/main.tf", "a/main.tf"], false),
+        ];
+        for (paths, valid) in cases {
+            let mut blob = MAGIC.to_vec();
+            put_u64(&mut blob, u64::from(FORMAT));
+            put_str(&mut blob, env!("CARGO_PKG_VERSION"));
+            put_bytes(&mut blob, binary);
+            put_u64(&mut blob, paths.len() as u64);
+            for path in paths {
+                put_str(&mut blob, path);
+                blob.push(0);
+                put_u64(&mut blob, 0);
+                blob.extend_from_slice(&0u64.to_le_bytes());
+                put_bytes(&mut blob, b"");
+            }
+            let sum = content_hash(&blob);
+            blob.extend_from_slice(&sum.to_le_bytes());
+            match parse(blob, binary) {
+                Ok(entries) => {
+                    assert!(valid, "{paths:?} accepted");
+                    assert!(
+                        entries.get("a/main.tf").is_some() && entries.get("b/main.tf").is_some()
+                    );
+                    assert!(entries.get("a").is_none() && entries.get("c/main.tf").is_none());
+                }
+                Err(why) => assert!(!valid && why == "corrupt entry", "{paths:?}: {why}"),
+            }
+        }
     }
 
     #[test]
