@@ -15,7 +15,7 @@ Per size it prints, for every command (generate, generate --dry-run, validate, g
 dot and json, graph --stats, graph -m --dependents, local-exec plan --dry-run): the median
 wall time of a cold run (--no-cache), of a warm run (replayed from the run record) and
 the peak RSS of a cold run (/usr/bin/time %M); for generate also a cold run that writes
-both caches and a run with the fact cache only (run.bin removed first: what a run after
+both caches and a run with the fact cache only (times and peak RSS; run.bin removed first: what a run after
 an edit costs). Then the read floor: `cargo bench --bench read_floor` (walk and read every
 file on all cores, in process) and `find | xargs cat`, and cold generate over the floor.
 
@@ -223,8 +223,12 @@ for n in sizes if rows != "changed" else []:
     for b in binaries:
         drop_caches(b)
     rss = [peak_rss_mb(gen(b)) for b in binaries]
+    for b in binaries:
+        drop_record(b)
+    rss_facts = [peak_rss_mb(gen(b)) for b in binaries]
     print(f"| {n:>6,} | `generate`, cold writing caches | {show(writing, 'ms')} | fact cache only: "
-          f"{show(fact_cache, 'ms')} | {show(rss, 'MB', '{:.0f}')} |", flush=True)
+          f"{show(fact_cache, 'ms')} | {show(rss, 'MB', '{:.0f}')}; fact cache only: "
+          f"{show(rss_facts, 'MB', '{:.0f}')} |", flush=True)
     floor = read_floor_ms(path, runs)
     cat = medians(runs, lambda _b: ["sh", "-c", f"find {path} -type f -not -path '*/.terraci/*' | xargs cat > /dev/null"])[0]
     ratios = [c / floor for c in cold_generate]
