@@ -315,9 +315,9 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
 /// Writes the facts of `files` (project-relative path -> input) unless the cache already
 /// holds exactly these files with these contents.
 ///
-/// Written in pieces: an entry whose file is unchanged is the old cache's bytes, where
-/// they are, and new entries go into buffers of about a megabyte. The cache (13 MB at
-/// 10,000 modules) is never built whole beside the old one, nor copied as it grows.
+/// Written as it is made: an entry whose file is unchanged is the old cache's bytes, and
+/// new entries go through a buffer of about a megabyte. The cache (13 MB at 10,000
+/// modules) is never held whole, beside the old one or beside the pipeline being built.
 pub fn save(
     db: &dyn Db,
     system: &dyn System,
@@ -347,92 +347,94 @@ pub fn save(
     if unchanged {
         return Ok(());
     }
-    let mut pieces = Pieces::default();
-    pieces.own(|head| {
-        head.extend_from_slice(&begin_file(MAGIC, u64::from(FORMAT), 64));
-        put_bytes(head, &binary_id(system));
-        put_u64(head, cacheable.len() as u64);
-    });
-    let mut payload = Vec::new();
-    for (path, file, text, hash) in cacheable {
-        let reused = old_entry(path, file, text, hash);
-        if reused.is_none() {
-            payload.clear();
-            write_facts(&mut payload, crate::facts::file_facts(db, file));
-        }
-        let size = reused
-            .as_ref()
-            .map_or(payload.len(), ExactSizeIterator::len);
-        pieces.own(|out| {
-            put_str(out, path);
-            out.push(kind_code(file.kind(db)));
-            put_u64(out, text.len() as u64);
-            out.extend_from_slice(&hash.to_le_bytes());
-            put_u64(out, size as u64);
-            if reused.is_none() {
-                out.extend_from_slice(&payload);
-            }
-        });
-        if let Some(range) = reused {
-            pieces.old(range);
-        }
-    }
     let blob = old.as_ref().map_or(&[][..], |o| &o.blob[..]);
-    let mut parts = pieces.parts(blob);
-    let sum = seal_parts(&parts);
-    parts.push(&sum);
     // A `.gitignore` of `*` keeps the cache out of `git status` and so out of
     // `--changed-only` (as pytest and ruff do with their caches).
     system.write_atomic(&settings.dir.join(".gitignore"), b"*\n")?;
-    system.replace_parts(&settings.file(), &parts)
+    system.replace_streamed(&settings.file(), &mut |emit| {
+        let mut out = Stream::new(emit);
+        out.own(|head| {
+            head.extend_from_slice(&begin_file(MAGIC, u64::from(FORMAT), 64));
+            put_bytes(head, &binary_id(system));
+            put_u64(head, cacheable.len() as u64);
+        })?;
+        let mut payload = Vec::new();
+        for &(path, file, text, hash) in &cacheable {
+            let reused = old_entry(path, file, text, hash);
+            if reused.is_none() {
+                payload.clear();
+                write_facts(&mut payload, crate::facts::file_facts(db, file));
+            }
+            let size = reused
+                .as_ref()
+                .map_or(payload.len(), ExactSizeIterator::len);
+            out.own(|b| {
+                put_str(b, path);
+                b.push(kind_code(file.kind(db)));
+                put_u64(b, text.len() as u64);
+                b.extend_from_slice(&hash.to_le_bytes());
+                put_u64(b, size as u64);
+                if reused.is_none() {
+                    b.extend_from_slice(&payload);
+                }
+            })?;
+            if let Some(range) = reused {
+                out.old(&blob[range])?;
+            }
+        }
+        out.finish()
+    })
 }
 
-/// A file being written in pieces: buffers of its own, and ranges of an old file's bytes.
-#[derive(Default)]
-struct Pieces {
-    buffers: Vec<Vec<u8>>,
-    /// In file order: a range of one of the buffers, or of the old bytes.
-    order: Vec<Piece>,
+/// A file written as it is made: its own bytes through a buffer of about a megabyte,
+/// an old file's bytes as they are, the checksum of everything last.
+struct Stream<'a> {
+    emit: &'a mut crate::system::Sink<'a>,
+    buffer: Vec<u8>,
+    #[allow(deprecated)]
+    sum: std::hash::SipHasher,
 }
 
-enum Piece {
-    Own(usize, std::ops::Range<usize>),
-    Old(std::ops::Range<usize>),
-}
-
-impl Pieces {
-    /// About this many bytes per buffer: growing one never copies more.
+impl<'a> Stream<'a> {
     const BUFFER: usize = 1 << 20;
 
+    fn new(emit: &'a mut crate::system::Sink<'a>) -> Self {
+        Stream {
+            emit,
+            buffer: Vec::with_capacity(Self::BUFFER + Self::BUFFER / 4),
+            sum: hasher(),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buffer.is_empty() {
+            self.sum.write(&self.buffer);
+            (self.emit)(&self.buffer)?;
+            self.buffer.clear();
+        }
+        Ok(())
+    }
+
     /// Appends what `write` writes.
-    fn own(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
-        if self.buffers.last().is_none_or(|b| b.len() >= Self::BUFFER) {
-            self.buffers
-                .push(Vec::with_capacity(Self::BUFFER + Self::BUFFER / 4));
+    fn own(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> std::io::Result<()> {
+        write(&mut self.buffer);
+        if self.buffer.len() >= Self::BUFFER {
+            self.flush()?;
         }
-        let i = self.buffers.len() - 1;
-        let buffer = &mut self.buffers[i];
-        let start = buffer.len();
-        write(buffer);
-        let end = buffer.len();
-        match self.order.last_mut() {
-            Some(Piece::Own(j, range)) if *j == i && range.end == start => range.end = end,
-            _ => self.order.push(Piece::Own(i, start..end)),
-        }
+        Ok(())
     }
 
-    fn old(&mut self, range: std::ops::Range<usize>) {
-        self.order.push(Piece::Old(range));
+    fn old(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.flush()?;
+        self.sum.write(bytes);
+        (self.emit)(bytes)
     }
 
-    fn parts<'a>(&'a self, old: &'a [u8]) -> Vec<&'a [u8]> {
-        self.order
-            .iter()
-            .map(|piece| match piece {
-                Piece::Own(i, range) => &self.buffers[*i][range.clone()],
-                Piece::Old(range) => &old[range.clone()],
-            })
-            .collect()
+    /// The rest of the buffer, then the checksum ([`seal_parts`] of all of it).
+    fn finish(mut self) -> std::io::Result<()> {
+        self.flush()?;
+        let sum = self.sum.finish().to_le_bytes();
+        (self.emit)(&sum)
     }
 }
 

@@ -36,6 +36,9 @@ pub enum EntryKind {
     NotUtf8,
 }
 
+/// Where [`System::replace_streamed`] takes a file's bytes, piece by piece.
+pub type Sink<'a> = dyn FnMut(&[u8]) -> io::Result<()> + 'a;
+
 /// The default [`ReadPolicy::max_len`]: 16 MiB.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 << 20;
 
@@ -240,6 +243,21 @@ pub trait System: Send + Sync {
     /// one buffer where the system can write pieces.
     fn replace_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<()> {
         self.replace(path, &parts.concat())
+    }
+    /// [`System::replace`] with the bytes `write` hands to the sink it is given, piece by
+    /// piece: where the system can, each piece is written before the next is made, so
+    /// the file is never held whole. An error from `write` leaves `path` as it was.
+    fn replace_streamed(
+        &self,
+        path: &Utf8Path,
+        write: &mut dyn FnMut(&mut Sink<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut all = Vec::new();
+        write(&mut |piece| {
+            all.extend_from_slice(piece);
+            Ok(())
+        })?;
+        self.replace(path, &all)
     }
     /// Starts watching `root` recursively, plus the files `outside` it (their directories,
     /// not recursively), for watch mode. Also takes over SIGINT and SIGTERM, which end

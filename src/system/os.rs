@@ -268,25 +268,15 @@ impl System for OsSystem {
     }
 
     fn replace_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<()> {
-        let dir = match path.parent() {
-            Some(p) if !p.as_str().is_empty() => p.to_owned(),
-            _ => Utf8PathBuf::from("."),
-        };
-        std::fs::create_dir_all(&dir)?;
-        let file_name = path.file_name().unwrap_or("output");
-        // Unique per process and thread: concurrent writers never share a temp file.
-        let tmp = dir.join(format!(
-            ".{file_name}.{}.{:?}.tmp",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let result = std::fs::File::create(&tmp)
-            .and_then(|mut f| write_parts(&mut f, parts))
-            .and_then(|()| std::fs::rename(&tmp, path));
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
+        replace_via_temp(path, |f| write_parts(f, parts))
+    }
+
+    fn replace_streamed(
+        &self,
+        path: &Utf8Path,
+        write: &mut dyn FnMut(&mut super::Sink<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        replace_via_temp(path, |f| write(&mut |piece| f.write_all(piece)))
     }
 
     fn append(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
@@ -405,6 +395,34 @@ fn read_some(file: &mut std::fs::File, block: &mut [u8]) -> io::Result<usize> {
 
 /// Writes `parts` in order with as few system calls as the kernel allows (`writev`), not
 /// copying them into one buffer first.
+/// Replaces `path` with what `write` writes to a temp file beside it (then renamed over
+/// it), creating missing parent directories; on an error the temp file is removed and
+/// `path` left as it was.
+fn replace_via_temp(
+    path: &Utf8Path,
+    write: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_str().is_empty() => p.to_owned(),
+        _ => Utf8PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let file_name = path.file_name().unwrap_or("output");
+    // Unique per process and thread: concurrent writers never share a temp file.
+    let tmp = dir.join(format!(
+        ".{file_name}.{}.{:?}.tmp",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| write(&mut f))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
 fn write_parts(f: &mut std::fs::File, parts: &[&[u8]]) -> io::Result<()> {
     // The kernel takes at most 1024 pieces per call (IOV_MAX).
     const IOV_MAX: usize = 1024;
