@@ -10,6 +10,7 @@
 //! command (`watch` keeps a workspace and rebuilds on file events).
 
 pub mod escape;
+pub mod sorted;
 pub mod system;
 pub mod http;
 pub mod exit;

@@ -6,7 +6,6 @@
 //! the type without importing resolution.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 /// A state location: backend type plus the identity fields of spec §4.2.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -46,53 +45,9 @@ impl StateIdentity {
 }
 
 /// Known identity fields by name (names from [`crate::resolve::identity_fields`]), in
-/// name order: the order, comparison and hash of a `BTreeMap` of them.
-///
-/// A sorted vector of its exact length, because every module's identity and every
-/// reference's are kept for the whole run, in several places: at 10,000 modules the
-/// `BTreeMap`s (one 500-byte node each, for two or three fields) were 30 MB.
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Fields(Vec<(&'static str, String)>);
-
-impl Fields {
-    pub fn get(&self, name: &str) -> Option<&String> {
-        self.0
-            .binary_search_by(|(k, _)| (*k).cmp(name))
-            .ok()
-            .map(|i| &self.0[i].1)
-    }
-
-    pub fn contains_key(&self, name: &str) -> bool {
-        self.get(name).is_some()
-    }
-
-    /// Sets `name` (replacing its value if it is there).
-    pub fn insert(&mut self, name: &'static str, value: String) {
-        match self.0.binary_search_by(|(k, _)| (*k).cmp(name)) {
-            Ok(i) => self.0[i].1 = value,
-            Err(i) => {
-                // Built once per identity, two or three fields: no growth slack kept.
-                self.0.reserve_exact(1);
-                self.0.insert(i, (name, value));
-            }
-        }
-    }
-
-    /// (name, value), in name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &String)> {
-        self.0.iter().map(|(k, v)| (*k, v))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for Fields {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.iter()).finish()
-    }
-}
+/// name order. Every module's identity and every reference's are kept for the whole
+/// run, in several places: as `BTreeMap`s they were 30 MB at 10,000 modules.
+pub type Fields = crate::sorted::SortedMap<&'static str, String>;
 
 /// The field that locates a state within its store (s3 `key`, gcs `prefix`, local
 /// `path`, remote `workspace`...), if the backend has one.
@@ -193,38 +148,4 @@ impl IdentityIndex {
 /// `infra_google_monitoring` and `infra-google-monitoring` are the same.
 pub fn hint_name(name: &str) -> String {
     name.to_ascii_lowercase().replace('_', "-")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fields_keep_name_order_and_compare_as_a_map_of_them_would() {
-        let mut a = Fields::default();
-        for (k, v) in [
-            ("region", "eu"),
-            ("bucket", "b"),
-            ("key", "k"),
-            ("bucket", "c"),
-        ] {
-            a.insert(k, v.to_owned());
-        }
-        let map: BTreeMap<&str, String> = [("bucket", "c"), ("key", "k"), ("region", "eu")]
-            .into_iter()
-            .map(|(k, v)| (k, v.to_owned()))
-            .collect();
-        assert_eq!(
-            a.iter().collect::<Vec<_>>(),
-            map.iter().map(|(k, v)| (*k, v)).collect::<Vec<_>>()
-        );
-        assert_eq!(a.get("key").map(String::as_str), Some("k"));
-        assert_eq!(a.get("path"), None);
-        assert_eq!(format!("{a:?}"), format!("{map:?}"));
-        let mut b = Fields::default();
-        b.insert("bucket", "c".to_owned());
-        b.insert("key", "l".to_owned());
-        // As for the maps: entry by entry, in name order.
-        assert_eq!(a.cmp(&b), std::cmp::Ordering::Less);
-    }
 }

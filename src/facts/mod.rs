@@ -334,57 +334,9 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
     facts
 }
 
-/// Declarations by name, sorted by name: a vector of its exact length, kept for the whole
-/// run per module. A `BTreeMap` node has room for eleven entries: a module's five
-/// variables took a kilobyte.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ByName<T>(Vec<(Name, T)>);
-
-impl<T> Default for ByName<T> {
-    fn default() -> Self {
-        ByName(Vec::new())
-    }
-}
-
-impl<T> ByName<T> {
-    pub fn get(&self, name: &str) -> Option<&T> {
-        let i = self
-            .0
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
-            .ok()?;
-        Some(&self.0[i].1)
-    }
-
-    pub fn contains_key(&self, name: &str) -> bool {
-        self.get(name).is_some()
-    }
-
-    /// In name order.
-    pub fn iter(&self) -> ByNameIter<'_, T> {
-        self.into_iter()
-    }
-}
-
-/// A map's entries, already in name order, in a vector of exactly their number.
-impl<T> From<BTreeMap<Name, T>> for ByName<T> {
-    fn from(map: BTreeMap<Name, T>) -> Self {
-        let mut entries = Vec::with_capacity(map.len());
-        entries.extend(map);
-        ByName(entries)
-    }
-}
-
-/// What iterating a [`ByName`] gives: name and value, in name order.
-pub type ByNameIter<'a, T> =
-    std::iter::Map<std::slice::Iter<'a, (Name, T)>, fn(&'a (Name, T)) -> (&'a Name, &'a T)>;
-
-impl<'a, T> IntoIterator for &'a ByName<T> {
-    type Item = (&'a Name, &'a T);
-    type IntoIter = ByNameIter<'a, T>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter().map(|(n, v)| (n, v))
-    }
-}
+/// Declarations by name, in name order: kept for the whole run per module (as
+/// `BTreeMap`s, a module's five variables took a kilobyte).
+pub type ByName<T> = crate::sorted::SortedMap<Name, T>;
 
 /// Everything a module declares, merged over its files.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -522,28 +474,5 @@ pub fn object_entries(expr: &Expr) -> Vec<(&str, &Expr)> {
             })
             .collect(),
         _ => Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn declarations_by_name_are_in_name_order_and_found_by_name() {
-        let map: BTreeMap<Name, u32> = [("zone", 1), ("app", 2), ("env", 4)]
-            .into_iter()
-            .map(|(n, v)| (Name::from(n), v))
-            .collect();
-        let by = ByName::from(map);
-        let entries: Vec<(&str, u32)> = by.iter().map(|(n, v)| (n.as_str(), *v)).collect();
-        assert_eq!(entries, [("app", 2), ("env", 4), ("zone", 1)]);
-        assert_eq!(by.get("zone"), Some(&1));
-        assert_eq!(by.get("app"), Some(&2));
-        assert_eq!(by.get("region"), None);
-        assert!(by.contains_key("env"));
-        assert_eq!(by.0.capacity(), 3);
-        let one = ByName::from(BTreeMap::from([(Name::from("env"), 1)]));
-        assert_eq!(one.0.capacity(), 1);
     }
 }

@@ -43,7 +43,7 @@ pub(super) fn path_field(backend: Option<&str>, config: &Object) -> Option<&'sta
         Some(backend) => location_field(backend),
         None => ["key", "prefix", "path"]
             .into_iter()
-            .find(|f| config.contains_key(f)),
+            .find(|f| config.contains_key(*f)),
     }
 }
 
@@ -90,7 +90,7 @@ pub(super) fn with_defaults(backend: &str, mut config: Object) -> Object {
         _ => &[],
     };
     for (field, value) in defaults {
-        if !config.contains_key(field) {
+        if !config.contains_key(*field) {
             config.insert((*field).to_owned(), Value::String((*value).to_owned()));
         }
     }
@@ -139,6 +139,8 @@ pub(super) fn identity_of(
         },
         _ => None,
     };
+    // Kept for the whole run, in several places: no growth slack.
+    fields.shrink_to_fit();
     StateIdentity {
         backend: backend.to_owned(),
         fields,

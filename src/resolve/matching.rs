@@ -211,7 +211,7 @@ fn match_identity(
             .flat_map(crate::owners::Fields::iter)
             .find_map(|(k, theirs)| {
                 let mine = identity.fields.get(k)?;
-                (Some(k) != location_field && mine != theirs).then_some((k, theirs, mine))
+                (Some(*k) != location_field && mine != theirs).then_some((k, theirs, mine))
             });
         if let Some((field, theirs, mine)) = conflict {
             // Backends without a location field have nothing "almost" matching.

@@ -546,7 +546,7 @@ fn expand_remote_state(
             // Identity is all there is: every field has to be known.
             if let Some(u) = identity_fields(kind)
                 .iter()
-                .find_map(|f| match config.get(f) {
+                .find_map(|f| match config.get(*f) {
                     Some(Value::Unknown(u)) => Some(u.clone()),
                     _ => None,
                 })

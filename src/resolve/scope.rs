@@ -279,6 +279,22 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
         })
         .collect();
     let order = topo_order(&deps);
+    let mut local_errors = BTreeMap::new();
+    let mut cyclic = Vec::with_capacity(order.cyclic.len());
+    for name in &order.cyclic {
+        let chain = order.cycle_chain(name);
+        if let Some(e) = facts.locals.get(name.as_str()) {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::LocalCycle,
+                    format!("`local.{name}` refers to itself: {chain}"),
+                )
+                .with_anchor(e.anchor(e.expr.id)),
+            );
+        }
+        let cycle = format!("`local.{name}` refers to itself ({chain})");
+        cyclic.push((name.clone(), Value::unknown(cycle)));
+    }
     // Every local to evaluate has its entry from the start (built sorted, in one go:
     // inserting thousands of locals in dependency order one by one would shift the
     // entries each time). A local is only read after the ones it refers to, so no
@@ -291,27 +307,10 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
             let pending = format!("`local.{name}` is not evaluated yet");
             (name.clone(), Value::unknown(pending))
         })
-        .chain(order.cyclic.iter().map(|name| {
-            let chain = order.cycle_chain(name);
-            let cycle = format!("`local.{name}` refers to itself ({chain})");
-            (name.clone(), Value::unknown(cycle))
-        }))
+        .chain(cyclic)
         .collect();
-    let mut local_errors = BTreeMap::new();
-    for name in &order.cyclic {
-        let chain = order.cycle_chain(name);
-        if let Some(e) = facts.locals.get(name.as_str()) {
-            diagnostics.push(
-                Diagnostic::error(
-                    Code::LocalCycle,
-                    format!("`local.{name}` refers to itself: {chain}"),
-                )
-                .with_anchor(e.anchor(e.expr.id)),
-            );
-        }
-    }
-    // Each local sees the ones before it in the order: they are added to the scope's
-    // `local` map in place as they are evaluated.
+    // Each local sees the ones before it in the order: their entries in the scope's
+    // `local` map are filled in place as they are evaluated.
     scope.insert("local".to_owned(), Value::Map(locals));
     for name in &order.sorted {
         let Some(e) = facts.locals.get(name.as_str()) else {
