@@ -52,26 +52,42 @@ pub fn discover_modules(
     library_paths: &[String],
 ) -> Discovered {
     let layout = walk(system, &policy.root);
-    discover_in(system, policy, layout, pattern, library_paths)
+    discover_in(system, policy, layout, pattern, library_paths, None)
 }
 
-/// [`discover_modules`] over a walk already made of `policy.root`.
+/// The contents and stamp of a file that need not be read (project-relative path, kind,
+/// absolute path): the fact cache knows it by its current stamp
+/// ([`crate::files::UnreadText`]).
+pub type Known<'a> =
+    &'a (dyn Fn(&str, FileKind, &Utf8Path) -> Option<(FileContents, Stamp)> + Sync);
+
+/// [`discover_modules`] over a walk already made of `policy.root`. A file that `known`
+/// gives is not read.
 pub fn discover_in(
     system: &dyn System,
     policy: &ReadPolicy,
     layout: Layout,
     pattern: &Pattern,
     library_paths: &[String],
+    known: Option<Known<'_>>,
 ) -> Discovered {
     let root = &policy.root;
-    let paths: Vec<&str> = layout.files().collect();
+    let paths: Vec<(&str, FileKind)> = layout
+        .module_dirs
+        .iter()
+        .flat_map(|(_, files)| files.iter().map(|(p, k)| (p.as_str(), *k)))
+        .collect();
     // Decoding (UTF-8 check and the copy into the shared text) happens on the workers too.
     let read: Vec<Result<(FileContents, Option<Stamp>), ReadError>> = paths
         .par_iter()
         .with_min_len(32)
-        .map(|path| {
+        .map(|&(path, kind)| {
+            let abs = root.join(path);
+            if let Some((contents, stamp)) = known.and_then(|known| known(path, kind, &abs)) {
+                return Ok((contents, Some(stamp)));
+            }
             system
-                .read_confined(&root.join(path), policy, true)
+                .read_confined(&abs, policy, true)
                 .map(|(bytes, stamp)| (FileContents::from_bytes(bytes), stamp))
         })
         .collect();

@@ -2,6 +2,10 @@
 //!
 //! Discovery and all disk reads happen outside queries (through `System`), and their
 //! results are set here as inputs, so a query never reads the disk behind salsa's back.
+//! The one exception is an [`UnreadText`]: a file the fact cache knew by its stamp, whose
+//! input is its length and content hash. Its text is read only if a query needs it (a
+//! diagnostic's source line), and used only if it is that version still, so what a query
+//! makes of it is a function of the input all the same.
 
 use std::sync::Arc;
 
@@ -20,6 +24,71 @@ pub enum FileContents {
     NotUtf8 { line: u32, column: u32 },
     /// Could not be read; the message names the IO error.
     Unreadable(String),
+    /// Not read: the fact cache holds the facts of the version with the file's current
+    /// stamp ([`crate::facts::cache`]).
+    Unread(Arc<UnreadText>),
+}
+
+/// The text of a file that discovery did not read, known by its length and content hash
+/// (`content_hash`); read on first use, through the `System` and
+/// under the policy discovery reads with. Two are equal when length and hash are.
+pub struct UnreadText {
+    pub len: u64,
+    pub hash: u64,
+    source: Option<(
+        Arc<dyn crate::system::System>,
+        crate::system::ReadPolicy,
+        Utf8PathBuf,
+    )>,
+    text: std::sync::OnceLock<Option<String>>,
+}
+
+impl UnreadText {
+    /// The file at `path` (absolute), to read through `system` under `policy` if needed.
+    pub fn new(
+        len: u64,
+        hash: u64,
+        system: Arc<dyn crate::system::System>,
+        policy: crate::system::ReadPolicy,
+        path: Utf8PathBuf,
+    ) -> UnreadText {
+        UnreadText {
+            len,
+            hash,
+            source: Some((system, policy, path)),
+            text: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The text, read now if it was not yet: `None` when it cannot be read or is no
+    /// longer the version known (the file changed during the run).
+    pub fn text(&self) -> Option<&str> {
+        self.text
+            .get_or_init(|| {
+                let (system, policy, path) = self.source.as_ref()?;
+                let (bytes, _) = system.read_confined(path, policy, true).ok()?;
+                let same = bytes.len() as u64 == self.len && content_hash(&bytes) == self.hash;
+                same.then(|| String::from_utf8(bytes).ok()).flatten()
+            })
+            .as_deref()
+    }
+}
+
+impl PartialEq for UnreadText {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.hash == other.hash
+    }
+}
+
+impl Eq for UnreadText {}
+
+impl std::fmt::Debug for UnreadText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnreadText")
+            .field("len", &self.len)
+            .field("hash", &self.hash)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FileContents {
@@ -43,12 +112,37 @@ impl FileContents {
         }
     }
 
+    /// The text; for an [`UnreadText`], read now (see there).
     pub fn text(&self) -> Option<&str> {
         match self {
             FileContents::Text(t) => Some(t),
+            FileContents::Unread(u) => u.text(),
             _ => None,
         }
     }
+
+    /// Length and content hash of the text, without reading an unread one.
+    pub fn identity(&self) -> Option<(u64, u64)> {
+        match self {
+            FileContents::Text(t) => Some((t.len() as u64, content_hash(t.as_bytes()))),
+            FileContents::Unread(u) => Some((u.len, u.hash)),
+            _ => None,
+        }
+    }
+}
+
+/// The 64-bit hash of a file's bytes that the fact cache keys on (and checksums its
+/// own files with).
+pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher as _;
+    let mut h = hasher();
+    h.write(bytes);
+    h.finish()
+}
+
+#[allow(deprecated)]
+pub(crate) fn hasher() -> std::hash::SipHasher {
+    std::hash::SipHasher::new_with_keys(0x7465_7272_6163_6921, 0x6661_6374_7321)
 }
 
 /// What role a file plays in its module.

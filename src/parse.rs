@@ -83,8 +83,13 @@ pub fn parsed_file(db: &dyn Db, file: File) -> ParsedFile {
 
 /// Parses `file` outside any memo (see [`parsed_file`]).
 pub fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
-    match file.contents(db) {
-        FileContents::Text(text) => {
+    let contents = file.contents(db);
+    match contents {
+        FileContents::Text(_) | FileContents::Unread(_) => {
+            // An unread file is read now; one that changed since is as if unreadable.
+            let Some(text) = contents.text() else {
+                return ParsedFile::Unreadable;
+            };
             let parsed = match file.kind(db) {
                 FileKind::Native => parse_native(text, true),
                 FileKind::VarsNative => parse_native(text, false),
@@ -331,8 +336,7 @@ pub(crate) enum FactSource {
 /// tests compare both paths).
 pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
     let kind = file.kind(db);
-    if let (FileContents::Text(text), FileKind::Native | FileKind::VarsNative) =
-        (file.contents(db), kind)
+    if let (Some(text), FileKind::Native | FileKind::VarsNative) = (file.contents(db).text(), kind)
     {
         let parsed = match prepare(text, kind == FileKind::Native) {
             Ok(prepared) => match fast::parse(&prepared.text) {

@@ -504,8 +504,12 @@ mod tests {
             code: u8,
             file: String,
             stderr: String,
-            /// Whether any Terraform file was read.
-            read_terraform: bool,
+            /// Whether the run was not replayed: it read a Terraform file or the fact
+            /// cache (a run after an edit reads only the files the cache does not know by
+            /// their stamps, so reading none of them is not a replay).
+            ran: bool,
+            /// The Terraform files read, in order.
+            terraform_reads: Vec<String>,
         }
 
         fn generate(fs: &MemorySystem, extra: &[&str]) -> Run {
@@ -533,7 +537,14 @@ mod tests {
                     argv,
                 },
             );
-            let read_terraform = fs.take_reads().iter().any(|p| p.as_str().ends_with(".tf"));
+            let reads = fs.take_reads();
+            let read_cache = reads.iter().any(|p| p.as_str().ends_with("/facts.bin"));
+            let terraform_reads: Vec<String> = reads
+                .into_iter()
+                .filter(|p| p.as_str().ends_with(".tf"))
+                .map(String::from)
+                .collect();
+            let ran = read_cache || !terraform_reads.is_empty();
             let file = if args.contains(&"/out.yml") {
                 fs.read("/out.yml".into()).unwrap_or_default()
             } else {
@@ -543,7 +554,8 @@ mod tests {
                 code,
                 file: String::from_utf8(file).unwrap(),
                 stderr: String::from_utf8(err).unwrap(),
-                read_terraform,
+                ran,
+                terraform_reads,
             }
         }
 
@@ -559,15 +571,49 @@ mod tests {
             let fs = project();
             let first = generate(&fs, &[]);
             assert_eq!(first.code, 0, "{}", first.stderr);
-            assert!(first.read_terraform);
+            assert!(first.ran);
             assert!(fs.is_file("/p/.terraci/cache/run.bin".into()));
             fs.remove_file("/out.yml");
             let again = generate(&fs, &[]);
             assert_eq!(again.code, 0);
-            assert!(!again.read_terraform, "replayed without reading a module");
+            assert!(!again.ran, "replayed without reading a module");
             assert_eq!(again.file, first.file);
             assert_eq!(again.stderr, first.stderr);
             assert_eq!(again.file, fresh(&fs, &[]));
+        }
+
+        #[test]
+        fn after_an_edit_a_file_the_fact_cache_knows_by_its_stamp_is_not_read() {
+            let fs = project();
+            // A warning with a source line in a file that will not be edited.
+            let warned = EKS.replace("\"stage/vpc/terraform.tfstate\"", "nosuch(\"x\")");
+            fs.write_file("/p/stage/dns/main.tf", format!("{DNS}{warned}"));
+            let first = generate(&fs, &[]);
+            assert_eq!(first.code, 0, "{}", first.stderr);
+            assert!(
+                first.stderr.contains("stage/dns/main.tf:11:"),
+                "{}",
+                first.stderr
+            );
+            fs.write_file("/p/stage/vpc/main.tf", format!("{VPC}# edited\n"));
+            let again = generate(&fs, &[]);
+            assert_eq!(again.code, 0, "{}", again.stderr);
+            // The edited file, and the warned one for its diagnostic's source line only.
+            let mut reads = again.terraform_reads.clone();
+            reads.sort();
+            reads.dedup();
+            assert_eq!(reads, ["/p/stage/dns/main.tf", "/p/stage/vpc/main.tf"]);
+            assert_eq!(again.stderr, first.stderr);
+            assert_eq!(again.file, fresh(&fs, &[]));
+            // A same-length edit gives the file another stamp: read, and its new facts used.
+            fs.write_file("/p/stage/eks/main.tf", EKS.replace("/vpc/", "/dns/"));
+            let edited = generate(&fs, &[]);
+            assert!(edited
+                .terraform_reads
+                .iter()
+                .any(|p| p == "/p/stage/eks/main.tf"));
+            assert_ne!(edited.file, again.file, "the edge moved");
+            assert_eq!(edited.file, fresh(&fs, &[]));
         }
 
         #[test]
@@ -607,18 +653,15 @@ mod tests {
             ];
             for (what, change) in changes {
                 let before = generate(&fs, &[]);
-                assert!(!before.read_terraform, "{what}: replayed before the change");
+                assert!(!before.ran, "{what}: replayed before the change");
                 change(&fs);
                 let after = generate(&fs, &[]);
                 assert_eq!(after.code, 0, "{what}: {}", after.stderr);
-                assert!(
-                    after.read_terraform,
-                    "{what}: replayed, but it must run again"
-                );
+                assert!(after.ran, "{what}: replayed, but it must run again");
                 assert_eq!(after.file, fresh(&fs, &[]), "{what}");
             }
             let other = generate(&fs, &["--plan-only"]);
-            assert!(other.read_terraform, "another command line is another run");
+            assert!(other.ran, "another command line is another run");
             assert_eq!(other.file, fresh(&fs, &["--plan-only"]));
         }
 
@@ -639,21 +682,21 @@ mod tests {
                 let cold = run(&fs, &[&["--no-cache"], &args[..]].concat());
                 assert_eq!(cold.code, 0, "{command:?}: {}", cold.stderr);
                 let first = run(&fs, &args);
-                assert!(first.read_terraform, "{command:?}");
+                assert!(first.ran, "{command:?}");
                 let again = run(&fs, &args);
-                assert!(!again.read_terraform, "{command:?}: replayed");
+                assert!(!again.ran, "{command:?}: replayed");
                 assert_eq!(again.code, 0);
                 assert_eq!(again.file, cold.file, "{command:?}");
                 assert_eq!(again.stderr, first.stderr, "{command:?}");
             }
             // Each command keeps its own record (of its last run): the later `generate`
             // and `local-exec` did not replace `validate`'s.
-            assert!(!run(&fs, &["-d", "/p", "validate", "--format", "json"]).read_terraform);
+            assert!(!run(&fs, &["-d", "/p", "validate", "--format", "json"]).ran);
             fs.write_file("/p/stage/eks/main.tf", EKS.replace("/vpc/", "/dns/"));
             for command in commands {
                 let args = [&["-d", "/p"], command].concat();
                 let after = run(&fs, &args);
-                assert!(after.read_terraform, "{command:?}: must run again");
+                assert!(after.ran, "{command:?}: must run again");
                 let cold = run(&fs, &[&["--no-cache"], &args[..]].concat());
                 assert_eq!(after.file, cold.file, "{command:?}");
             }
@@ -676,7 +719,7 @@ mod tests {
             assert_ne!(first.code, 0);
             assert!(!fs.is_file("/p/.terraci/cache/run-validate.bin".into()));
             let again = run(&fs, &["-d", "/p", "validate"]);
-            assert!(again.read_terraform);
+            assert!(again.ran);
             assert_eq!(again.code, first.code);
         }
 
@@ -687,7 +730,7 @@ mod tests {
             let record = fs.read("/p/.terraci/cache/run.bin".into()).unwrap();
             fs.write_file("/p/.terraci/cache/run.bin", &record[..record.len() - 3]);
             let damaged = generate(&fs, &[]);
-            assert!(damaged.read_terraform);
+            assert!(damaged.ran);
             assert_eq!(damaged.file, first.file);
             assert!(
                 damaged.stderr.contains("notice: ignoring the run record"),
@@ -695,7 +738,7 @@ mod tests {
                 damaged.stderr
             );
             let again = generate(&fs, &[]);
-            assert!(!again.read_terraform);
+            assert!(!again.ran);
             assert_eq!(again.stderr, first.stderr, "the notice is not replayed");
         }
 

@@ -77,18 +77,44 @@ pub fn load_workspace_overlapped(
     eval: &EvalArgs,
     layout: Option<crate::discover::Layout>,
 ) -> anyhow::Result<Workspace> {
+    // Before any file is read: the fact cache keeps the stamps of versions that had
+    // settled by then.
+    let started = system.now();
     let root = project_dir(system, global)?;
     let config_path = find_config_file(system, &root, global.config.as_deref());
     let config = load_config(system, config_path.as_deref()).map_err(exit::coded)?;
     let mut diagnostics = config_diagnostics(&config);
     let layout = layout.unwrap_or_else(|| walk(system, &root));
     let policy = crate::system::ReadPolicy::new(system, &root, global.max_file_size);
+    let cache =
+        crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
+    if let Some(settings) = &cache {
+        settings
+            .check(system, &root)
+            .map_err(|why| fail(why.exit_code(), why.to_string()))?;
+    }
+    let mut notices = Vec::new();
+    // Loaded before discovery, which does not read a file the cache knows by its stamp.
+    let known = cache.as_ref().map(|settings| {
+        Arc::new(
+            crate::cache::load(system, settings).unwrap_or_else(|notice| {
+                notices.push(notice);
+                crate::cache::Entries::default()
+            }),
+        )
+    });
+    let unread = |path: &str, kind, abs: &camino::Utf8Path| {
+        known.as_ref()?.unread(path, kind, abs, system, &policy)
+    };
     let discovered = discover_in(
         system,
         &policy,
         layout,
         &config.pattern,
         &config.config.library_modules.paths,
+        known
+            .is_some()
+            .then_some(&unread as crate::discover::Known<'_>),
     );
     diagnostics.extend(discovered.diagnostics);
 
@@ -100,7 +126,7 @@ pub fn load_workspace_overlapped(
     );
     let mut db = Database::with_system(system.shared(), repository);
     let mut modules = BTreeMap::new();
-    let stamps = discovered
+    let stamps: Vec<(String, Option<crate::system::Stamp>)> = discovered
         .modules
         .iter()
         .flat_map(|m| m.files.iter().map(|f| (f.path.to_string(), f.stamp)))
@@ -116,24 +142,23 @@ pub fn load_workspace_overlapped(
     )
     .durability(salsa::Durability::HIGH)
     .new(&db);
-    let cache =
-        crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
-    if let Some(settings) = &cache {
-        settings
-            .check(system, &root)
-            .map_err(|why| fail(why.exit_code(), why.to_string()))?;
-    }
-    let mut notices = Vec::new();
-    if let Some(settings) = &cache {
-        notices.extend(crate::cache::attach(&db, system, settings));
+    if let Some(entries) = known {
+        crate::cache::attach(&db, entries);
     }
     crate::parallel::warm_up(&mut db, project);
     let saving = PendingSave(cache.map(|settings| {
         // A clone of the database shares the memos: the writer reads the facts that
         // warm-up computed while this thread goes on to the graph.
         let (db, files, system) = (db.clone(), db.module_files(), system.shared());
+        let settled = stamps
+            .iter()
+            .filter_map(|(path, stamp)| {
+                let stamp = stamp.filter(|s| s.settled_before(started))?;
+                Some((path.clone(), stamp))
+            })
+            .collect();
         std::thread::spawn(move || {
-            crate::cache::save(&db, &*system, &settings, &files)
+            crate::cache::save(&db, &*system, &settings, &files, &settled)
                 .err()
                 .map(|e| format!("cannot write the fact cache in `{}`: {e}", settings.dir))
         })

@@ -17,7 +17,15 @@
 //!
 //! Soundness: an entry is used only if path, kind, length and a 64-bit hash of the bytes
 //! all match, and it is decoded against a format that names its own version and the
-//! terraci version; the whole file ends in a checksum. A corrupt, truncated or foreign
+//! terraci version; the whole file ends in a checksum. An entry also holds the stamp of
+//! the file it was made from (device, inode, length, modification and change time in ns,
+//! taken on the open file before reading), when that version had settled before the run
+//! that read it began ([`crate::system::Stamp::settled_before`], as the run record's
+//! stamps): discovery does not read a file whose `lstat` gives that stamp still
+//! ([`Entries::unread`]), and its input is the entry's length and hash
+//! ([`crate::files::UnreadText`]). A write to the file moves its change time, so an
+//! equal stamp is the version the facts were made from; a symlink put in its place has
+//! its own inode. A corrupt, truncated or foreign
 //! file is ignored with a notice and rewritten. Writes go to a temp file that is renamed
 //! over the old one, so concurrent runs each leave a complete cache (the last one wins).
 
@@ -41,7 +49,7 @@ use crate::system::System;
 const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
 /// Bump when the encoding of [`FileFacts`] changes, or the facts a text gives (a parser
 /// that accepts more).
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 const FILE_NAME: &str = "facts.bin";
 /// The run record `crate::replay` keeps beside the facts (its `FILE_NAME`; a test
 /// checks the two agree).
@@ -153,6 +161,8 @@ struct Entry {
     kind: u8,
     len: u64,
     hash: u64,
+    /// The stamp of the version read, if it had settled before that run began.
+    stamp: Option<crate::system::Stamp>,
     payload: std::ops::Range<usize>,
 }
 
@@ -173,6 +183,32 @@ impl Entries {
             .ok()?;
         Some(&self.entries[i])
     }
+
+    /// The contents of the file at `path` (project-relative; `abs` absolute) as an
+    /// [`crate::files::UnreadText`], if the entry for it has a stamp and `lstat` gives
+    /// that stamp still, with the stamp: its text need not be read.
+    pub fn unread(
+        &self,
+        path: &str,
+        kind: FileKind,
+        abs: &Utf8Path,
+        system: &dyn System,
+        policy: &crate::system::ReadPolicy,
+    ) -> Option<(FileContents, crate::system::Stamp)> {
+        let entry = self.get(path)?;
+        let stamp = entry.stamp?;
+        if entry.kind != kind_code(kind) || system.link_stamp(abs) != Some(stamp) {
+            return None;
+        }
+        let text = crate::files::UnreadText::new(
+            entry.len,
+            entry.hash,
+            system.shared(),
+            policy.clone(),
+            abs.to_owned(),
+        );
+        Some((FileContents::Unread(Arc::new(text)), stamp))
+    }
 }
 
 /// The cache as a salsa input: [`crate::facts::file_facts`] reads it.
@@ -187,13 +223,8 @@ pub fn cached_facts(db: &dyn Db, file: File) -> Option<FileFacts> {
     let cache = FactCache::try_get(db)?;
     let entries = cache.entries(db);
     let entry = entries.get(file.path(db).as_str())?;
-    let FileContents::Text(text) = file.contents(db) else {
-        return None;
-    };
-    if entry.kind != kind_code(file.kind(db))
-        || entry.len != text.len() as u64
-        || entry.hash != content_hash(text.as_bytes())
-    {
+    let (len, hash) = file.contents(db).identity()?;
+    if entry.kind != kind_code(file.kind(db)) || entry.len != len || entry.hash != hash {
         return None;
     }
     let mut r = Reader {
@@ -297,12 +328,14 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
             let kind = r.u8()?;
             let len = r.u64()?;
             let hash = r.fixed_u64()?;
+            let stamp = r.opt_with(Reader::stamp)?;
             let payload = r.range()?;
             Ok(Entry {
                 path,
                 kind,
                 len,
                 hash,
+                stamp,
                 payload,
             })
         })()
@@ -313,37 +346,42 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
 }
 
 /// Writes the facts of `files` (project-relative path -> input) unless the cache already
-/// holds exactly these files with these contents.
+/// holds exactly these files with these contents and stamps; `settled` holds the stamps
+/// of the versions read that had settled before the run began (the others are stored
+/// without one, and are read again next time).
 ///
 /// Written as it is made: an entry whose file is unchanged is the old cache's bytes, and
-/// new entries go through a buffer of about a megabyte. The cache (13 MB at 10,000
+/// everything goes through a buffer of about a megabyte. The cache (13 MB at 10,000
 /// modules) is never held whole, beside the old one or beside the pipeline being built.
 pub fn save(
     db: &dyn Db,
     system: &dyn System,
     settings: &CacheSettings,
     files: &std::collections::BTreeMap<String, File>,
+    settled: &std::collections::BTreeMap<String, crate::system::Stamp>,
 ) -> std::io::Result<()> {
     let old = FactCache::try_get(db).map(|c| c.entries(db).clone());
-    let cacheable: Vec<(&String, File, &str, u64)> = files
+    // (path, input, length, hash, stamp); an unread file's identity is the entry's.
+    type Cacheable<'a> = (&'a String, File, u64, u64, Option<crate::system::Stamp>);
+    let cacheable: Vec<Cacheable<'_>> = files
         .iter()
         .filter_map(|(p, &f)| {
-            let text = f.contents(db).text()?;
-            Some((p, f, text, content_hash(text.as_bytes())))
+            let (len, hash) = f.contents(db).identity()?;
+            Some((p, f, len, hash, settled.get(p).copied()))
         })
         .collect();
-    let old_entry = |path: &str, file: File, text: &str, hash: u64| {
+    let old_entry = |&(path, file, len, hash, _): &Cacheable<'_>| {
         let o = old.as_ref()?;
         let e = o.get(path)?;
-        (e.kind == kind_code(file.kind(db)) && e.len == text.len() as u64 && e.hash == hash)
-            .then(|| e.payload.clone())
+        (e.kind == kind_code(file.kind(db)) && e.len == len && e.hash == hash).then_some(e)
     };
+    // Rewritten also when only a stamp moved, so that the next run need not read it.
     let unchanged = old
         .as_ref()
         .is_some_and(|o| o.entries.len() == cacheable.len())
         && cacheable
             .iter()
-            .all(|&(path, file, text, hash)| old_entry(path, file, text, hash).is_some());
+            .all(|c| old_entry(c).is_some_and(|e| e.stamp == c.4));
     if unchanged {
         return Ok(());
     }
@@ -359,35 +397,31 @@ pub fn save(
             put_u64(head, cacheable.len() as u64);
         })?;
         let mut payload = Vec::new();
-        for &(path, file, text, hash) in &cacheable {
-            let reused = old_entry(path, file, text, hash);
+        for c in &cacheable {
+            let &(path, file, len, hash, stamp) = c;
+            let reused = old_entry(c).map(|e| &blob[e.payload.clone()]);
             if reused.is_none() {
                 payload.clear();
                 write_facts(&mut payload, crate::facts::file_facts(db, file));
             }
-            let size = reused
-                .as_ref()
-                .map_or(payload.len(), ExactSizeIterator::len);
+            let facts = reused.unwrap_or(&payload);
             out.own(|b| {
                 put_str(b, path);
                 b.push(kind_code(file.kind(db)));
-                put_u64(b, text.len() as u64);
+                put_u64(b, len);
                 b.extend_from_slice(&hash.to_le_bytes());
-                put_u64(b, size as u64);
-                if reused.is_none() {
-                    b.extend_from_slice(&payload);
-                }
+                put_opt(b, &stamp, put_stamp);
+                put_u64(b, facts.len() as u64);
+                b.extend_from_slice(facts);
             })?;
-            if let Some(range) = reused {
-                out.old(&blob[range])?;
-            }
         }
         out.finish()
     })
 }
 
-/// A file written as it is made: its own bytes through a buffer of about a megabyte,
-/// an old file's bytes as they are, the checksum of everything last.
+/// A file written as it is made, through a buffer of about a megabyte (an old entry's
+/// bytes are copied into it too: one `write` per entry was 30,000 system calls at
+/// 10,000 modules), the checksum of everything last.
 struct Stream<'a> {
     emit: &'a mut crate::system::Sink<'a>,
     buffer: Vec<u8>,
@@ -424,12 +458,6 @@ impl<'a> Stream<'a> {
         Ok(())
     }
 
-    fn old(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.flush()?;
-        self.sum.write(bytes);
-        (self.emit)(bytes)
-    }
-
     /// The rest of the buffer, then the checksum ([`seal_parts`] of all of it).
     fn finish(mut self) -> std::io::Result<()> {
         self.flush()?;
@@ -438,24 +466,14 @@ impl<'a> Stream<'a> {
     }
 }
 
-/// Loads the cache for `settings` into `db` (an empty one if there is none yet).
-/// Returns a notice when a cache file was there but could not be used.
-pub fn attach(
-    db: &crate::db::Database,
-    system: &dyn System,
-    settings: &CacheSettings,
-) -> Option<String> {
-    let (entries, notice) = match load(system, settings) {
-        Ok(entries) => (entries, None),
-        Err(notice) => (Entries::default(), Some(notice)),
-    };
+/// Sets `entries` (what [`load`] gave) as the cache `db` reads.
+pub fn attach(db: &crate::db::Database, entries: Arc<Entries>) {
     // HIGH: the cache never changes while the database lives, and every `file_facts`
     // reads it; at the default LOW, every memo of the project would depend on a LOW
     // input and be walked on each later edit (watch) instead of checked in O(1).
-    let _singleton = FactCache::builder(Arc::new(entries))
+    let _singleton = FactCache::builder(entries)
         .durability(salsa::Durability::HIGH)
         .new(db);
-    notice
 }
 
 fn kind_code(kind: FileKind) -> u8 {
@@ -469,16 +487,8 @@ fn kind_code(kind: FileKind) -> u8 {
 
 /// SipHash with fixed keys: deterministic across runs of one build. A different hash in
 /// another build only turns hits into misses; the format version guards the rest.
-pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
-    let mut h = hasher();
-    h.write(bytes);
-    h.finish()
-}
-
-#[allow(deprecated)]
-fn hasher() -> std::hash::SipHasher {
-    std::hash::SipHasher::new_with_keys(0x7465_7272_6163_6921, 0x6661_6374_7321)
-}
+pub(crate) use crate::files::content_hash;
+use crate::files::hasher;
 
 // ---- encoding: LEB128 integers, length-prefixed strings, one tag byte per variant ----
 
@@ -1239,6 +1249,7 @@ mod tests {
                 blob.push(0);
                 put_u64(&mut blob, 0);
                 blob.extend_from_slice(&0u64.to_le_bytes());
+                blob.push(0); // no stamp
                 put_bytes(&mut blob, b"");
             }
             let sum = content_hash(&blob);
@@ -1316,7 +1327,7 @@ mod tests {
         }
         assert_eq!(
             (FORMAT, bytes.len(), content_hash(&bytes)),
-            (4, 874, 2603916788371675767),
+            (5, 874, 2603916788371675767),
             "the encoded facts changed: bump FORMAT and pin the new length and hash"
         );
     }

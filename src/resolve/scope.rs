@@ -47,6 +47,11 @@ impl EvalHost for TrackedFilesystem<'_> {
         let path = path.strip_prefix(self.root).unwrap_or(path);
         match file.contents(self.db) {
             Some(FileContents::Text(text)) => Ok(text.to_string()),
+            // Extra files are always read; an unread one is read now.
+            Some(unread @ FileContents::Unread(_)) => unread
+                .text()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("cannot read `{path}`: it changed during the run")),
             Some(FileContents::NotUtf8 { line, column }) => Err(format!(
                 "`{path}` is not valid UTF-8 (line {line}, column {column})"
             )),
