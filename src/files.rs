@@ -30,32 +30,32 @@ pub enum FileContents {
 }
 
 /// The text of a file that discovery did not read, known by its length and content hash
-/// (`content_hash`); read on first use, through the `System` and
-/// under the policy discovery reads with. Two are equal when length and hash are.
+/// ([`content_hash`]); read on first use, from `source`. Two are equal when length and
+/// hash are.
 pub struct UnreadText {
     pub len: u64,
     pub hash: u64,
-    source: Option<(
-        Arc<dyn crate::system::System>,
-        crate::system::ReadPolicy,
-        Utf8PathBuf,
-    )>,
+    /// Absolute.
+    path: Utf8PathBuf,
+    source: Arc<TextSource>,
     text: std::sync::OnceLock<Option<String>>,
 }
 
+/// Where unread texts are read when needed: the `System` and the policy discovery reads
+/// with, one for every file of a run.
+pub struct TextSource {
+    pub system: Arc<dyn crate::system::System>,
+    pub policy: crate::system::ReadPolicy,
+}
+
 impl UnreadText {
-    /// The file at `path` (absolute), to read through `system` under `policy` if needed.
-    pub fn new(
-        len: u64,
-        hash: u64,
-        system: Arc<dyn crate::system::System>,
-        policy: crate::system::ReadPolicy,
-        path: Utf8PathBuf,
-    ) -> UnreadText {
+    /// The file at `path` (absolute), to read from `source` if needed.
+    pub fn new(len: u64, hash: u64, path: Utf8PathBuf, source: Arc<TextSource>) -> UnreadText {
         UnreadText {
             len,
             hash,
-            source: Some((system, policy, path)),
+            path,
+            source,
             text: std::sync::OnceLock::new(),
         }
     }
@@ -65,8 +65,8 @@ impl UnreadText {
     pub fn text(&self) -> Option<&str> {
         self.text
             .get_or_init(|| {
-                let (system, policy, path) = self.source.as_ref()?;
-                let (bytes, _) = system.read_confined(path, policy, true).ok()?;
+                let TextSource { system, policy } = &*self.source;
+                let (bytes, _) = system.read_confined(&self.path, policy, true).ok()?;
                 let same = bytes.len() as u64 == self.len && content_hash(&bytes) == self.hash;
                 same.then(|| String::from_utf8(bytes).ok()).flatten()
             })

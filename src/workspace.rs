@@ -103,9 +103,12 @@ pub fn load_workspace_overlapped(
             }),
         )
     });
-    let unread = |path: &str, kind, abs: &camino::Utf8Path| {
-        known.as_ref()?.unread(path, kind, abs, system, &policy)
-    };
+    let source = Arc::new(crate::files::TextSource {
+        system: system.shared(),
+        policy: policy.clone(),
+    });
+    let unread =
+        |path: &str, kind, abs: &camino::Utf8Path| known.as_ref()?.unread(path, kind, abs, &source);
     let discovered = discover_in(
         system,
         &policy,

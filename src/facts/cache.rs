@@ -185,28 +185,23 @@ impl Entries {
     }
 
     /// The contents of the file at `path` (project-relative; `abs` absolute) as an
-    /// [`crate::files::UnreadText`], if the entry for it has a stamp and `lstat` gives
-    /// that stamp still, with the stamp: its text need not be read.
+    /// [`crate::files::UnreadText`] read from `source` if needed, if the entry for it
+    /// has a stamp and `lstat` gives that stamp still, with the stamp: its text need not
+    /// be read.
     pub fn unread(
         &self,
         path: &str,
         kind: FileKind,
         abs: &Utf8Path,
-        system: &dyn System,
-        policy: &crate::system::ReadPolicy,
+        source: &Arc<crate::files::TextSource>,
     ) -> Option<(FileContents, crate::system::Stamp)> {
         let entry = self.get(path)?;
         let stamp = entry.stamp?;
-        if entry.kind != kind_code(kind) || system.link_stamp(abs) != Some(stamp) {
+        if entry.kind != kind_code(kind) || source.system.link_stamp(abs) != Some(stamp) {
             return None;
         }
-        let text = crate::files::UnreadText::new(
-            entry.len,
-            entry.hash,
-            system.shared(),
-            policy.clone(),
-            abs.to_owned(),
-        );
+        let text =
+            crate::files::UnreadText::new(entry.len, entry.hash, abs.to_owned(), source.clone());
         Some((FileContents::Unread(Arc::new(text)), stamp))
     }
 }
@@ -420,8 +415,8 @@ pub fn save(
 }
 
 /// A file written as it is made, through a buffer of about a megabyte (an old entry's
-/// bytes are copied into it too: one `write` per entry was 30,000 system calls at
-/// 10,000 modules), the checksum of everything last.
+/// bytes are copied into it too: writing them on their own took two `write` calls per
+/// entry, 60,000 at 10,000 modules), the checksum of everything last.
 struct Stream<'a> {
     emit: &'a mut crate::system::Sink<'a>,
     buffer: Vec<u8>,

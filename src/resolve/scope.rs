@@ -46,9 +46,8 @@ impl EvalHost for TrackedFilesystem<'_> {
         let file = self.db.extra_file(path);
         let path = path.strip_prefix(self.root).unwrap_or(path);
         match file.contents(self.db) {
-            Some(FileContents::Text(text)) => Ok(text.to_string()),
-            // Extra files are always read; an unread one is read now.
-            Some(unread @ FileContents::Unread(_)) => unread
+            // An extra file is always read (never `Unread`, which `text` reads now).
+            Some(contents @ (FileContents::Text(_) | FileContents::Unread(_))) => contents
                 .text()
                 .map(str::to_owned)
                 .ok_or_else(|| format!("cannot read `{path}`: it changed during the run")),
