@@ -142,7 +142,7 @@ pub fn read_diagnostic(err: &ReadError) -> Diagnostic {
 /// files terraci reads there (after OpenTofu shadowing), and what could not be listed.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Layout {
-    pub module_dirs: Vec<(String, Vec<(String, FileKind)>)>,
+    pub module_dirs: ModuleDirs,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -154,6 +154,10 @@ impl Layout {
             .flat_map(|(_, files)| files.iter().map(|(p, _)| p.as_str()))
     }
 }
+
+/// Each directory that may hold a module with the files terraci reads in it, by
+/// project-relative path, in path order.
+pub type ModuleDirs = Vec<(String, Vec<(String, FileKind)>)>;
 
 /// A directory's entries and its `.gitignore`'s bytes.
 type Listing = (io::Result<Vec<DirEntry>>, Option<Vec<u8>>);

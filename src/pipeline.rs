@@ -258,6 +258,9 @@ pub fn select_provider(
 /// Joined where the change set is first needed ([`PendingChanges::wait`]).
 pub struct PendingChanges {
     state: ChangesState,
+    /// What the fingerprint check found, sent before git is asked (taken by the first
+    /// [`PendingChanges::verdict`]).
+    verdict: Option<std::sync::mpsc::Receiver<crate::vcs::Verdict>>,
     /// The project directory, for [`PendingChanges::input`].
     root: camino::Utf8PathBuf,
 }
@@ -341,13 +344,18 @@ impl PendingChanges {
         let Some(request) = change_request(system, root, args)? else {
             return Ok(None);
         };
+        let (tell, verdict) = std::sync::mpsc::channel();
         let work = move || -> Result<Answered, crate::vcs::VcsError> {
             let Some(how) = how else {
                 return crate::vcs::changed_files(&request).map(|set| (set, false));
             };
-            let expected = recorded.as_ref().map(|r| r.fingerprint.as_slice());
+            let expected = recorded
+                .as_ref()
+                .map(|r| (r.fingerprint.as_slice(), r.files.as_slice()));
+            // The receiver may be gone: then nobody waits for the verdict.
+            let mut send = |v| drop(tell.send(v));
             Ok(
-                match crate::vcs::changed_files_unless(&request, &how, expected)? {
+                match crate::vcs::changed_files_unless(&request, &how, expected, &mut send)? {
                     crate::vcs::Answer::Changed(set) => (set, false),
                     crate::vcs::Answer::Unchanged => {
                         // Only a recorded fingerprint is ever expected.
@@ -378,8 +386,19 @@ impl PendingChanges {
         };
         Ok(Some(PendingChanges {
             state,
+            verdict: Some(verdict),
             root: root.to_owned(),
         }))
+    }
+
+    /// What the fingerprint check found (waits for it, not for git's answer);
+    /// [`crate::vcs::Verdict::Other`] when no check was made or it failed, and after
+    /// the first call.
+    pub fn verdict(&mut self) -> crate::vcs::Verdict {
+        self.verdict
+            .take()
+            .and_then(|r| r.recv().ok())
+            .unwrap_or(crate::vcs::Verdict::Other)
     }
 
     /// The change set, waiting for it if it is still being computed.

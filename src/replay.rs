@@ -40,7 +40,7 @@ use crate::system::{Stamp, System};
 
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
-const FORMAT: u64 = 4;
+const FORMAT: u64 = 5;
 pub(crate) const FILE_NAME: &str = "run.bin";
 
 /// The record file of `command`: one per command, so that a pre-commit hook's `validate`
@@ -101,6 +101,10 @@ pub struct Record {
     /// `--changed-only`: the repository's fingerprint when git computed that change set
     /// ([`crate::vcs::changed_files_unless`]); while it is unchanged, git is not asked.
     pub fingerprint: Option<Vec<u8>>,
+    /// `--changed-only` with a fingerprint: the walk of the project the run used (no
+    /// walk diagnostics), which is the walk again while the fingerprint check finds only
+    /// files' contents changed ([`crate::vcs::Moved`]).
+    pub layout: Option<crate::discover::ModuleDirs>,
     pub output: String,
     pub stderr: Vec<u8>,
 }
@@ -293,7 +297,7 @@ impl RunKey {
         system: &dyn System,
         started: std::time::SystemTime,
         mut files: Vec<(String, Option<Stamp>)>,
-        changes: Option<(&[u8], Option<&[u8]>)>,
+        changes: Option<ChangedOnly<'_>>,
         output: &[&[u8]],
         stderr: &[u8],
     ) -> std::io::Result<bool> {
@@ -313,10 +317,16 @@ impl RunKey {
             put_stamp(&mut out, stamp.as_ref().expect("checked above"));
         }
         match changes {
-            Some((changes, fingerprint)) => {
+            Some(ChangedOnly {
+                changes,
+                fingerprint,
+                layout,
+            }) => {
                 out.push(1);
                 put_bytes(&mut out, changes);
                 put_opt(&mut out, &fingerprint, |out, f| put_bytes(out, f));
+                let layout = fingerprint.and(layout);
+                put_opt(&mut out, &layout, |out, dirs| put_layout(out, dirs));
             }
             None => out.push(0),
         }
@@ -339,6 +349,49 @@ impl RunKey {
     }
 }
 
+/// What a `--changed-only` run records besides what every run does.
+#[derive(Debug, Clone, Copy)]
+pub struct ChangedOnly<'a> {
+    /// The change set ([`encode_changes`]).
+    pub changes: &'a [u8],
+    /// The repository's fingerprint that change set was taken with.
+    pub fingerprint: Option<&'a [u8]>,
+    /// The walk of the project (kept only with a fingerprint).
+    pub layout: Option<&'a crate::discover::ModuleDirs>,
+}
+
+/// Each directory with its files' paths; a file's kind follows from its name.
+fn put_layout(out: &mut Vec<u8>, dirs: &crate::discover::ModuleDirs) {
+    put_u64(out, dirs.len() as u64);
+    for (dir, files) in dirs {
+        put_str(out, dir);
+        put_u64(out, files.len() as u64);
+        for (path, _) in files {
+            put_str(out, path);
+        }
+    }
+}
+
+fn read_layout(
+    r: &mut crate::cache::Reader<'_, ()>,
+) -> crate::cache::R<crate::discover::ModuleDirs> {
+    let n = r.len()?;
+    let mut dirs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let dir = r.string()?;
+        let count = r.len()?;
+        let mut files = Vec::with_capacity(count);
+        for _ in 0..count {
+            let path = r.string()?;
+            let name = path.rsplit('/').next().unwrap_or(&path);
+            let kind = crate::files::FileKind::of(name).ok_or(())?;
+            files.push((path, kind));
+        }
+        dirs.push((dir, files));
+    }
+    Ok(dirs)
+}
+
 /// The key bytes and the record, from a whole `run.bin`.
 fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
     let mut r = open_file(blob, MAGIC, FORMAT, "not a terraci run record")?;
@@ -351,12 +404,13 @@ fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
             let path = r.string()?;
             files.push((path, r.stamp()?));
         }
-        let (changes, fingerprint) = match r.u8()? {
-            0 => (None, None),
+        let (changes, fingerprint, layout) = match r.u8()? {
+            0 => (None, None, None),
             1 => {
                 let changes = r.bytes()?.to_vec();
                 let fingerprint = r.opt_with(|r| Ok(r.bytes()?.to_vec()))?;
-                (Some(changes), fingerprint)
+                let layout = r.opt_with(read_layout)?;
+                (Some(changes), fingerprint, layout)
             }
             _ => return Err(()),
         };
@@ -368,6 +422,7 @@ fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
                 files,
                 changes,
                 fingerprint,
+                layout,
                 output,
                 stderr,
             },
@@ -420,12 +475,32 @@ mod tests {
             ("b/main.tf".to_owned(), Some(stamp(2))),
             ("a/main.tf".to_owned(), Some(stamp(1))),
         ];
+        let layout = vec![
+            (
+                "a".to_owned(),
+                vec![
+                    ("a/main.tf".to_owned(), crate::files::FileKind::Native),
+                    (
+                        "a/terraform.tfvars".to_owned(),
+                        crate::files::FileKind::VarsNative,
+                    ),
+                ],
+            ),
+            (
+                "b".to_owned(),
+                vec![("b/main.tf.json".to_owned(), crate::files::FileKind::Json)],
+            ),
+        ];
         assert!(key
             .save(
                 &fs,
                 fs.now(),
                 files,
-                Some((b"changes", Some(b"fingerprint"))),
+                Some(ChangedOnly {
+                    changes: b"changes",
+                    fingerprint: Some(b"fingerprint"),
+                    layout: Some(&layout),
+                }),
                 &[b"jobs: ", b"{}\n"],
                 b"warning\n"
             )
@@ -442,6 +517,7 @@ mod tests {
                 ],
                 changes: Some(b"changes".to_vec()),
                 fingerprint: Some(b"fingerprint".to_vec()),
+                layout: Some(layout),
                 output: "jobs: {}\n".to_owned(),
                 stderr: b"warning\n".to_vec(),
             }

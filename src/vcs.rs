@@ -14,7 +14,7 @@ use gix::bstr::{BStr, ByteSlice};
 use gix::ObjectId;
 
 mod fingerprint;
-pub use fingerprint::Fingerprinting;
+pub use fingerprint::{Fingerprinting, Moved};
 
 /// The environment variables that pick the base ref, in the order they are consulted.
 pub const ENV_VARS: [&str; 2] = [MR_DIFF_BASE_SHA, GITHUB_BASE_REF];
@@ -146,23 +146,63 @@ pub enum Answer {
     Changed(ChangeSet),
 }
 
+/// What the fingerprint check found, as soon as it found it: the main thread waits for
+/// this, not for git's answer, to decide whether to walk the project.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    /// The recorded fingerprint is the repository's.
+    Same,
+    /// Only files' contents changed ([`Moved`]).
+    Moved(std::sync::Arc<Moved>),
+    /// Anything else (no fingerprint expected, one that could not be checked, a changed
+    /// directory or git state).
+    Other,
+}
+
 /// [`changed_files`], unless the repository's fingerprint is `expected`; the change
-/// set carries the fingerprint taken before git computed it ([`fingerprint`]).
+/// set carries the fingerprint taken before git computed it ([`fingerprint`]). `verdict`
+/// is told what the fingerprint check found before git is asked (nothing when opening
+/// the repository failed).
 pub fn changed_files_unless(
     req: &ChangeRequest,
     how: &Fingerprinting,
-    expected: Option<&[u8]>,
+    expected: Option<(&[u8], &[String])>,
+    verdict: &mut dyn FnMut(Verdict),
 ) -> Result<Answer, VcsError> {
     let opened = Opened::open(req)?;
     // Taken before git looks: a change after this point leaves a newer stamp than the
     // fingerprint holds.
+    let mut told = Verdict::Other;
     let fingerprint = opened.header(req).and_then(|header| match expected {
-        Some(expected) => match fingerprint::check(&header, &req.project_dir, how, expected) {
-            fingerprint::Check::Same => Some(None),
-            fingerprint::Check::Changed(now) => now.map(Some),
+        Some((expected, _)) => match fingerprint::check(&header, &req.project_dir, how, expected) {
+            fingerprint::Check::Same => {
+                told = Verdict::Same;
+                Some(None)
+            }
+            fingerprint::Check::Changed(now, moved) => {
+                if let Some(moved) = moved {
+                    told = Verdict::Moved(std::sync::Arc::new(moved));
+                }
+                now.map(Some)
+            }
         },
         None => fingerprint::take(&header, &req.project_dir, how).map(Some),
     });
+    let moved = match &told {
+        Verdict::Moved(moved) => Some(moved.clone()),
+        _ => None,
+    };
+    verdict(told);
+    // (Also when the fingerprint now cannot be trusted, say a changed file is still
+    // being written: what moved is measured against the recorded one.)
+    if let (Some(moved), Some((_, recorded))) = (moved, expected) {
+        let changed: Vec<&str> = moved.changed().collect();
+        if changed.len() <= MOVED_STATUS_LIMIT {
+            return opened
+                .change_set_moved(req, fingerprint.flatten(), &changed, recorded)
+                .map(Answer::Changed);
+        }
+    }
     match fingerprint {
         Some(None) => Ok(Answer::Unchanged),
         Some(Some(now)) => opened.change_set(req, Some(now)).map(Answer::Changed),
@@ -271,6 +311,82 @@ impl Opened {
             merge_base,
             changed_files: rebased(&paths.files),
             submodules: rebased(&paths.submodules),
+            fingerprint,
+        })
+    }
+}
+
+/// At most this many changed files are asked about one by one after a fingerprint check
+/// that found only files' contents moved; with more, git's whole status is asked.
+const MOVED_STATUS_LIMIT: usize = 256;
+
+impl Opened {
+    /// The change set after a fingerprint check that found only the contents of the
+    /// files `changed` (project-relative) moved since the fingerprint `recorded` (the
+    /// change set then) was taken with: HEAD, the base, the index, the rules and every
+    /// other entry of the tree are as they were then, so git's answer for every other
+    /// path is the recorded one. Each changed path is in the set when the commits since
+    /// the merge base touched it or the status of just those paths lists it. With
+    /// staged changes (whose comparison with HEAD is not cheap to restrict), git's
+    /// whole answer is asked.
+    fn change_set_moved(
+        self,
+        req: &ChangeRequest,
+        fingerprint: Option<Vec<u8>>,
+        changed: &[&str],
+        recorded: &[String],
+    ) -> Result<ChangeSet, VcsError> {
+        if req.committed_only || !index_matches_head(&self.repo)? {
+            return self.change_set(req, fingerprint);
+        }
+        let repo = &self.repo;
+        let mut paths = Paths::default();
+        let (base, base_commit, merge_base) = match (self.head, &self.base) {
+            (Some(head), Some(base)) => {
+                let merge_base = merge_base(repo, base, head)?;
+                diff_commits(repo, merge_base, head, &mut paths)?;
+                (
+                    base.name.clone(),
+                    base.commit.to_string(),
+                    merge_base.to_string(),
+                )
+            }
+            (None, Some(base)) => (base.name.clone(), base.commit.to_string(), String::new()),
+            (_, None) => (String::new(), String::new(), String::new()),
+        };
+        let in_repo = |rel: &str| {
+            if self.prefix.is_empty() {
+                rel.to_owned()
+            } else {
+                format!("{}/{rel}", self.prefix)
+            }
+        };
+        // Literal, from the top of the work tree: a path is never a glob, whatever the
+        // current directory.
+        let patterns: Vec<gix::bstr::BString> = changed
+            .iter()
+            .map(|rel| format!(":(top,literal){}", in_repo(rel)).into())
+            .collect();
+        worktree_status(repo, patterns, &mut paths)?;
+        let changed_in_repo: BTreeSet<String> = changed.iter().map(|rel| in_repo(rel)).collect();
+        let mut files: BTreeSet<String> = recorded
+            .iter()
+            .filter(|path| !changed.contains(&path.as_str()))
+            .cloned()
+            .collect();
+        files.extend(
+            paths
+                .files
+                .iter()
+                .filter(|path| changed_in_repo.contains(*path))
+                .filter_map(|path| rebase(path, &self.prefix)),
+        );
+        Ok(ChangeSet {
+            base,
+            base_commit,
+            merge_base,
+            changed_files: files.into_iter().collect(),
+            submodules: Vec::new(),
             fingerprint,
         })
     }
@@ -581,14 +697,50 @@ fn diff_commits(
 /// Adds staged (HEAD vs index), unstaged (index vs working tree) and untracked, not
 /// ignored files.
 fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), VcsError> {
-    use gix::status::{tree_index::TrackRenames, Item};
+    if index_matches_head(repo)? {
+        // Nothing is staged: only the working tree is compared with the index.
+        return worktree_status(repo, Vec::new(), paths);
+    }
+    let failed = git_err("cannot read the working tree status");
+    for item in status(repo)?.into_iter(Vec::new()).map_err(failed)? {
+        let item = item.map_err(git_err("cannot read the working tree status"))?;
+        worktree_item(&item, paths);
+    }
+    Ok(())
+}
+
+/// The working tree compared with the index, for the paths `patterns` match (every path
+/// when there are none).
+fn worktree_status(
+    repo: &gix::Repository,
+    patterns: Vec<gix::bstr::BString>,
+    paths: &mut Paths,
+) -> Result<(), VcsError> {
+    use gix::status::Item;
+
+    let failed = git_err("cannot read the working tree status");
+    for item in status(repo)?
+        .into_index_worktree_iter(patterns)
+        .map_err(failed)?
+    {
+        let item = item.map_err(git_err("cannot read the working tree status"))?;
+        worktree_item(&Item::IndexWorktree(item), paths);
+    }
+    Ok(())
+}
+
+/// The status as `--changed-only` asks for it.
+fn status(
+    repo: &gix::Repository,
+) -> Result<gix::status::Platform<'_, gix::progress::Discard>, VcsError> {
+    use gix::status::tree_index::TrackRenames;
 
     // Every untracked file is listed one by one, whatever `status.showUntrackedFiles` says.
     let dirwalk = repo
         .dirwalk_options()
         .map_err(git_err("cannot configure the directory walk"))?
         .emit_untracked(gix::dir::walk::EmissionMode::Matching);
-    let status = repo
+    Ok(repo
         .status(gix::progress::Discard)
         .map_err(git_err("cannot read the working tree status"))?
         // A submodule whose checkout moved, or that holds modified or untracked files,
@@ -599,24 +751,7 @@ fn worktree_changes(repo: &gix::Repository, paths: &mut Paths) -> Result<(), Vcs
         })
         .index_worktree_rewrites(None)
         .tree_index_track_renames(TrackRenames::Disabled)
-        .index_worktree_options_mut(|options| options.dirwalk_options = Some(dirwalk));
-    let failed = git_err("cannot read the working tree status");
-    if index_matches_head(repo)? {
-        // Nothing is staged: only the working tree is compared with the index.
-        for item in status
-            .into_index_worktree_iter(Vec::new())
-            .map_err(failed)?
-        {
-            let item = item.map_err(git_err("cannot read the working tree status"))?;
-            worktree_item(&Item::IndexWorktree(item), paths);
-        }
-        return Ok(());
-    }
-    for item in status.into_iter(Vec::new()).map_err(failed)? {
-        let item = item.map_err(git_err("cannot read the working tree status"))?;
-        worktree_item(&item, paths);
-    }
-    Ok(())
+        .index_worktree_options_mut(|options| options.dirwalk_options = Some(dirwalk)))
 }
 
 /// Whether the index holds exactly HEAD's tree, by its cache-tree extension (which git
@@ -847,6 +982,73 @@ mod tests {
         ("eks/main.tf", "# eks\n"),
         ("rds/main.tf", "# rds\n"),
     ];
+
+    #[test]
+    fn after_only_contents_moved_the_answer_is_gits_whole_answer() {
+        let repo = Repo::new(&[
+            ("a/main.tf", "a\n"),
+            ("b/main.tf", "b\n"),
+            ("c/main.tf", "c\n"),
+            ("d/a.tf", "da\n"),
+            ("d/[ab].tf", "glob\n"),
+            ("README.md", "r\n"),
+        ]);
+        repo.git(&["checkout", "-q", "-b", "feature"]);
+        repo.write("b/main.tf", "b2\n");
+        repo.commit_all("b");
+        repo.write("c/main.tf", "c dirty\n");
+        repo.write("d/a.tf", "da dirty\n");
+        let req = ChangeRequest {
+            base_ref: Some("main".into()),
+            ..repo.request()
+        };
+        let how = Fingerprinting {
+            system: std::sync::Arc::new(crate::system::OsSystem),
+            // Everything the test writes has settled by then.
+            started: std::time::SystemTime::now() + std::time::Duration::from_secs(60),
+            skip: Vec::new(),
+            output: None,
+        };
+        let answer = |recorded: Option<(&[u8], &[String])>| {
+            let mut told = Verdict::Other;
+            let answer = changed_files_unless(&req, &how, recorded, &mut |v| told = v);
+            let Ok(Answer::Changed(set)) = answer else {
+                panic!("a changed tree: {answer:?}");
+            };
+            (set, told)
+        };
+        let (mut set, _) = answer(None);
+        assert_eq!(set.changed_files, ["b/main.tf", "c/main.tf", "d/a.tf"]);
+        type Step = (&'static str, fn(&Repo));
+        let steps: [Step; 5] = [
+            ("a clean file edited", |r| {
+                r.write("a/main.tf", "a edited\n")
+            }),
+            ("an edit undone", |r| r.write("c/main.tf", "c\n")),
+            ("a committed change put back as on the base", |r| {
+                r.write("b/main.tf", "b\n")
+            }),
+            ("a name that is a glob", |r| {
+                r.write("d/[ab].tf", "edited\n")
+            }),
+            ("a file no module holds", |r| {
+                r.write("README.md", "edited\n")
+            }),
+        ];
+        for (step, edit) in steps {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            edit(&repo);
+            let fingerprint = set.fingerprint.clone().expect("a fingerprint");
+            let (now, told) = answer(Some((&fingerprint, &set.changed_files)));
+            assert!(matches!(told, Verdict::Moved(_)), "{step}: {told:?}");
+            assert_eq!(now.changed_files, changed(&req), "{step}");
+            set = now;
+        }
+        assert_eq!(
+            set.changed_files,
+            ["README.md", "a/main.tf", "b/main.tf", "d/[ab].tf", "d/a.tf"]
+        );
+    }
 
     #[test]
     fn committed_changes_are_diffed_from_the_merge_base() {

@@ -44,11 +44,36 @@ pub struct Workspace {
     /// Every file read, project-relative, with the version read where the system can
     /// stamp it (for [`crate::replay`]).
     pub stamps: FileStamps,
+    /// The walk discovery used, when [`Start::keep_layout`] asked for it and it had no
+    /// diagnostics.
+    pub walked: Option<crate::discover::ModuleDirs>,
     /// `-v`: info diagnostics (notes) are reported too.
     pub notes: bool,
     /// `--color`: diagnostics' labels in colour.
     pub color: bool,
     saving: PendingSave,
+}
+
+/// What a command already knows of the project when it loads the workspace.
+#[derive(Default)]
+pub struct Start {
+    /// A walk of the project directory already made (by the replay check), or the one
+    /// a run record holds while the fingerprint check finds it current.
+    pub layout: Option<crate::discover::Layout>,
+    /// The fingerprint check's stamps: a file it stamped unchanged is not stamped again.
+    pub moved: Option<Arc<crate::vcs::Moved>>,
+    /// Keep the walk for the run record ([`Workspace::walked`]).
+    pub keep_layout: bool,
+}
+
+impl Start {
+    /// A start with a walk already made, if there is one.
+    pub fn walked(layout: Option<crate::discover::Layout>) -> Start {
+        Start {
+            layout,
+            ..Start::default()
+        }
+    }
 }
 
 /// Project-relative paths of the files read, with the version read where the system can
@@ -70,12 +95,12 @@ pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<U
 /// Discovers and loads the project, computes every module's facts and references on all
 /// cores, and starts writing the fact cache on another thread: the caller goes on with
 /// the graph meanwhile and calls [`Workspace::wait_for_cache`] before printing notices.
-/// `layout` is a walk of the project directory already made (by the replay check).
+/// `start` holds what the caller already knows of the project (see [`Start`]).
 pub fn load_workspace_overlapped(
     system: &dyn System,
     global: &GlobalArgs,
     eval: &EvalArgs,
-    layout: Option<crate::discover::Layout>,
+    start: Start,
 ) -> anyhow::Result<Workspace> {
     // Before any file is read: the fact cache keeps the stamps of versions that had
     // settled by then.
@@ -84,7 +109,9 @@ pub fn load_workspace_overlapped(
     let config_path = find_config_file(system, &root, global.config.as_deref());
     let config = load_config(system, config_path.as_deref()).map_err(exit::coded)?;
     let mut diagnostics = config_diagnostics(&config);
-    let layout = layout.unwrap_or_else(|| walk(system, &root));
+    let layout = start.layout.unwrap_or_else(|| walk(system, &root));
+    let walked =
+        (start.keep_layout && layout.diagnostics.is_empty()).then(|| layout.module_dirs.clone());
     let policy = crate::system::ReadPolicy::new(system, &root, global.max_file_size);
     let cache =
         crate::cache::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
@@ -107,8 +134,15 @@ pub fn load_workspace_overlapped(
         system: system.shared(),
         policy: policy.clone(),
     });
-    let unread =
-        |path: &str, kind, abs: &camino::Utf8Path| known.as_ref()?.unread(path, kind, abs, &source);
+    // A file the fingerprint check just stamped is not stamped again.
+    let moved = start.moved.as_deref();
+    let unread = |path: &str, kind, abs: &camino::Utf8Path| {
+        known.as_ref()?.unread(path, kind, abs, &source, || {
+            moved
+                .and_then(|m| m.link_stamp(path))
+                .or_else(|| system.link_stamp(abs))
+        })
+    };
     let discovered = discover_in(
         system,
         &policy,
@@ -176,6 +210,7 @@ pub fn load_workspace_overlapped(
         diagnostics,
         notices,
         stamps,
+        walked,
         notes: global.verbose > 0,
         color: use_color(system, global.color),
         saving,
@@ -200,7 +235,7 @@ pub fn load_workspace(
     global: &GlobalArgs,
     eval: &EvalArgs,
 ) -> anyhow::Result<Workspace> {
-    let mut ws = load_workspace_overlapped(system, global, eval, None)?;
+    let mut ws = load_workspace_overlapped(system, global, eval, Start::default())?;
     ws.wait_for_cache();
     Ok(ws)
 }

@@ -48,27 +48,61 @@ pub(super) fn generate(
             .map(|key| fingerprinting(io.system, started, key, args)),
         recorded,
     )?;
-    let mut layout = None;
-    if let (Some(key), Some(record)) = (&key, record) {
-        // With a fingerprint, which covers every directory of the project, no walk.
-        let unasked = fast
-            && key.files_unchanged(io.system, &record)
-            && changes.as_mut().is_some_and(PendingChanges::is_recorded);
-        let replay = if unasked {
-            Some(record)
+    let mut start = crate::workspace::Start {
+        keep_layout: changes.is_some() && key.is_some(),
+        ..crate::workspace::Start::default()
+    };
+    if let (Some(key), Some(mut record)) = (&key, record) {
+        // With a recorded fingerprint, the fingerprint check (on git's thread, over every
+        // entry of the project) decides what this thread does: nothing changed, replay;
+        // only the contents of files this run reads, no replay and no walk.
+        let verdict = match (&mut changes, fast) {
+            (Some(changes), true) => changes.verdict(),
+            _ => crate::vcs::Verdict::Other,
+        };
+        let moved = match &verdict {
+            crate::vcs::Verdict::Moved(moved) if record.layout.is_some() => {
+                let read = |path: &str| {
+                    record
+                        .files
+                        .binary_search_by(|(recorded, _)| recorded.as_str().cmp(path))
+                        .is_ok()
+                };
+                moved.changed().any(read).then(|| moved.clone())
+            }
+            _ => None,
+        };
+        let replay = if let Some(moved) = moved {
+            start.layout = record
+                .layout
+                .take()
+                .map(|module_dirs| crate::discover::Layout {
+                    module_dirs,
+                    diagnostics: Vec::new(),
+                });
+            start.moved = Some(moved);
+            None
         } else {
-            match key.check(io.system, record) {
-                crate::replay::Lookup::Hit(record, walked) => {
-                    layout = Some(walked);
-                    (record.changes == current_changes(&mut changes, key)).then_some(record)
-                }
-                crate::replay::Lookup::Miss(walked) => {
-                    layout = walked;
-                    None
+            let unasked = matches!(verdict, crate::vcs::Verdict::Same)
+                && key.files_unchanged(io.system, &record)
+                && changes.as_mut().is_some_and(PendingChanges::is_recorded);
+            if unasked {
+                Some((record, true))
+            } else {
+                match key.check(io.system, record) {
+                    crate::replay::Lookup::Hit(record, walked) => {
+                        let same = record.changes == current_changes(&mut changes, key);
+                        start.layout = Some(walked);
+                        same.then_some((record, false))
+                    }
+                    crate::replay::Lookup::Miss(walked) => {
+                        start.layout = walked;
+                        None
+                    }
                 }
             }
         };
-        if let Some(record) = replay {
+        if let Some((record, unasked)) = replay {
             io.stderr.write_all(&record.stderr)?;
             if global.verbose > 0 {
                 writeln!(
@@ -84,7 +118,8 @@ pub(super) fn generate(
             }
             write_output(io, args.output.as_deref(), &record.output)?;
             if !unasked {
-                fingerprint_record(io, global, key, started, record, changes.as_mut())?;
+                let walked = start.layout.map(|layout| layout.module_dirs);
+                fingerprint_record(io, global, key, started, record, walked, changes.as_mut())?;
             }
             return Ok(exit::OK);
         }
@@ -96,12 +131,12 @@ pub(super) fn generate(
         args,
         io.system,
         &io.argv,
-        layout,
+        start,
         changes.as_mut(),
         &mut stderr,
     );
     io.stderr.write_all(&stderr)?;
-    let (text, stamps, notices, used) = outcome?;
+    let (text, stamps, notices, used, walked) = outcome?;
     // In pieces to the end: joined, the pipeline would be held twice at once.
     let parts = text.parts();
     write_output_parts(io, args.output.as_deref(), &parts)?;
@@ -116,11 +151,16 @@ pub(super) fn generate(
             .as_ref()
             .map(|c| crate::replay::encode_changes(&c.files, &c.submodules));
         let fingerprint = changes.as_mut().and_then(PendingChanges::fingerprint);
+        let changed_only = used.as_deref().map(|changes| crate::replay::ChangedOnly {
+            changes,
+            fingerprint: fingerprint.as_deref(),
+            layout: walked.as_ref(),
+        });
         if let Err(e) = key.save(
             io.system,
             started,
             stamps,
-            used.as_deref().map(|used| (used, fingerprint.as_deref())),
+            changed_only,
             &parts,
             replayed.as_bytes(),
         ) {
@@ -143,6 +183,7 @@ fn fingerprint_record(
     key: &crate::replay::RunKey,
     started: std::time::SystemTime,
     record: crate::replay::Record,
+    walked: Option<crate::discover::ModuleDirs>,
     changes: Option<&mut PendingChanges>,
 ) -> anyhow::Result<()> {
     let (Some(used), Some(changes)) = (&record.changes, changes) else {
@@ -163,7 +204,11 @@ fn fingerprint_record(
         io.system,
         started,
         files,
-        Some((used, Some(&fingerprint))),
+        Some(crate::replay::ChangedOnly {
+            changes: used,
+            fingerprint: Some(&fingerprint),
+            layout: walked.as_ref(),
+        }),
         &[record.output.as_bytes()],
         &record.stderr,
     ) {
@@ -258,6 +303,7 @@ type Generated = (
     Option<Vec<(String, Option<crate::system::Stamp>)>>,
     Vec<String>,
     Option<crate::files::ChangeInput>,
+    Option<crate::discover::ModuleDirs>,
 );
 
 /// `generate` up to the text to write. Everything for stderr goes to `err`.
@@ -266,12 +312,12 @@ fn generate_pipeline(
     args: &GenerateArgs,
     system: &dyn System,
     argv: &[String],
-    layout: Option<crate::discover::Layout>,
+    start: crate::workspace::Start,
     pending: Option<&mut PendingChanges>,
     err: &mut Vec<u8>,
 ) -> anyhow::Result<Generated> {
     let pipeline_args = &args.pipeline;
-    let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval, layout)?;
+    let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval, start)?;
     ws.require_modules()?;
     let filters = ws.filters(&pipeline_args.select)?;
     ws.require_selected(&filters)?;
@@ -327,6 +373,7 @@ fn generate_pipeline(
         }
     }
     let (stamps, notices) = ws.take_run_inputs();
+    let walked = ws.walked.take();
     ws.dismiss();
-    Ok((pipeline.text, stamps, notices, changes))
+    Ok((pipeline.text, stamps, notices, changes, walked))
 }

@@ -9,7 +9,7 @@ use crate::render::graph::{
     render_dot, render_json, render_levels, render_list, render_mermaid, render_plantuml,
     render_stats,
 };
-use crate::workspace::{load_workspace_overlapped, Workspace};
+use crate::workspace::{load_workspace_overlapped, Start, Workspace};
 
 use super::replayed::{replayed, KeyInputs, Produced};
 use super::Io;
@@ -18,7 +18,7 @@ pub(super) fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> a
     let inputs = KeyInputs::plain("graph", &args.eval.var_file);
     let system = io.system;
     replayed(global, io, inputs, args.output.as_deref(), |layout, err| {
-        let mut ws = load_workspace_overlapped(system, global, &args.eval, layout)?;
+        let mut ws = load_workspace_overlapped(system, global, &args.eval, Start::walked(layout))?;
         ws.wait_for_cache();
         let output = render(&ws, global, args, err)?;
         let (stamps, notices) = ws.take_run_inputs();

@@ -9,7 +9,7 @@ use crate::ir::JobPlan;
 use crate::ir::{job_plan, PlanOptions};
 use crate::pipeline::change_input;
 use crate::system::System;
-use crate::workspace::{load_workspace, load_workspace_overlapped, Workspace};
+use crate::workspace::{load_workspace, load_workspace_overlapped, Start, Workspace};
 
 use super::replayed::{replayed, KeyInputs, Produced};
 use super::Io;
@@ -42,7 +42,7 @@ pub(super) fn local_exec(
         ],
     };
     replayed(global, io, inputs, None, |layout, err| {
-        let mut ws = load_workspace_overlapped(system, global, &args.eval, layout)?;
+        let mut ws = load_workspace_overlapped(system, global, &args.eval, Start::walked(layout))?;
         ws.wait_for_cache();
         let (plan, options) = prepare(&ws, global, args, system, err)?;
         let mut out = Vec::new();

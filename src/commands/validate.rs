@@ -9,7 +9,7 @@ use crate::exit;
 use crate::files::Role;
 use crate::graph::dependency_graph;
 use crate::render::graph::render_levels;
-use crate::workspace::{load_workspace_overlapped, Workspace};
+use crate::workspace::{load_workspace_overlapped, Start, Workspace};
 
 use super::replayed::{replayed, KeyInputs, Produced};
 use super::Io;
@@ -23,7 +23,7 @@ pub(super) fn validate(
     let system = io.system;
     replayed(global, io, inputs, None, |layout, err| {
         let mut out = Vec::new();
-        let mut ws = load_workspace_overlapped(system, global, &args.eval, layout)?;
+        let mut ws = load_workspace_overlapped(system, global, &args.eval, Start::walked(layout))?;
         // Its notices are printed with the diagnostics.
         ws.wait_for_cache();
         let code = report(&ws, global, args, &mut out, err)?;

@@ -186,18 +186,19 @@ impl Entries {
 
     /// The contents of the file at `path` (project-relative; `abs` absolute) as an
     /// [`crate::files::UnreadText`] read from `source` if needed, if the entry for it
-    /// has a stamp and `lstat` gives that stamp still, with the stamp: its text need not
-    /// be read.
+    /// has a stamp and the file's `lstat` stamp now (`now`, asked only then) is that
+    /// stamp still, with the stamp: its text need not be read.
     pub fn unread(
         &self,
         path: &str,
         kind: FileKind,
         abs: &Utf8Path,
         source: &Arc<crate::files::TextSource>,
+        now: impl FnOnce() -> Option<crate::system::Stamp>,
     ) -> Option<(FileContents, crate::system::Stamp)> {
         let entry = self.get(path)?;
         let stamp = entry.stamp?;
-        if entry.kind != kind_code(kind) || source.system.link_stamp(abs) != Some(stamp) {
+        if entry.kind != kind_code(kind) || now() != Some(stamp) {
             return None;
         }
         let text =

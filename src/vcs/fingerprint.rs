@@ -100,8 +100,45 @@ type Tree = std::collections::BTreeMap<String, Entry>;
 pub(super) enum Check {
     /// The recorded fingerprint is the repository's.
     Same,
-    /// It is not; the fingerprint now, when one can be taken.
-    Changed(Option<Vec<u8>>),
+    /// It is not; the fingerprint now, when one can be taken, and what moved when only
+    /// files' contents did.
+    Changed(Option<Vec<u8>>, Option<Moved>),
+}
+
+/// A check that found only files' contents changed: the same git state, the same
+/// directories with the same names everywhere (so the same walk of the project: no
+/// `.gitignore` and no symlink among the changed), and the stamp every other entry has
+/// now. A run uses it instead of walking the project and stamping its files again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moved {
+    /// Every entry by project-relative path, in path order, as it was recorded.
+    entries: Vec<(String, Entry)>,
+    /// Which of them changed.
+    changed: Vec<bool>,
+}
+
+impl Moved {
+    /// The `lstat` stamp of the file at `rel` (project-relative), as the check just found
+    /// it: `None` for one that changed (stamp it again) or that is not a file.
+    pub fn link_stamp(&self, rel: &str) -> Option<Stamp> {
+        let i = self
+            .entries
+            .binary_search_by(|(path, _)| path.as_str().cmp(rel))
+            .ok()?;
+        match (&self.entries[i].1, self.changed[i]) {
+            (Entry::File(stamp) | Entry::Link(stamp, _), false) => Some(*stamp),
+            _ => None,
+        }
+    }
+
+    /// The project-relative paths of the files that changed, in path order.
+    pub fn changed(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .zip(&self.changed)
+            .filter(|(_, &c)| c)
+            .map(|((path, _), _)| path.as_str())
+    }
 }
 
 /// The fingerprint of the repository as it is now, encoded; `None` when it cannot be
@@ -131,7 +168,7 @@ pub(super) fn check(
 ) -> Check {
     let now = encode_header(header, project, how);
     let Some((head, entries)) = decode(recorded) else {
-        return Check::Changed(now.and_then(|_| take(header, project, how)));
+        return Check::Changed(now.and_then(|_| take(header, project, how)), None);
     };
     let system = &*how.system;
     let fresh: Vec<bool> = entries
@@ -140,10 +177,35 @@ pub(super) fn check(
         .map(|(rel, entry)| same(system, project, how, rel, entry))
         .collect();
     let Some(now) = now else {
-        return Check::Changed(None);
+        return Check::Changed(None, None);
     };
     if now == head && fresh.iter().all(|&f| f) {
         return Check::Same;
+    }
+    let files_only = entries
+        .iter()
+        .zip(&fresh)
+        .all(|((rel, entry), &unchanged)| {
+            unchanged || (matches!(entry, Entry::File(_)) && !rel.ends_with(".gitignore"))
+        });
+    if now == head && files_only {
+        // Nothing to list again: each changed file is stamped again in place.
+        let moved = Moved {
+            entries,
+            changed: fresh.iter().map(|&f| !f).collect(),
+        };
+        let mut tree = moved.entries.clone();
+        let mut trusted = true;
+        for ((rel, entry), &changed) in tree.iter_mut().zip(&moved.changed) {
+            if changed {
+                match leaf(system, &project.join(&*rel), &EntryKind::File, how) {
+                    Some(now) => *entry = now,
+                    None => trusted = false,
+                }
+            }
+        }
+        let encoded = trusted.then(|| encode(&now, tree.iter().map(|(p, e)| (p, e))));
+        return Check::Changed(encoded, Some(moved));
     }
     let mut relist = std::collections::BTreeSet::new();
     for ((rel, entry), &unchanged) in entries.iter().zip(&fresh) {
@@ -170,10 +232,10 @@ pub(super) fn check(
             continue;
         }
         if relisted(project, &dir, how, &fresh, &mut tree, &mut rewalked).is_none() {
-            return Check::Changed(None);
+            return Check::Changed(None, None);
         }
     }
-    Check::Changed(Some(encode(&now, &tree)))
+    Check::Changed(Some(encode(&now, &tree)), None)
 }
 
 /// Lists `dir` again into `tree`: its own entry, its children kept when unchanged,
@@ -464,7 +526,11 @@ fn list(system: &dyn System, dir: &Utf8Path, how: &Fingerprinting) -> Option<Lis
 }
 
 /// The header (length-prefixed), then the tree in path order.
-fn encode(head: &[u8], tree: &Tree) -> Vec<u8> {
+fn encode<'t>(
+    head: &[u8],
+    tree: impl IntoIterator<Item = (&'t String, &'t Entry), IntoIter: ExactSizeIterator>,
+) -> Vec<u8> {
+    let tree = tree.into_iter();
     let mut out = Vec::with_capacity(head.len() + tree.len() * 64);
     crate::cache::put_bytes(&mut out, head);
     put_u64(&mut out, tree.len() as u64);
@@ -604,7 +670,7 @@ mod tests {
         // The output (in the project's directory) and the cache are the run's own.
         s.write("pipeline.yml", "jobs\n");
         s.write(".terraci/cache/run.bin", "record\n");
-        let Check::Changed(Some(now)) = s.check(&first) else {
+        let Check::Changed(Some(now), _) = s.check(&first) else {
             panic!("creating `.terraci` changes the project directory's names");
         };
         assert!(matches!(s.check(&now), Check::Same));
@@ -632,7 +698,7 @@ mod tests {
         std::fs::remove_dir_all(s.root.join("gone")).expect("remove");
         std::fs::remove_file(s.root.join("file-then-dir")).expect("remove");
         s.write("file-then-dir/inside.tf", "i\n");
-        let Check::Changed(Some(now)) = s.check(&first) else {
+        let Check::Changed(Some(now), _) = s.check(&first) else {
             panic!("the tree changed");
         };
         assert_eq!(now, s.take(), "refreshed != walked");
@@ -648,6 +714,64 @@ mod tests {
             change(&s);
             assert!(!matches!(s.check(&before), Check::Same));
         }
+    }
+
+    #[test]
+    fn when_only_contents_changed_the_check_says_which_and_stamps_the_rest() {
+        let s = Scene::new(&[
+            "a/main.tf",
+            "a/vars.tf",
+            "b/main.tf",
+            ".gitignore",
+            "README.md",
+        ]);
+        let first = s.take();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        s.write("a/main.tf", "edited\n");
+        s.write("README.md", "edited too\n");
+        let Check::Changed(Some(now), Some(moved)) = s.check(&first) else {
+            panic!("only contents changed: a fingerprint and what moved");
+        };
+        assert_eq!(now, s.take(), "stamped in place != walked");
+        assert_eq!(
+            moved.changed().collect::<Vec<_>>(),
+            ["README.md", "a/main.tf"]
+        );
+        let system = crate::system::OsSystem;
+        assert_eq!(
+            moved.link_stamp("a/main.tf"),
+            None,
+            "a changed file is stamped again"
+        );
+        assert_eq!(
+            moved.link_stamp("b/main.tf"),
+            system.link_stamp(&s.root.join("b/main.tf"))
+        );
+        assert_eq!(moved.link_stamp("a"), None, "a directory is not a file");
+        assert_eq!(moved.link_stamp("nowhere.tf"), None);
+        // What changes the walk of the project is no such check.
+        for change in [
+            |s: &Scene| s.write(".gitignore", "b/\n"),
+            |s: &Scene| s.write("a/new.tf", "new\n"),
+            |s: &Scene| std::fs::remove_file(s.root.join("a/vars.tf")).expect("rm"),
+        ] {
+            let before = s.take();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            change(&s);
+            let Check::Changed(Some(now), None) = s.check(&before) else {
+                panic!("a change of the walk: refingerprinted, nothing moved");
+            };
+            assert_eq!(now, s.take());
+        }
+        // A file still being written: what moved, without a fingerprint to trust.
+        let before = s.take();
+        let mut how = s.how();
+        how.started = std::time::SystemTime::now();
+        s.write("b/main.tf", "just now\n");
+        let Check::Changed(None, Some(moved)) = check(&s.header(), &s.root, &how, &before) else {
+            panic!("an unsettled changed file: no fingerprint, but what moved");
+        };
+        assert_eq!(moved.changed().collect::<Vec<_>>(), ["b/main.tf"]);
     }
 
     #[test]
