@@ -287,15 +287,7 @@ impl Opened {
             });
         }
         let mut paths = Paths::default();
-        let (base, base_commit, merge_base) = match (self.head, self.base) {
-            (Some(head), Some(base)) => {
-                let merge_base = merge_base(repo, &base, head)?;
-                diff_commits(repo, merge_base, head, &mut paths)?;
-                (base.name, base.commit.to_string(), merge_base.to_string())
-            }
-            (None, Some(base)) => (base.name, base.commit.to_string(), String::new()),
-            (_, None) => (String::new(), String::new(), String::new()),
-        };
+        let (base, base_commit, merge_base) = self.committed(&mut paths)?;
         if !req.committed_only {
             worktree_changes(repo, &mut paths)?;
         }
@@ -321,6 +313,24 @@ impl Opened {
 const MOVED_STATUS_LIMIT: usize = 256;
 
 impl Opened {
+    /// Adds the paths the commits since the merge base changed; the base's name, its
+    /// commit and the merge base (empty where there is none).
+    fn committed(&self, paths: &mut Paths) -> Result<(String, String, String), VcsError> {
+        Ok(match (self.head, &self.base) {
+            (Some(head), Some(base)) => {
+                let merge_base = merge_base(&self.repo, base, head)?;
+                diff_commits(&self.repo, merge_base, head, paths)?;
+                (
+                    base.name.clone(),
+                    base.commit.to_string(),
+                    merge_base.to_string(),
+                )
+            }
+            (None, Some(base)) => (base.name.clone(), base.commit.to_string(), String::new()),
+            (_, None) => (String::new(), String::new(), String::new()),
+        })
+    }
+
     /// The change set after a fingerprint check that found only the contents of the
     /// files `changed` (project-relative) moved since the fingerprint `recorded` (the
     /// change set then) was taken with: HEAD, the base, the index, the rules and every
@@ -341,19 +351,7 @@ impl Opened {
         }
         let repo = &self.repo;
         let mut paths = Paths::default();
-        let (base, base_commit, merge_base) = match (self.head, &self.base) {
-            (Some(head), Some(base)) => {
-                let merge_base = merge_base(repo, base, head)?;
-                diff_commits(repo, merge_base, head, &mut paths)?;
-                (
-                    base.name.clone(),
-                    base.commit.to_string(),
-                    merge_base.to_string(),
-                )
-            }
-            (None, Some(base)) => (base.name.clone(), base.commit.to_string(), String::new()),
-            (_, None) => (String::new(), String::new(), String::new()),
-        };
+        let (base, base_commit, merge_base) = self.committed(&mut paths)?;
         let in_repo = |rel: &str| {
             if self.prefix.is_empty() {
                 rel.to_owned()

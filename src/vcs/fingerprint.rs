@@ -194,17 +194,28 @@ pub(super) fn check(
             entries,
             changed: fresh.iter().map(|&f| !f).collect(),
         };
-        let mut tree = moved.entries.clone();
-        let mut trusted = true;
-        for ((rel, entry), &changed) in tree.iter_mut().zip(&moved.changed) {
-            if changed {
-                match leaf(system, &project.join(&*rel), &EntryKind::File, how) {
-                    Some(now) => *entry = now,
-                    None => trusted = false,
-                }
-            }
-        }
-        let encoded = trusted.then(|| encode(&now, tree.iter().map(|(p, e)| (p, e))));
+        let restamped: Option<Vec<Entry>> = moved
+            .changed()
+            .map(|rel| leaf(system, &project.join(rel), &EntryKind::File, how))
+            .collect();
+        let encoded = restamped.map(|restamped| {
+            let mut restamped = restamped.iter();
+            let tree = moved
+                .entries
+                .iter()
+                .zip(&moved.changed)
+                .map(|((path, entry), &c)| {
+                    (
+                        path,
+                        if c {
+                            restamped.next().unwrap_or(entry)
+                        } else {
+                            entry
+                        },
+                    )
+                });
+            encode(&now, tree)
+        });
         return Check::Changed(encoded, Some(moved));
     }
     let mut relist = std::collections::BTreeSet::new();
