@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::db::Db;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::facts::{literal_string, module_facts};
 use crate::files::{FileKind, Project, Role, Selection};
 use crate::graph::dependency_graph;
 use crate::system::normalize;
@@ -34,10 +33,7 @@ pub fn library_links(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet
     let mut calls: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for &m in project.modules(db) {
         let id = &m.info(db).id;
-        for call in &module_facts(db, m).module_calls {
-            let Some(source) = call.source.as_ref().and_then(|s| literal_string(&s.expr)) else {
-                continue;
-            };
+        for source in &crate::resolve::module_summary(db, project, m).call_sources {
             if !(source.starts_with("./") || source.starts_with("../")) {
                 continue;
             }

@@ -21,11 +21,7 @@ pub fn warm_up(db: &mut Database, project: Project) {
     // state identity, which the first pass fills in parallel; in one pass, one worker
     // would compute the whole index while the others wait for it.
     for_each_module(db, &modules, |db, m| {
-        crate::facts::module_facts(db, m);
-        if m.info(db).is_root() {
-            crate::resolve::state_identity(db, project, m);
-            crate::resolve::module_references(db, project, m);
-        }
+        crate::resolve::module_summary(db, project, m);
     });
     crate::resolve::sync_owners(db, project);
     for_each_module(db, &modules, |db, m| {

@@ -155,7 +155,10 @@ fn local_state_warning(ws: &Workspace, plan: &crate::ir::JobPlan) -> Option<Diag
         .into_iter()
         .filter(|id| {
             ws.modules.get(*id).is_some_and(|&m| {
-                let identity = crate::resolve::state_identity(&ws.db, ws.project, m);
+                let summary = crate::resolve::module_summary(&ws.db, ws.project, m);
+                let Some(identity) = summary.root.as_ref().map(|r| &r.identity) else {
+                    return false;
+                };
                 identity.backend == "local"
                     && identity
                         .fields

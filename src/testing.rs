@@ -140,9 +140,7 @@ mod incremental {
         assert_eq!(edges(&ws), ["stage/app -> stage/dns"]);
         let log = ws.db.take_log();
         assert_eq!(
-            log.iter()
-                .filter(|l| l.contains("module_references"))
-                .count(),
+            log.iter().filter(|l| l.contains("module_summary")).count(),
             1,
             "only the caller's references are evaluated again: {log:?}"
         );

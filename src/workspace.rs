@@ -130,6 +130,14 @@ pub fn load_workspace_overlapped(
             }),
         )
     });
+    let summaries = cache.as_ref().map(|settings| {
+        Arc::new(
+            crate::resolve::summary::load(system, settings).unwrap_or_else(|notice| {
+                notices.push(notice);
+                crate::resolve::summary::Summaries::default()
+            }),
+        )
+    });
     let source = Arc::new(crate::files::TextSource {
         system: system.shared(),
         policy: policy.clone(),
@@ -182,6 +190,9 @@ pub fn load_workspace_overlapped(
     if let Some(entries) = known {
         crate::cache::attach(&db, entries);
     }
+    if let Some(entries) = summaries {
+        crate::resolve::summary::attach(&db, entries);
+    }
     crate::parallel::warm_up(&mut db, project);
     let saving = PendingSave(cache.map(|settings| {
         // A clone of the database shares the memos: the writer reads the facts that
@@ -196,6 +207,13 @@ pub fn load_workspace_overlapped(
             .collect();
         std::thread::spawn(move || {
             crate::cache::save(&db, &*system, &settings, &files, &settled)
+                .and_then(|()| {
+                    // What a summary read outside the modules is not in its key.
+                    if db.reads_outside_modules() {
+                        return Ok(());
+                    }
+                    crate::resolve::summary::save(&db, &*system, &settings, project)
+                })
                 .err()
                 .map(|e| format!("cannot write the fact cache in `{}`: {e}", settings.dir))
         })

@@ -51,6 +51,8 @@ const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
 /// that accepts more).
 const FORMAT: u32 = 5;
 const FILE_NAME: &str = "facts.bin";
+/// The summary cache `crate::resolve::summary` keeps beside the facts.
+pub(crate) const SUMMARY_FILE_NAME: &str = "summaries.bin";
 /// The run record `crate::replay` keeps beside the facts (its `FILE_NAME`; a test
 /// checks the two agree).
 const RUN_RECORD_FILE: &str = "run.bin";
@@ -107,7 +109,9 @@ impl CacheSettings {
             return Ok(());
         };
         let ours = |name: &str| {
-            let own = |f: &str| [FILE_NAME, ".gitignore"].contains(&f) || is_record_name(f);
+            let own = |f: &str| {
+                [FILE_NAME, SUMMARY_FILE_NAME, ".gitignore"].contains(&f) || is_record_name(f)
+            };
             // A temp file is `.<name>.<suffix>.tmp`.
             own(name)
                 || name
@@ -296,7 +300,7 @@ pub(crate) fn open_file<'a>(
 /// lowering make of a text, and a rebuilt binary (another lowering under the same version
 /// and format number) must not read an older build's facts. The stamp of the executable,
 /// as the run record keys on it; empty where the system cannot stamp it.
-fn binary_id(system: &dyn System) -> Vec<u8> {
+pub(crate) fn binary_id(system: &dyn System) -> Vec<u8> {
     let mut out = Vec::new();
     if let Some(s) = system.program_stamp() {
         put_stamp(&mut out, &s);
@@ -309,36 +313,38 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
     if r.bytes().map_err(|_| "truncated")? != binary {
         return Err("written by another build of terraci");
     }
-    let count = r.u64().map_err(|_| "truncated")? as usize;
-    let mut entries: Vec<Entry> = Vec::with_capacity(count.min(1 << 20));
-    for _ in 0..count {
-        let entry = (|| -> Result<Entry, ()> {
-            let path = r.range()?;
-            std::str::from_utf8(&r.b[path.clone()]).map_err(|_| ())?;
-            if entries
-                .last()
-                .is_some_and(|last| r.b[last.path.clone()] >= r.b[path.clone()])
-            {
-                return Err(());
-            }
-            let kind = r.u8()?;
-            let len = r.u64()?;
-            let hash = r.fixed_u64()?;
-            let stamp = r.opt_with(Reader::stamp)?;
-            let payload = r.range()?;
-            Ok(Entry {
-                path,
-                kind,
-                len,
-                hash,
-                stamp,
-                payload,
-            })
-        })()
-        .map_err(|()| "corrupt entry")?;
-        entries.push(entry);
-    }
+    let entries = read_entries(&mut r, |r, last: Option<&Entry>| {
+        let path = r.sorted_key(last.map(|e| &e.path))?;
+        let kind = r.u8()?;
+        let len = r.u64()?;
+        let hash = r.fixed_u64()?;
+        let stamp = r.opt_with(Reader::stamp)?;
+        let payload = r.range()?;
+        Ok(Entry {
+            path,
+            kind,
+            len,
+            hash,
+            stamp,
+            payload,
+        })
+    })?;
     Ok(Entries { blob, entries })
+}
+
+/// The entries of a file of terraci's own: their count, then each as `entry` reads it
+/// (given the entry before it).
+pub(crate) fn read_entries<T>(
+    r: &mut Reader<'_, ()>,
+    mut entry: impl FnMut(&mut Reader<'_, ()>, Option<&T>) -> R<T>,
+) -> Result<Vec<T>, &'static str> {
+    let count = r.u64().map_err(|_| "truncated")? as usize;
+    let mut entries = Vec::with_capacity(count.min(1 << 20));
+    for _ in 0..count {
+        let next = entry(r, entries.last()).map_err(|()| "corrupt entry")?;
+        entries.push(next);
+    }
+    Ok(entries)
 }
 
 /// Writes the facts of `files` (project-relative path -> input) unless the cache already
@@ -571,17 +577,7 @@ fn write_facts(out: &mut Vec<u8>, f: &FileFacts) {
     named(out, &f.tfvars);
     put_u64(out, f.diagnostics.len() as u64);
     for d in &f.diagnostics {
-        out.push(match d.severity {
-            Severity::Error => 0,
-            Severity::Warning => 1,
-            Severity::Info => 2,
-        });
-        put_str(out, d.code.as_str());
-        put_opt(out, &d.module, |o, s| put_str(o, s));
-        put_opt(out, &d.file, |o, s| put_str(o, s));
-        put_opt(out, &d.line, |o, &n| put_u64(o, n.into()));
-        put_opt(out, &d.column, |o, &n| put_u64(o, n.into()));
-        put_str(out, &d.message);
+        write_diagnostic_head(out, d);
         // Facts only ever anchor into their own file.
         put_opt(out, &d.anchor, |o, a| {
             write_item(o, &a.item);
@@ -590,7 +586,22 @@ fn write_facts(out: &mut Vec<u8>, f: &FileFacts) {
     }
 }
 
-fn write_item(out: &mut Vec<u8>, item: &ItemPath) {
+/// A diagnostic up to its message: severity, code, module, file, line, column, message.
+pub(crate) fn write_diagnostic_head(out: &mut Vec<u8>, d: &Diagnostic) {
+    out.push(match d.severity {
+        Severity::Error => 0,
+        Severity::Warning => 1,
+        Severity::Info => 2,
+    });
+    put_str(out, d.code.as_str());
+    put_opt(out, &d.module, |o, s| put_str(o, s));
+    put_opt(out, &d.file, |o, s| put_str(o, s));
+    put_opt(out, &d.line, |o, &n| put_u64(o, n.into()));
+    put_opt(out, &d.column, |o, &n| put_u64(o, n.into()));
+    put_str(out, &d.message);
+}
+
+pub(crate) fn write_item(out: &mut Vec<u8>, item: &ItemPath) {
     put_strs(out, &item.block);
     put_strs(out, &item.attr);
 }
@@ -831,7 +842,7 @@ impl<F> Reader<'_, F> {
         u32::try_from(self.u64()?).map_err(|_| ())
     }
 
-    fn fixed_u64(&mut self) -> R<u64> {
+    pub(crate) fn fixed_u64(&mut self) -> R<u64> {
         let bytes = self.b.get(self.i..self.i + 8).ok_or(())?;
         self.i += 8;
         Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
@@ -847,7 +858,7 @@ impl<F> Reader<'_, F> {
     }
 
     /// Where the bytes [`put_bytes`] wrote are (offsets into the reader's bytes), skipped.
-    fn range(&mut self) -> R<std::ops::Range<usize>> {
+    pub(crate) fn range(&mut self) -> R<std::ops::Range<usize>> {
         let n = self.u64()? as usize;
         let start = self.i;
         let end = start
@@ -869,6 +880,20 @@ impl<F> Reader<'_, F> {
         let b = &self.b[self.i..self.i + n];
         self.i += n;
         Ok(b)
+    }
+
+    /// Where the UTF-8 key of an entry is, which must sort after the key at `previous`
+    /// (a file's entries are in key order, so a key is found by binary search).
+    pub(crate) fn sorted_key(
+        &mut self,
+        previous: Option<&std::ops::Range<usize>>,
+    ) -> R<std::ops::Range<usize>> {
+        let key = self.range()?;
+        std::str::from_utf8(&self.b[key.clone()]).map_err(|_| ())?;
+        if previous.is_some_and(|p| self.b[p.clone()] >= self.b[key.clone()]) {
+            return Err(());
+        }
+        Ok(key)
     }
 
     /// Whether every byte was read.
@@ -903,7 +928,27 @@ impl<F> Reader<'_, F> {
         }
     }
 
-    fn item(&mut self) -> R<ItemPath> {
+    /// What [`write_diagnostic_head`] wrote.
+    pub(crate) fn diagnostic_head(&mut self) -> R<Diagnostic> {
+        let severity = match self.u8()? {
+            0 => Severity::Error,
+            1 => Severity::Warning,
+            2 => Severity::Info,
+            _ => return Err(()),
+        };
+        let code = self.string()?;
+        // An unknown code means another terraci wrote this.
+        let code = crate::diagnostic::Code::named(&code).ok_or(())?;
+        let mut d = Diagnostic::new(severity, code, String::new());
+        d.module = self.opt(|r| r.string())?;
+        d.file = self.opt(|r| r.string())?;
+        d.line = self.opt(|r| r.u32())?;
+        d.column = self.opt(|r| r.u32())?;
+        d.message = self.string()?;
+        Ok(d)
+    }
+
+    pub(crate) fn item(&mut self) -> R<ItemPath> {
         Ok(ItemPath {
             block: self.names()?,
             attr: self.names()?,
@@ -1090,21 +1135,7 @@ impl Reader<'_, File> {
         let n = self.len()?;
         let mut diagnostics = Vec::with_capacity(n);
         for _ in 0..n {
-            let severity = match self.u8()? {
-                0 => Severity::Error,
-                1 => Severity::Warning,
-                2 => Severity::Info,
-                _ => return Err(()),
-            };
-            let code = self.string()?;
-            // An unknown code means another terraci wrote this.
-            let code = crate::diagnostic::Code::named(&code).ok_or(())?;
-            let mut d = Diagnostic::new(severity, code, String::new());
-            d.module = self.opt(|r| r.string())?;
-            d.file = self.opt(|r| r.string())?;
-            d.line = self.opt(|r| r.u32())?;
-            d.column = self.opt(|r| r.u32())?;
-            d.message = self.string()?;
+            let mut d = self.diagnostic_head()?;
             let file = self.file;
             d.anchor = self.opt(|r| {
                 Ok(Anchor {

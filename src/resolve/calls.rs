@@ -124,6 +124,9 @@ pub(super) fn expand_calls(
             ));
             continue;
         }
+        if !out.reads.contains(&child_id) {
+            out.reads.push(child_id.clone());
+        }
         let Some(child) = find_module(db, project, &child_id) else {
             out.diagnostics.push(diagnostic(
                 Severity::Warning,
@@ -255,7 +258,7 @@ fn scanned_attribute_line(text: &str, name: &str, attr: &str) -> Option<u32> {
 }
 
 /// A module of the project (root, library or plain directory) by id.
-fn find_module(db: &dyn Db, project: Project, id: &str) -> Option<Module> {
+pub(super) fn find_module(db: &dyn Db, project: Project, id: &str) -> Option<Module> {
     let modules = project.modules(db);
     modules
         .binary_search_by(|m| m.info(db).id.as_str().cmp(id))

@@ -37,6 +37,30 @@ pub fn identity_fields(backend: &str) -> &'static [&'static str] {
     }
 }
 
+/// The static name of an identity field spelled `name` (a summary read back from the
+/// cache names its fields as strings).
+pub(super) fn field_name(name: &str) -> Option<&'static str> {
+    const BACKENDS: [&str; 12] = [
+        "s3",
+        "gcs",
+        "azurerm",
+        "consul",
+        "http",
+        "local",
+        "pg",
+        "kubernetes",
+        "remote",
+        "cloud",
+        "oss",
+        "cos",
+    ];
+    BACKENDS
+        .iter()
+        .flat_map(|b| identity_fields(b))
+        .copied()
+        .find(|f| *f == name)
+}
+
 /// The field that holds the state path used by the path and context rules.
 pub(super) fn path_field(backend: Option<&str>, config: &Object) -> Option<&'static str> {
     match backend {
@@ -156,8 +180,8 @@ fn relative_to_root(path: &Utf8Path, root: &Utf8Path) -> String {
     }
 }
 
-/// The state identity of a module's own backend (spec §4.2).
-#[salsa::tracked(returns(ref))]
+/// The state identity of a module's own backend (spec §4.2). Not memoized: it is kept
+/// in the module's summary ([`super::module_summary`]), which everything reads.
 pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIdentity {
     let facts = module_facts(db, module);
     let dir = module_dir(db, project, module);
@@ -219,7 +243,11 @@ pub fn chunk_identities<'db>(
         .iter()
         .filter(|m| m.info(db).is_root())
         .map(|&m| {
-            let identity = state_identity(db, project, m);
+            let identity = &super::module_summary(db, project, m)
+                .root
+                .as_ref()
+                .expect("a root module has a root summary")
+                .identity;
             (m.info(db).id.clone(), identity.clone())
         })
         .collect()

@@ -28,6 +28,7 @@ mod identity;
 mod matching;
 mod references;
 mod scope;
+pub mod summary;
 
 use std::collections::BTreeMap;
 
@@ -44,6 +45,7 @@ use matching::{match_reference, Match};
 pub use matching::{normalise_state_path, Rule};
 pub use references::{module_references, ModuleReferences, StateReference, StateTarget};
 pub use scope::{cli_variables, command_line_env, module_scope, var_file_assignments, ModuleScope};
+pub use summary::{module_summary, ModuleSummary, RootSummary};
 
 /// The fact and scope diagnostics of a chunk's modules, each with its module, in module
 /// order (resolution diagnostics come with the graph).
@@ -54,19 +56,10 @@ pub fn chunk_diagnostics<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> Vec<D
     for &m in chunk_modules(db, chunk) {
         let info = m.info(db);
         let with_module = |d: &Diagnostic| d.clone().with_module(info.id.clone());
-        out.extend(
-            crate::facts::module_facts(db, m)
-                .diagnostics
-                .iter()
-                .map(with_module),
-        );
-        if info.is_root() {
-            out.extend(
-                module_scope(db, project, m)
-                    .diagnostics
-                    .iter()
-                    .map(with_module),
-            );
+        let summary = module_summary(db, project, m);
+        out.extend(summary.fact_diagnostics.iter().map(with_module));
+        if let Some(root) = &summary.root {
+            out.extend(root.scope_diagnostics.iter().map(with_module));
         }
     }
     out
@@ -104,7 +97,11 @@ pub fn resolved_dependencies(
     project: Project,
     module: Module,
 ) -> ResolvedDependencies {
-    let refs = module_references(db, project, module);
+    let summary = module_summary(db, project, module);
+    let Some(root) = &summary.root else {
+        return ResolvedDependencies::default();
+    };
+    let refs = &root.references;
     let index = project.owners(db);
     let info = module.info(db);
     let mut out = ResolvedDependencies {
@@ -471,7 +468,7 @@ mod tests {
         assert_eq!(edges(&ws), ["stage/app -> stage/dns"]);
         let log = ws.db.take_log();
         let ran = |q: &str| log.iter().filter(|l| l.contains(q)).count();
-        assert_eq!(ran("module_references"), 1, "{log:?}");
+        assert_eq!(ran("module_summary"), 1, "{log:?}");
         assert_eq!(ran("module_facts"), 0, "no Terraform file changed: {log:?}");
     }
 

@@ -60,11 +60,15 @@ pub struct StateReference {
 pub struct ModuleReferences {
     pub references: Vec<StateReference>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The directories (project-relative) the module's local calls read, found or not,
+    /// in the order first read: what the references depend on besides the module's own
+    /// files (the summary cache's key, [`super::summary`]).
+    pub reads: Vec<String>,
 }
 
 /// Every `terraform_remote_state` instance a root module reads: its own blocks, and
-/// those of the local modules it calls (evaluated per call, see [`super::calls`]).
-#[salsa::tracked(returns(ref))]
+/// those of the local modules it calls (evaluated per call, see [`super::calls`]). Not
+/// memoized: it is kept in the module's summary ([`super::module_summary`]).
 pub fn module_references(db: &dyn Db, project: Project, module: Module) -> ModuleReferences {
     let facts = module_facts(db, module);
     let mut out = ModuleReferences::default();
@@ -98,6 +102,7 @@ pub fn module_references(db: &dyn Db, project: Project, module: Module) -> Modul
     // Kept for the whole run, one per module: no growth slack.
     out.references.shrink_to_fit();
     out.diagnostics.shrink_to_fit();
+    out.reads.shrink_to_fit();
     out
 }
 
