@@ -122,22 +122,18 @@ pub fn load_workspace_overlapped(
     }
     let mut notices = Vec::new();
     // Loaded before discovery, which does not read a file the cache knows by its stamp.
-    let known = cache.as_ref().map(|settings| {
-        Arc::new(
-            crate::cache::load(system, settings).unwrap_or_else(|notice| {
-                notices.push(notice);
-                crate::cache::Entries::default()
-            }),
-        )
+    let caches = cache.as_ref().map(|settings| {
+        let facts = crate::cache::load(system, settings).unwrap_or_else(|notice| {
+            notices.push(notice);
+            crate::cache::Entries::default()
+        });
+        let summaries = crate::resolve::summary::load(system, settings).unwrap_or_else(|notice| {
+            notices.push(notice);
+            crate::resolve::summary::Summaries::default()
+        });
+        (Arc::new(facts), Arc::new(summaries))
     });
-    let summaries = cache.as_ref().map(|settings| {
-        Arc::new(
-            crate::resolve::summary::load(system, settings).unwrap_or_else(|notice| {
-                notices.push(notice);
-                crate::resolve::summary::Summaries::default()
-            }),
-        )
-    });
+    let (known, summaries) = caches.unzip();
     let source = Arc::new(crate::files::TextSource {
         system: system.shared(),
         policy: policy.clone(),

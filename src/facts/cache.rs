@@ -332,6 +332,23 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
     Ok(Entries { blob, entries })
 }
 
+/// How many stale entries a cache may keep rather than be rewritten.
+const STALE_LIMIT: usize = 32;
+
+/// Whether a cache of `old` entries (`None`: there is none) is rewritten to hold `new`
+/// entries, `stale` of which it does not hold as they are now. Not for a few: a
+/// merge request's push changes a few files, and rewriting megabytes of cache for them
+/// took longer than the next run spends reading and parsing those files again (which
+/// is all a stale entry costs: it is never used for a file that does not match it).
+/// Entries of files that are gone count as stale too (as many as the cache shrinks by).
+pub(crate) fn worth_rewriting(old: Option<usize>, new: usize, stale: usize) -> bool {
+    let Some(old) = old.filter(|&n| n > 0) else {
+        return new > 0;
+    };
+    let gone = old.saturating_sub(new);
+    stale + gone > STALE_LIMIT.min(old / 2)
+}
+
 /// The entries of a file of terraci's own: their count, then each as `entry` reads it
 /// (given the entry before it).
 pub(crate) fn read_entries<T>(
@@ -377,14 +394,16 @@ pub fn save(
         let e = o.get(path)?;
         (e.kind == kind_code(file.kind(db)) && e.len == len && e.hash == hash).then_some(e)
     };
-    // Rewritten also when only a stamp moved, so that the next run need not read it.
-    let unchanged = old
-        .as_ref()
-        .is_some_and(|o| o.entries.len() == cacheable.len())
-        && cacheable
-            .iter()
-            .all(|c| old_entry(c).is_some_and(|e| e.stamp == c.4));
-    if unchanged {
+    // An entry is stale also when only its stamp moved: the next run reads that file.
+    let stale = cacheable
+        .iter()
+        .filter(|c| !old_entry(c).is_some_and(|e| e.stamp == c.4))
+        .count();
+    if !worth_rewriting(
+        old.as_ref().map(|o| o.entries.len()),
+        cacheable.len(),
+        stale,
+    ) {
         return Ok(());
     }
     let blob = old.as_ref().map_or(&[][..], |o| &o.blob[..]);
@@ -1164,6 +1183,19 @@ mod tests {
     use crate::db::Database;
 
     /// `check` accepts the run record in the cache dir by this name.
+    #[test]
+    fn a_cache_is_rewritten_for_many_stale_entries_not_for_a_few() {
+        assert!(worth_rewriting(None, 10, 10), "no cache yet");
+        assert!(!worth_rewriting(Some(30_000), 30_000, 0));
+        assert!(!worth_rewriting(Some(30_000), 30_000, 1), "one edited file");
+        assert!(worth_rewriting(Some(30_000), 30_000, 33), "a branch switch");
+        assert!(
+            worth_rewriting(Some(30_000), 29_000, 0),
+            "a thousand files gone"
+        );
+        assert!(worth_rewriting(Some(4), 4, 3), "most of a small cache");
+    }
+
     #[test]
     fn run_record_name_is_replays() {
         assert_eq!(RUN_RECORD_FILE, crate::replay::FILE_NAME);
