@@ -62,7 +62,7 @@ pub fn location_field(backend: &str) -> Option<&'static str> {
 }
 
 /// A module that may own a state, as the index keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Owner {
     pub id: String,
     /// Every identity field is known (the fields are in [`IdentityIndex::identities`]).
@@ -71,7 +71,7 @@ pub struct Owner {
 
 /// Who could own a state: root modules by the location their backend gives, and the
 /// ids of every root module.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct IdentityIndex {
     /// (backend, location of the default workspace's state) -> owners. For backends
     /// without a location field (http, pg, kubernetes) the location is empty and the

@@ -97,6 +97,9 @@ pub fn resolved_dependencies(
     project: Project,
     module: Module,
 ) -> ResolvedDependencies {
+    if let Some(cached) = summary::cached_resolution(db, project, module) {
+        return cached;
+    }
     let summary = module_summary(db, project, module);
     let Some(root) = &summary.root else {
         return ResolvedDependencies::default();

@@ -9,6 +9,9 @@
 //! every module its calls read (present or missing), its place in the pattern, and the
 //! project's root, config, pattern and eval settings.
 //!
+//! A root module's entry also keeps its resolution ([`super::resolved_dependencies`]),
+//! valid while the summary's key holds and the project's owners index hashes as it did.
+//!
 //! The cache (`summaries.bin` beside the fact cache) holds one entry per module: the key
 //! (a 64-bit hash of everything above, the files by length and content hash, as the
 //! fact cache knows them without reading them), the ids of the modules its calls read,
@@ -37,7 +40,7 @@ use super::references::{ModuleReferences, StateReference, StateTarget};
 
 const MAGIC: &[u8; 16] = b"terraci-summary\0";
 /// Bump when the encoding below changes, or what a summary holds.
-const FORMAT: u64 = 1;
+const FORMAT: u64 = 2;
 use crate::facts::cache::SUMMARY_FILE_NAME as FILE_NAME;
 
 /// What the stages after resolution need of one module.
@@ -96,6 +99,8 @@ struct SummaryEntry {
     key: u64,
     reads: Vec<String>,
     payload: std::ops::Range<usize>,
+    /// A root module's resolution: the owners index's hash it was made with, and where.
+    resolution: Option<(u64, std::ops::Range<usize>)>,
 }
 
 impl Summaries {
@@ -123,20 +128,69 @@ pub fn attach(db: &crate::db::Database, entries: Arc<Summaries>) {
         .new(db);
 }
 
-fn cached_summary(db: &dyn Db, project: Project, module: Module) -> Option<ModuleSummary> {
-    let cache = SummaryCache::try_get(db)?;
-    let summaries = cache.entries(db);
-    let entry = summaries.get(&module.info(db).id)?;
-    if summary_key(db, project, module, &entry.reads)? != entry.key {
+/// Whether the cache's entry for `module` still holds: its key is the key of what the
+/// module and the modules its calls read are now.
+#[salsa::tracked]
+fn entry_holds(db: &dyn Db, project: Project, module: Module) -> bool {
+    let Some(cache) = SummaryCache::try_get(db) else {
+        return false;
+    };
+    let Some(entry) = cache.entries(db).get(&module.info(db).id) else {
+        return false;
+    };
+    summary_key(db, project, module, &entry.reads) == Some(entry.key)
+}
+
+/// The entry of `module` that holds, with the modules its anchors point into.
+fn holding_entry(
+    db: &dyn Db,
+    project: Project,
+    module: Module,
+) -> Option<(&Summaries, &SummaryEntry, Vec<Module>)> {
+    if !entry_holds(db, project, module) {
         return None;
     }
+    let summaries = SummaryCache::try_get(db)?.entries(db);
+    let entry = summaries.get(&module.info(db).id)?;
     let mut modules = vec![module];
     for id in &entry.reads {
         modules.extend(super::calls::find_module(db, project, id));
     }
+    Some((summaries, entry, modules))
+}
+
+fn cached_summary(db: &dyn Db, project: Project, module: Module) -> Option<ModuleSummary> {
+    let (summaries, entry, modules) = holding_entry(db, project, module)?;
     let mut r = Reader::over(&summaries.blob[entry.payload.clone()]);
     let summary = read_summary(&mut r, db, &modules).ok()?;
     r.at_end().then_some(summary)
+}
+
+/// The cached resolution of `module`, if its entry holds and the owners index is the
+/// one it was resolved against.
+pub(super) fn cached_resolution(
+    db: &dyn Db,
+    project: Project,
+    module: Module,
+) -> Option<super::ResolvedDependencies> {
+    let (summaries, entry, modules) = holding_entry(db, project, module)?;
+    let (owners, at) = entry.resolution.clone()?;
+    if owners != *owners_hash(db, project) {
+        return None;
+    }
+    let mut r = Reader::over(&summaries.blob[at]);
+    let resolution = read_resolution(&mut r, db, &modules).ok()?;
+    r.at_end().then_some(resolution)
+}
+
+/// The project's owners index, hashed: what every resolution reads besides its module's
+/// summary and the project inputs in the summary's key.
+#[salsa::tracked]
+fn owners_hash(db: &dyn Db, project: Project) -> u64 {
+    use std::hash::Hash as _;
+    let mut h = crate::files::hasher();
+    project.owners(db).hash(&mut h);
+    h.finish()
 }
 
 /// What everything a summary depends on hashes to; `None` when a file's contents have
@@ -231,9 +285,22 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Summaries, &'static str> {
             key: r.fixed_u64()?,
             reads: read_strings(r)?,
             payload: r.range()?,
+            resolution: r.opt_with(|r| Ok((r.fixed_u64()?, r.range()?)))?,
         })
     })?;
     Ok(Summaries { blob, entries })
+}
+
+/// A module's entry as [`save`] writes it: what is kept of the old entry (its bytes
+/// where the key, and for the resolution the owners index, still hold).
+struct Fresh<'a> {
+    module: Module,
+    id: &'a str,
+    key: u64,
+    reads: Vec<String>,
+    kept: Option<&'a [u8]>,
+    kept_resolution: Option<&'a [u8]>,
+    root: bool,
 }
 
 /// Writes the summary of every module of `project` unless the cache holds them already
@@ -246,11 +313,9 @@ pub fn save(
     project: Project,
 ) -> std::io::Result<()> {
     let old = SummaryCache::try_get(db).map(|c| c.entries(db).clone());
-    let modules = project.modules(db);
-    // (module id, key, the modules its calls read, the old entry's bytes if still valid)
-    type Fresh<'a> = (&'a str, u64, Vec<String>, Option<&'a [u8]>);
+    let owners = *owners_hash(db, project);
     let mut fresh: Vec<Fresh<'_>> = Vec::new();
-    for &m in modules {
+    for &m in project.modules(db) {
         let summary = module_summary(db, project, m);
         let reads = summary
             .root
@@ -261,44 +326,72 @@ pub fn save(
             continue;
         };
         let id = m.info(db).id.as_str();
-        let kept = old.as_ref().and_then(|o| {
-            let e = o.get(id)?;
-            (e.key == key && e.reads == reads).then(|| &o.blob[e.payload.clone()])
+        let old_entry = old
+            .as_ref()
+            .and_then(|o| Some((o, o.get(id)?)))
+            .filter(|(_, e)| e.key == key && e.reads == reads);
+        let kept = old_entry.map(|(o, e)| &o.blob[e.payload.clone()]);
+        let kept_resolution = old_entry.and_then(|(o, e)| {
+            let (hash, at) = e.resolution.clone()?;
+            (hash == owners).then(|| &o.blob[at])
         });
-        fresh.push((id, key, reads, kept));
+        let root = summary.root.is_some();
+        fresh.push(Fresh {
+            module: m,
+            id,
+            key,
+            reads,
+            kept,
+            kept_resolution: kept_resolution.filter(|_| root),
+            root,
+        });
     }
-    let stale = fresh.iter().filter(|f| f.3.is_none()).count();
+    let stale = fresh
+        .iter()
+        .filter(|f| f.kept.is_none() || (f.root && f.kept_resolution.is_none()))
+        .count();
     let old_len = old.as_ref().map(|o| o.entries.len());
     if !crate::facts::cache::worth_rewriting(old_len, fresh.len(), stale) {
         return Ok(());
     }
     let mut body = Vec::with_capacity(1 << 20);
-    let mut payload = Vec::new();
+    let (mut payload, mut resolution) = (Vec::new(), Vec::new());
     let mut count = 0u64;
-    for (id, key, reads, kept) in &fresh {
-        let bytes = match kept {
-            Some(b) => *b,
+    for f in &fresh {
+        let mut scope = vec![f.module];
+        scope.extend(
+            f.reads
+                .iter()
+                .filter_map(|r| super::calls::find_module(db, project, r)),
+        );
+        let bytes = match f.kept {
+            Some(b) => b,
             None => {
                 payload.clear();
-                let m = super::calls::find_module(db, project, id)
-                    .expect("a module of the project is found by its id");
-                let mut scope = vec![m];
-                scope.extend(
-                    reads
-                        .iter()
-                        .filter_map(|r| super::calls::find_module(db, project, r)),
-                );
-                let summary = module_summary(db, project, m);
+                let summary = module_summary(db, project, f.module);
                 if write_summary(&mut payload, db, &scope, summary).is_none() {
                     continue;
                 }
                 &payload[..]
             }
         };
-        put_str(&mut body, id);
-        body.extend_from_slice(&key.to_le_bytes());
-        put_strings(&mut body, reads);
+        let resolved = match (f.root, f.kept_resolution) {
+            (false, _) => None,
+            (true, Some(b)) => Some(b),
+            (true, None) => {
+                resolution.clear();
+                let resolved = super::resolved_dependencies(db, project, f.module);
+                write_resolution(&mut resolution, db, &scope, resolved).map(|()| &resolution[..])
+            }
+        };
+        put_str(&mut body, f.id);
+        body.extend_from_slice(&f.key.to_le_bytes());
+        put_strings(&mut body, &f.reads);
         put_bytes(&mut body, bytes);
+        put_opt(&mut body, &resolved, |o, b| {
+            o.extend_from_slice(&owners.to_le_bytes());
+            put_bytes(o, b);
+        });
         count += 1;
     }
     let mut out = begin_file(MAGIC, FORMAT, body.len() + 64);
@@ -322,13 +415,7 @@ fn write_summary(
     modules: &[Module],
     s: &ModuleSummary,
 ) -> Option<()> {
-    let files: Vec<&[File]> = modules.iter().map(|&m| &m.files(db)[..]).collect();
-    let anchor_at = |a: &Anchor| -> Option<(usize, usize)> {
-        files
-            .iter()
-            .enumerate()
-            .find_map(|(i, fs)| fs.iter().position(|&f| f == a.file).map(|j| (i, j)))
-    };
+    let anchor_at = anchor_index(db, modules);
     write_diagnostics(out, &s.fact_diagnostics, &anchor_at)?;
     put_u64(out, s.call_sources.len() as u64);
     for c in &s.call_sources {
@@ -366,6 +453,126 @@ fn write_summary(
         }
     }
     Some(())
+}
+
+/// A resolution: its edges (target, then each source), targets, diagnostics, external
+/// references and the config rules used. `None` when an anchor points elsewhere.
+fn write_resolution(
+    out: &mut Vec<u8>,
+    db: &dyn Db,
+    modules: &[Module],
+    res: &super::ResolvedDependencies,
+) -> Option<()> {
+    let anchor_at = anchor_index(db, modules);
+    let source = |out: &mut Vec<u8>, s: &super::EdgeSource| -> Option<()> {
+        put_str(out, &s.name);
+        match &s.anchor {
+            None => out.push(0),
+            Some(a) => {
+                out.push(1);
+                write_anchor(out, a, &anchor_at)?;
+            }
+        }
+        out.push(rule_code(s.rule));
+        put_strings(out, &s.via);
+        Some(())
+    };
+    put_u64(out, res.edges.len() as u64);
+    for (target, sources) in &res.edges {
+        put_str(out, target);
+        put_u64(out, sources.len() as u64);
+        for s in sources {
+            source(out, s)?;
+        }
+    }
+    put_u64(out, res.targets.len() as u64);
+    for &t in &res.targets {
+        put_u64(out, t.into());
+    }
+    write_diagnostics(out, &res.diagnostics, &anchor_at)?;
+    put_u64(out, res.external.len() as u64);
+    for (state, s) in &res.external {
+        put_str(out, state);
+        source(out, s)?;
+    }
+    put_u64(out, res.rules_used.len() as u64);
+    for &(add, i) in &res.rules_used {
+        out.push(u8::from(add));
+        put_u64(out, i as u64);
+    }
+    Some(())
+}
+
+const RULES: [super::Rule; 6] = [
+    super::Rule::Identity,
+    super::Rule::PartialIdentity,
+    super::Rule::Path,
+    super::Rule::Context,
+    super::Rule::Tail,
+    super::Rule::Declared,
+];
+
+fn rule_code(rule: super::Rule) -> u8 {
+    RULES.iter().position(|&r| r == rule).unwrap_or(0) as u8
+}
+
+fn read_resolution(
+    r: &mut Reader<'_, ()>,
+    db: &dyn Db,
+    modules: &[Module],
+) -> R<super::ResolvedDependencies> {
+    fn source(r: &mut Reader<'_, ()>, db: &dyn Db, modules: &[Module]) -> R<super::EdgeSource> {
+        Ok(super::EdgeSource {
+            name: r.string()?,
+            anchor: r.opt_with(|r| read_anchor(r, db, modules))?,
+            rule: *RULES.get(usize::from(r.u8()?)).ok_or(())?,
+            via: read_strings(r)?,
+        })
+    }
+    let mut res = super::ResolvedDependencies::default();
+    for _ in 0..r.len()? {
+        let target = r.string()?;
+        let n = r.len()?;
+        let sources = (0..n)
+            .map(|_| source(r, db, modules))
+            .collect::<R<Vec<_>>>()?;
+        res.edges.insert(target, sources);
+    }
+    let n = r.len()?;
+    res.targets = (0..n)
+        .map(|_| u32::try_from(r.u64()?).map_err(|_| ()))
+        .collect::<R<_>>()?;
+    res.diagnostics = read_diagnostics(r, db, modules)?;
+    let n = r.len()?;
+    res.external = (0..n)
+        .map(|_| Ok((r.string()?, source(r, db, modules)?)))
+        .collect::<R<_>>()?;
+    let n = r.len()?;
+    res.rules_used = (0..n)
+        .map(|_| {
+            let add = match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(()),
+            };
+            Ok((add, usize::try_from(r.u64()?).map_err(|_| ())?))
+        })
+        .collect::<R<_>>()?;
+    Ok(res)
+}
+
+/// Where an anchor's file is among the files of `modules`: (module, file) indices.
+fn anchor_index<'a>(
+    db: &'a dyn Db,
+    modules: &'a [Module],
+) -> impl Fn(&Anchor) -> Option<(usize, usize)> + 'a {
+    let files: Vec<&[File]> = modules.iter().map(|&m| &m.files(db)[..]).collect();
+    move |a: &Anchor| {
+        files
+            .iter()
+            .enumerate()
+            .find_map(|(i, fs)| fs.iter().position(|&f| f == a.file).map(|j| (i, j)))
+    }
 }
 
 type AnchorAt<'a> = dyn Fn(&Anchor) -> Option<(usize, usize)> + 'a;
@@ -557,11 +764,17 @@ mod tests {
         load_workspace(fs, &global, &eval).expect("the project loads")
     }
 
-    /// What a user sees of a run: the edges and every diagnostic with its place.
+    /// What a user sees of a run: the edges with the rule that made each (`--explain`)
+    /// and every diagnostic with its place.
     fn outcome(ws: &Workspace) -> (Vec<String>, Vec<String>) {
-        let edges = crate::graph::dependency_graph(&ws.db, ws.project)
-            .edges()
-            .map(|(a, b)| format!("{a} -> {b}"))
+        let edges = crate::graph::edge_sources(&ws.db, ws.project)
+            .into_iter()
+            .flat_map(|((a, b), sources)| {
+                sources
+                    .iter()
+                    .map(move |s| format!("{a} -> {b} by {}", s.rule.as_str()))
+                    .collect::<Vec<_>>()
+            })
             .collect();
         let diagnostics = ws
             .all_diagnostics()
@@ -571,14 +784,24 @@ mod tests {
         (edges, diagnostics)
     }
 
-    /// The modules the summary cache answered for.
-    fn answered(ws: &Workspace) -> Vec<String> {
+    /// The modules for which `hit` finds an answer in the cache.
+    fn from_cache(ws: &Workspace, hit: impl Fn(&dyn Db, Project, Module) -> bool) -> Vec<String> {
         ws.project
             .modules(&ws.db)
             .iter()
-            .filter(|&&m| cached_summary(&ws.db, ws.project, m).is_some())
+            .filter(|&&m| hit(&ws.db, ws.project, m))
             .map(|m| m.info(&ws.db).id.clone())
             .collect()
+    }
+
+    /// The modules the summary cache answered for.
+    fn answered(ws: &Workspace) -> Vec<String> {
+        from_cache(ws, |db, p, m| cached_summary(db, p, m).is_some())
+    }
+
+    /// The root modules whose resolution the cache answered for.
+    fn resolved(ws: &Workspace) -> Vec<String> {
+        from_cache(ws, |db, p, m| cached_resolution(db, p, m).is_some())
     }
 
     #[test]
@@ -586,7 +809,7 @@ mod tests {
         let fs = project();
         let first = load(&fs, true, &[]);
         let expected = outcome(&first);
-        assert_eq!(expected.0, ["stage/app -> stage/vpc"]);
+        assert_eq!(expected.0, ["stage/app -> stage/vpc by state identity"]);
         assert!(
             expected.1.iter().any(|d| d.contains("locals.tf:2")),
             "{:?}",
@@ -601,6 +824,7 @@ mod tests {
             ["lib/net", "stage/app", "stage/dns", "stage/vpc"]
         );
         assert_eq!(outcome(&again), expected);
+        assert_eq!(resolved(&again), ["stage/app", "stage/dns", "stage/vpc"]);
 
         // The called library changes: its caller is evaluated again, and follows.
         fs.write_file(
@@ -609,7 +833,11 @@ mod tests {
         );
         let edited = load(&fs, true, &[]);
         assert_eq!(answered(&edited), ["stage/dns", "stage/vpc"]);
-        assert_eq!(outcome(&edited).0, ["stage/app -> stage/dns"]);
+        assert_eq!(resolved(&edited), ["stage/dns", "stage/vpc"]);
+        assert_eq!(
+            outcome(&edited).0,
+            ["stage/app -> stage/dns by state identity"]
+        );
         assert_eq!(outcome(&edited), outcome(&load(&fs, false, &[])));
 
         // A file added to a module, and a `--var`: not answered from the cache either.
@@ -625,6 +853,26 @@ mod tests {
             outcome(&with_var),
             outcome(&load(&fs, false, &["target=dns"]))
         );
+    }
+
+    #[test]
+    fn a_resolution_is_reused_only_against_the_owners_it_was_made_with() {
+        let fs = project();
+        load(&fs, true, &[]);
+        let again = load(&fs, true, &[]);
+        assert_eq!(resolved(&again), ["stage/app", "stage/dns", "stage/vpc"]);
+        assert_eq!(outcome(&again), outcome(&load(&fs, false, &[])));
+
+        // vpc's state moves: app's reference now matches vpc by its directory only.
+        // Every summary but vpc's still holds, but no resolution does: each was matched
+        // against the old owners.
+        fs.write_file("/p/stage/vpc/main.tf", backend("stage/network"));
+        let moved = load(&fs, true, &[]);
+        assert_eq!(answered(&moved), ["lib/net", "stage/app", "stage/dns"]);
+        assert!(resolved(&moved).is_empty(), "{:?}", resolved(&moved));
+        let expected = outcome(&load(&fs, false, &[]));
+        assert_eq!(expected.0, ["stage/app -> stage/vpc by state path"]);
+        assert_eq!(outcome(&moved), expected);
     }
 
     #[test]
