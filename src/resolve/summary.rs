@@ -104,12 +104,10 @@ struct SummaryEntry {
 }
 
 impl Summaries {
-    fn get(&self, id: &str) -> Option<&SummaryEntry> {
-        let i = self
-            .entries
+    fn find(&self, id: &str) -> Option<usize> {
+        self.entries
             .binary_search_by(|e| self.blob[e.id.clone()].cmp(id.as_bytes()))
-            .ok()?;
-        Some(&self.entries[i])
+            .ok()
     }
 }
 
@@ -128,17 +126,14 @@ pub fn attach(db: &crate::db::Database, entries: Arc<Summaries>) {
         .new(db);
 }
 
-/// Whether the cache's entry for `module` still holds: its key is the key of what the
-/// module and the modules its calls read are now.
+/// Where the cache's entry for `module` is, if it still holds: its key is the key of
+/// what the module and the modules its calls read are now.
 #[salsa::tracked]
-fn entry_holds(db: &dyn Db, project: Project, module: Module) -> bool {
-    let Some(cache) = SummaryCache::try_get(db) else {
-        return false;
-    };
-    let Some(entry) = cache.entries(db).get(&module.info(db).id) else {
-        return false;
-    };
-    summary_key(db, project, module, &entry.reads) == Some(entry.key)
+fn holding_index(db: &dyn Db, project: Project, module: Module) -> Option<usize> {
+    let summaries = SummaryCache::try_get(db)?.entries(db);
+    let i = summaries.find(&module.info(db).id)?;
+    let entry = &summaries.entries[i];
+    (summary_key(db, project, module, &entry.reads) == Some(entry.key)).then_some(i)
 }
 
 /// The entry of `module` that holds, with the modules its anchors point into.
@@ -147,11 +142,9 @@ fn holding_entry(
     project: Project,
     module: Module,
 ) -> Option<(&Summaries, &SummaryEntry, Vec<Module>)> {
-    if !entry_holds(db, project, module) {
-        return None;
-    }
+    let i = (*holding_index(db, project, module))?;
     let summaries = SummaryCache::try_get(db)?.entries(db);
-    let entry = summaries.get(&module.info(db).id)?;
+    let entry = &summaries.entries[i];
     let mut modules = vec![module];
     for id in &entry.reads {
         modules.extend(super::calls::find_module(db, project, id));
@@ -317,19 +310,25 @@ pub fn save(
     let mut fresh: Vec<Fresh<'_>> = Vec::new();
     for &m in project.modules(db) {
         let summary = module_summary(db, project, m);
-        let reads = summary
-            .root
-            .as_ref()
-            .map(|r| r.references.reads.clone())
-            .unwrap_or_default();
-        let Some(key) = summary_key(db, project, m, &reads) else {
-            continue;
-        };
         let id = m.info(db).id.as_str();
-        let old_entry = old
-            .as_ref()
-            .and_then(|o| Some((o, o.get(id)?)))
-            .filter(|(_, e)| e.key == key && e.reads == reads);
+        // An entry that holds was the summary: its key and reads are this run's.
+        let held = (*holding_index(db, project, m))
+            .and_then(|i| Some((old.as_ref()?, i)))
+            .map(|(o, i)| (o, &o.entries[i]));
+        let (key, reads, old_entry) = match held {
+            Some((o, e)) => (e.key, e.reads.clone(), Some((o, e))),
+            None => {
+                let reads = summary
+                    .root
+                    .as_ref()
+                    .map(|r| r.references.reads.clone())
+                    .unwrap_or_default();
+                let Some(key) = summary_key(db, project, m, &reads) else {
+                    continue;
+                };
+                (key, reads, None)
+            }
+        };
         let kept = old_entry.map(|(o, e)| &o.blob[e.payload.clone()]);
         let kept_resolution = old_entry.and_then(|(o, e)| {
             let (hash, at) = e.resolution.clone()?;
