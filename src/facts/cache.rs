@@ -443,7 +443,7 @@ pub fn save(
 /// A file written as it is made, through a buffer of about a megabyte (an old entry's
 /// bytes are copied into it too: writing them on their own took two `write` calls per
 /// entry, 60,000 at 10,000 modules), the checksum of everything last.
-struct Stream<'a> {
+pub(crate) struct Stream<'a> {
     emit: &'a mut crate::system::Sink<'a>,
     buffer: Vec<u8>,
     #[allow(deprecated)]
@@ -453,7 +453,7 @@ struct Stream<'a> {
 impl<'a> Stream<'a> {
     const BUFFER: usize = 1 << 20;
 
-    fn new(emit: &'a mut crate::system::Sink<'a>) -> Self {
+    pub(crate) fn new(emit: &'a mut crate::system::Sink<'a>) -> Self {
         Stream {
             emit,
             buffer: Vec::with_capacity(Self::BUFFER + Self::BUFFER / 4),
@@ -471,7 +471,7 @@ impl<'a> Stream<'a> {
     }
 
     /// Appends what `write` writes.
-    fn own(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> std::io::Result<()> {
+    pub(crate) fn own(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> std::io::Result<()> {
         write(&mut self.buffer);
         if self.buffer.len() >= Self::BUFFER {
             self.flush()?;
@@ -480,7 +480,7 @@ impl<'a> Stream<'a> {
     }
 
     /// The rest of the buffer, then the checksum ([`seal_parts`] of all of it).
-    fn finish(mut self) -> std::io::Result<()> {
+    pub(crate) fn finish(mut self) -> std::io::Result<()> {
         self.flush()?;
         let sum = self.sum.finish().to_le_bytes();
         (self.emit)(&sum)

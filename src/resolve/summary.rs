@@ -29,7 +29,7 @@ use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic};
 use crate::facts::cache::{
     begin_file, content_hash, open_file, put_bytes, put_opt, put_str, put_u64, read_entries,
-    Reader, R,
+    Reader, Stream, R,
 };
 use crate::files::{File, Module, Project};
 use crate::owners::StateIdentity;
@@ -312,8 +312,11 @@ pub fn save(
         let summary = module_summary(db, project, m);
         let id = m.info(db).id.as_str();
         // An entry that holds was the summary: its key and reads are this run's.
-        let held = (*holding_index(db, project, m))
-            .and_then(|i| Some((old.as_ref()?, i)))
+        // Without an old cache, no memo is made to say that no entry holds.
+        let held = old
+            .as_ref()
+            .filter(|o| !o.entries.is_empty())
+            .and_then(|o| Some((o, (*holding_index(db, project, m))?)))
             .map(|(o, i)| (o, &o.entries[i]));
         let (key, reads, old_entry) = match held {
             Some((o, e)) => (e.key, e.reads.clone(), Some((o, e))),
@@ -353,55 +356,58 @@ pub fn save(
     if !crate::facts::cache::worth_rewriting(old_len, fresh.len(), stale) {
         return Ok(());
     }
-    let mut body = Vec::with_capacity(1 << 20);
-    let (mut payload, mut resolution) = (Vec::new(), Vec::new());
-    let mut count = 0u64;
-    for f in &fresh {
-        let mut scope = vec![f.module];
-        scope.extend(
-            f.reads
-                .iter()
-                .filter_map(|r| super::calls::find_module(db, project, r)),
-        );
-        let bytes = match f.kept {
-            Some(b) => b,
-            None => {
-                payload.clear();
-                let summary = module_summary(db, project, f.module);
-                if write_summary(&mut payload, db, &scope, summary).is_none() {
-                    continue;
+    // Written as it is made, as the fact cache is: never held whole.
+    system.replace_streamed(&settings.dir.join(FILE_NAME), &mut |emit| {
+        let mut out = Stream::new(emit);
+        out.own(|head| {
+            head.extend_from_slice(&begin_file(MAGIC, FORMAT, 64));
+            put_bytes(head, &crate::facts::cache::binary_id(system));
+            put_u64(head, fresh.len() as u64);
+        })?;
+        let (mut payload, mut resolution) = (Vec::new(), Vec::new());
+        for f in &fresh {
+            let mut scope = vec![f.module];
+            scope.extend(
+                f.reads
+                    .iter()
+                    .filter_map(|r| super::calls::find_module(db, project, r)),
+            );
+            // An anchor outside the module and what it reads (never made so) would
+            // leave the payload empty: an entry that no run can decode.
+            let bytes = match f.kept {
+                Some(b) => b,
+                None => {
+                    payload.clear();
+                    let summary = module_summary(db, project, f.module);
+                    if write_summary(&mut payload, db, &scope, summary).is_none() {
+                        payload.clear();
+                    }
+                    &payload[..]
                 }
-                &payload[..]
-            }
-        };
-        let resolved = match (f.root, f.kept_resolution) {
-            (false, _) => None,
-            (true, Some(b)) => Some(b),
-            (true, None) => {
-                resolution.clear();
-                let resolved = super::resolved_dependencies(db, project, f.module);
-                write_resolution(&mut resolution, db, &scope, resolved).map(|()| &resolution[..])
-            }
-        };
-        put_str(&mut body, f.id);
-        body.extend_from_slice(&f.key.to_le_bytes());
-        put_strings(&mut body, &f.reads);
-        put_bytes(&mut body, bytes);
-        put_opt(&mut body, &resolved, |o, b| {
-            o.extend_from_slice(&owners.to_le_bytes());
-            put_bytes(o, b);
-        });
-        count += 1;
-    }
-    let mut out = begin_file(MAGIC, FORMAT, body.len() + 64);
-    put_bytes(&mut out, &crate::facts::cache::binary_id(system));
-    put_u64(&mut out, count);
-    out.extend_from_slice(&body);
-    drop(body);
-    let sum = crate::facts::cache::seal_parts(&[&out]);
-    out.extend_from_slice(&sum);
-    system.write_atomic(&settings.dir.join(FILE_NAME), &out)?;
-    Ok(())
+            };
+            let resolved = match (f.root, f.kept_resolution) {
+                (false, _) => None,
+                (true, Some(b)) => Some(b),
+                (true, None) => {
+                    resolution.clear();
+                    let resolved = super::resolved_dependencies(db, project, f.module);
+                    write_resolution(&mut resolution, db, &scope, resolved)
+                        .map(|()| &resolution[..])
+                }
+            };
+            out.own(|body| {
+                put_str(body, f.id);
+                body.extend_from_slice(&f.key.to_le_bytes());
+                put_strings(body, &f.reads);
+                put_bytes(body, bytes);
+                put_opt(body, &resolved, |o, b| {
+                    o.extend_from_slice(&owners.to_le_bytes());
+                    put_bytes(o, b);
+                });
+            })?;
+        }
+        out.finish()
+    })
 }
 
 // ---- the encoding of a summary ----
