@@ -307,7 +307,7 @@ pub fn save(
 ) -> std::io::Result<()> {
     let old = SummaryCache::try_get(db).map(|c| c.entries(db).clone());
     let owners = *owners_hash(db, project);
-    let mut fresh: Vec<Fresh<'_>> = Vec::new();
+    let mut fresh: Vec<Fresh<'_>> = Vec::with_capacity(project.modules(db).len());
     for &m in project.modules(db) {
         let summary = module_summary(db, project, m);
         let id = m.info(db).id.as_str();
