@@ -15,7 +15,9 @@
 //! - [`identity`]: a module's own state identity and the owners index;
 //! - [`references`]: `terraform_remote_state` instances, in the module and through
 //!   local module calls;
-//! - [`matching`]: the rules that map a reference to the module owning its state.
+//! - [`matching`]: the rules that map a reference to the module owning its state;
+//! - [`summary`]: what the later stages read of each module, and the cache that keeps
+//!   it (and each root's resolution) across runs.
 //!
 //! Filesystem functions (`file`, `templatefile`, `fileexists`, `fileset`) read through
 //! on-demand salsa inputs ([`Db::extra_file`], [`Db::extra_dir`]), created by the database
