@@ -20,43 +20,39 @@ use crate::owners::location_field;
 use crate::owners::{Fields, IdentityIndex, StateIdentity};
 use crate::system::normalize;
 
+/// Each backend type and its identity fields.
+const IDENTITY_FIELDS: &[(&str, &[&str])] = &[
+    ("s3", &["bucket", "key"]),
+    ("gcs", &["bucket", "prefix"]),
+    (
+        "azurerm",
+        &["storage_account_name", "container_name", "key"],
+    ),
+    ("consul", &["path"]),
+    ("http", &["address"]),
+    ("local", &["path"]),
+    ("pg", &["conn_str", "schema_name"]),
+    ("kubernetes", &["secret_suffix", "namespace"]),
+    ("remote", &["organization", "workspace"]),
+    ("cloud", &["organization", "workspace"]),
+    ("oss", &["bucket", "prefix", "key"]),
+    ("cos", &["bucket", "prefix", "key"]),
+];
+
 /// The identity fields of each backend type.
 pub fn identity_fields(backend: &str) -> &'static [&'static str] {
-    match backend {
-        "s3" => &["bucket", "key"],
-        "gcs" => &["bucket", "prefix"],
-        "azurerm" => &["storage_account_name", "container_name", "key"],
-        "consul" => &["path"],
-        "http" => &["address"],
-        "local" => &["path"],
-        "pg" => &["conn_str", "schema_name"],
-        "kubernetes" => &["secret_suffix", "namespace"],
-        "remote" | "cloud" => &["organization", "workspace"],
-        "oss" | "cos" => &["bucket", "prefix", "key"],
-        _ => &[],
-    }
+    IDENTITY_FIELDS
+        .iter()
+        .find(|(b, _)| *b == backend)
+        .map_or(&[], |(_, fields)| fields)
 }
 
 /// The static name of an identity field spelled `name` (a summary read back from the
 /// cache names its fields as strings).
 pub(super) fn field_name(name: &str) -> Option<&'static str> {
-    const BACKENDS: [&str; 12] = [
-        "s3",
-        "gcs",
-        "azurerm",
-        "consul",
-        "http",
-        "local",
-        "pg",
-        "kubernetes",
-        "remote",
-        "cloud",
-        "oss",
-        "cos",
-    ];
-    BACKENDS
+    IDENTITY_FIELDS
         .iter()
-        .flat_map(|b| identity_fields(b))
+        .flat_map(|(_, fields)| fields.iter())
         .copied()
         .find(|f| *f == name)
 }

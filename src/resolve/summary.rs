@@ -119,8 +119,12 @@ pub struct SummaryCache {
 }
 
 /// Sets `entries` (what [`load`] gave) as the cache `db` reads; `HIGH` as the fact
-/// cache, for the same reason.
+/// cache, for the same reason. An empty cache is not set: no query then asks it
+/// (a cold run makes no memo per module to say that nothing holds).
 pub fn attach(db: &crate::db::Database, entries: Arc<Summaries>) {
+    if entries.entries.is_empty() {
+        return;
+    }
     let _singleton = SummaryCache::builder(entries)
         .durability(salsa::Durability::HIGH)
         .new(db);
@@ -145,11 +149,23 @@ fn holding_entry(
     let i = (*holding_index(db, project, module))?;
     let summaries = SummaryCache::try_get(db)?.entries(db);
     let entry = &summaries.entries[i];
+    Some((
+        summaries,
+        entry,
+        anchored(db, project, module, &entry.reads),
+    ))
+}
+
+/// The modules an entry's anchors point into: the module, then those of its reads
+/// that exist, in order (an anchor is a (module, file) index into them).
+fn anchored(db: &dyn Db, project: Project, module: Module, reads: &[String]) -> Vec<Module> {
     let mut modules = vec![module];
-    for id in &entry.reads {
-        modules.extend(super::calls::find_module(db, project, id));
-    }
-    Some((summaries, entry, modules))
+    modules.extend(
+        reads
+            .iter()
+            .filter_map(|id| super::calls::find_module(db, project, id)),
+    );
+    modules
 }
 
 fn cached_summary(db: &dyn Db, project: Project, module: Module) -> Option<ModuleSummary> {
@@ -312,10 +328,8 @@ pub fn save(
         let summary = module_summary(db, project, m);
         let id = m.info(db).id.as_str();
         // An entry that holds was the summary: its key and reads are this run's.
-        // Without an old cache, no memo is made to say that no entry holds.
         let held = old
             .as_ref()
-            .filter(|o| !o.entries.is_empty())
             .and_then(|o| Some((o, (*holding_index(db, project, m))?)))
             .map(|(o, i)| (o, &o.entries[i]));
         let (key, reads, old_entry) = match held {
@@ -366,12 +380,7 @@ pub fn save(
         })?;
         let (mut payload, mut resolution) = (Vec::new(), Vec::new());
         for f in &fresh {
-            let mut scope = vec![f.module];
-            scope.extend(
-                f.reads
-                    .iter()
-                    .filter_map(|r| super::calls::find_module(db, project, r)),
-            );
+            let scope = || anchored(db, project, f.module, &f.reads);
             // An anchor outside the module and what it reads (never made so) would
             // leave the payload empty: an entry that no run can decode.
             let bytes = match f.kept {
@@ -379,7 +388,7 @@ pub fn save(
                 None => {
                     payload.clear();
                     let summary = module_summary(db, project, f.module);
-                    if write_summary(&mut payload, db, &scope, summary).is_none() {
+                    if write_summary(&mut payload, db, &scope(), summary).is_none() {
                         payload.clear();
                     }
                     &payload[..]
@@ -391,7 +400,7 @@ pub fn save(
                 (true, None) => {
                     resolution.clear();
                     let resolved = super::resolved_dependencies(db, project, f.module);
-                    write_resolution(&mut resolution, db, &scope, resolved)
+                    write_resolution(&mut resolution, db, &scope(), resolved)
                         .map(|()| &resolution[..])
                 }
             };
@@ -445,13 +454,9 @@ fn write_summary(
                 put_opt(out, &t.workspace_key_prefix, |o, s| put_str(o, s));
                 write_anchor(out, &r.anchor, &anchor_at)?;
                 put_strings(out, &r.via);
-                match &r.unresolved {
-                    None => out.push(0),
-                    Some(d) => {
-                        out.push(1);
-                        write_diagnostic(out, d, &anchor_at)?;
-                    }
-                }
+                put_opt_or_fail(out, &r.unresolved, |o, d| {
+                    write_diagnostic(o, d, &anchor_at)
+                })?;
             }
             write_diagnostics(out, &refs.diagnostics, &anchor_at)?;
             put_strings(out, &refs.reads);
@@ -471,13 +476,7 @@ fn write_resolution(
     let anchor_at = anchor_index(db, modules);
     let source = |out: &mut Vec<u8>, s: &super::EdgeSource| -> Option<()> {
         put_str(out, &s.name);
-        match &s.anchor {
-            None => out.push(0),
-            Some(a) => {
-                out.push(1);
-                write_anchor(out, a, &anchor_at)?;
-            }
-        }
+        put_opt_or_fail(out, &s.anchor, |o, a| write_anchor(o, a, &anchor_at))?;
         out.push(rule_code(s.rule));
         put_strings(out, &s.via);
         Some(())
@@ -582,6 +581,22 @@ fn anchor_index<'a>(
 
 type AnchorAt<'a> = dyn Fn(&Anchor) -> Option<(usize, usize)> + 'a;
 
+/// [`put_opt`] for a writer that can fail (an anchor outside the entry's modules).
+fn put_opt_or_fail<T>(
+    out: &mut Vec<u8>,
+    v: &Option<T>,
+    f: impl FnOnce(&mut Vec<u8>, &T) -> Option<()>,
+) -> Option<()> {
+    match v {
+        None => out.push(0),
+        Some(x) => {
+            out.push(1);
+            f(out, x)?;
+        }
+    }
+    Some(())
+}
+
 fn put_strings(out: &mut Vec<u8>, items: &[String]) {
     put_u64(out, items.len() as u64);
     for s in items {
@@ -620,14 +635,7 @@ fn write_diagnostics(out: &mut Vec<u8>, ds: &[Diagnostic], at: &AnchorAt<'_>) ->
 fn write_diagnostic(out: &mut Vec<u8>, d: &Diagnostic, at: &AnchorAt<'_>) -> Option<()> {
     crate::facts::cache::write_diagnostic_head(out, d);
     put_strings(out, &d.details);
-    match &d.anchor {
-        None => out.push(0),
-        Some(a) => {
-            out.push(1);
-            write_anchor(out, a, at)?;
-        }
-    }
-    Some(())
+    put_opt_or_fail(out, &d.anchor, |o, a| write_anchor(o, a, at))
 }
 
 fn read_summary(r: &mut Reader<'_, ()>, db: &dyn Db, modules: &[Module]) -> R<ModuleSummary> {
