@@ -144,8 +144,97 @@ impl IdentityIndex {
     }
 }
 
+impl IdentityIndex {
+    /// This index and `later`'s, as one index that [`IdentityIndex::add`]ed this one's
+    /// modules and then `later`'s would be: owners stay in module order.
+    pub fn merged(mut self, mut later: IdentityIndex) -> IdentityIndex {
+        fn concat<K: Ord, V>(into: &mut BTreeMap<K, Vec<V>>, from: BTreeMap<K, Vec<V>>) {
+            for (key, values) in from {
+                into.entry(key).or_default().extend(values);
+            }
+        }
+        if self.ids.is_empty() {
+            return later;
+        }
+        concat(&mut self.by_location, later.by_location);
+        concat(&mut self.by_workspace_prefix, later.by_workspace_prefix);
+        concat(&mut self.by_name, later.by_name);
+        self.ids.append(&mut later.ids);
+        self.identities.append(&mut later.identities);
+        self.segments.append(&mut later.segments);
+        self
+    }
+}
+
 /// How a block name and a directory name are compared for a hint:
 /// `infra_google_monitoring` and `infra-google-monitoring` are the same.
 pub fn hint_name(name: &str) -> String {
     name.to_ascii_lowercase().replace('_', "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(
+        backend: &str,
+        fields: &[(&'static str, &str)],
+        prefix: Option<&str>,
+    ) -> StateIdentity {
+        StateIdentity {
+            backend: backend.to_owned(),
+            fields: Fields::from_sorted(fields.iter().map(|(k, v)| (*k, (*v).to_owned()))),
+            partial: fields.is_empty(),
+            workspace_prefix: prefix.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn partial_indexes_merged_in_order_are_the_index_of_all_modules() {
+        // Two modules share a state (both own it, in module order), two share a last
+        // directory name, one has no location, one only a workspace prefix.
+        let modules = [
+            (
+                "a/vpc",
+                identity("s3", &[("bucket", "b"), ("key", "vpc.tfstate")], None),
+            ),
+            (
+                "b/vpc",
+                identity(
+                    "s3",
+                    &[("bucket", "b"), ("key", "vpc.tfstate")],
+                    Some("env:"),
+                ),
+            ),
+            (
+                "b/eks",
+                identity("gcs", &[("bucket", "g"), ("prefix", "eks")], None),
+            ),
+            ("c/app_x", identity("s3", &[], None)),
+            (
+                "c/vpc",
+                identity("remote", &[("organization", "o")], Some("app-")),
+            ),
+            ("d/pg", identity("pg", &[("conn_str", "x")], None)),
+        ];
+        let mut whole = IdentityIndex::default();
+        for (id, identity) in &modules {
+            whole.add(id, identity);
+        }
+        assert_eq!(
+            whole.by_location[&("s3".to_owned(), "vpc.tfstate".to_owned())]
+                .iter()
+                .map(|o| o.id.as_str())
+                .collect::<Vec<_>>(),
+            ["a/vpc", "b/vpc"]
+        );
+        for split in 0..=modules.len() {
+            let mut parts = [IdentityIndex::default(), IdentityIndex::default()];
+            for (i, (id, identity)) in modules.iter().enumerate() {
+                parts[usize::from(i >= split)].add(id, identity);
+            }
+            let [first, later] = parts;
+            assert_eq!(first.merged(later), whole, "split before module {split}");
+        }
+    }
 }

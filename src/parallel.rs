@@ -11,36 +11,52 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use crate::db::Database;
-use crate::files::{Module, Project};
+use crate::files::Project;
 
 /// Parses, extracts facts and resolves references of every module in parallel, and
 /// brings the project's owners input up to date ([`crate::resolve::sync_owners`]).
+///
+/// Work goes out by chunk ([`crate::chunk`]): a worker that has a chunk's modules'
+/// summaries (or resolutions) also makes the chunk queries that concatenate them, which
+/// the driver would otherwise make one after another on one core.
 pub fn warm_up(db: &mut Database, project: Project) {
-    let modules: Vec<Module> = project.modules(db).clone();
+    let chunks: Vec<u32> = (0..crate::chunk::chunks(db, project).len() as u32).collect();
     // Two passes: the second (`resolved_dependencies`) needs the index of every module's
     // state identity, which the first pass fills in parallel; in one pass, one worker
     // would compute the whole index while the others wait for it.
-    for_each_module(db, &modules, |db, m| {
-        crate::resolve::module_summary(db, project, m);
+    for_each_chunk(db, project, &chunks, |db, chunk| {
+        for &m in crate::chunk::chunk_modules(db, chunk) {
+            crate::resolve::module_summary(db, project, m);
+        }
+        crate::resolve::chunk_identities(db, chunk);
+        crate::resolve::chunk_diagnostics(db, chunk);
     });
     crate::resolve::sync_owners(db, project);
-    for_each_module(db, &modules, |db, m| {
-        if m.info(db).is_root() {
-            crate::resolve::resolved_dependencies(db, project, m);
+    for_each_chunk(db, project, &chunks, |db, chunk| {
+        for &m in crate::chunk::chunk_modules(db, chunk) {
+            if m.info(db).is_root() {
+                crate::resolve::resolved_dependencies(db, project, m);
+            }
         }
+        crate::graph::chunk_dependencies(db, chunk);
     });
 }
 
-fn for_each_module(db: &Database, modules: &[Module], f: impl Fn(&Database, Module) + Sync) {
+fn for_each_chunk(
+    db: &Database,
+    project: Project,
+    chunks: &[u32],
+    f: impl Fn(&Database, crate::chunk::ModuleChunk<'_>) + Sync,
+) {
     // A database handle is `Send` but not `Sync`: each worker takes its own clone.
     let shared = Mutex::new(db.clone());
-    modules.par_iter().with_min_len(16).for_each_init(
+    chunks.par_iter().for_each_init(
         || {
             shared
                 .lock()
                 .expect("no worker panics while cloning")
                 .clone()
         },
-        |db, &m| f(db, m),
+        |db, &index| f(db, crate::chunk::ModuleChunk::new(&*db, project, index)),
     );
 }

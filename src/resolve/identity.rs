@@ -218,13 +218,24 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
 /// into the owners input by its address.
 #[salsa::tracked(returns(ref))]
 pub fn identity_index(db: &dyn Db, project: Project) -> Arc<IdentityIndex> {
-    let mut index = IdentityIndex::default();
+    use rayon::prelude::*;
     // By chunks (see `crate::chunk`): an edit that keeps every identity checks one chunk.
-    for chunk in chunks(db, project) {
-        for (id, identity) in chunk_identities(db, chunk) {
-            index.add(id, identity);
-        }
-    }
+    let identities: Vec<&[(String, StateIdentity)]> = chunks(db, project)
+        .into_iter()
+        .map(|chunk| chunk_identities(db, chunk).as_slice())
+        .collect();
+    // Built on every core from plain values (no database access there): runs of chunks
+    // into partial indexes, merged in module order.
+    let index = identities
+        .par_iter()
+        .with_min_len(8)
+        .fold(IdentityIndex::default, |mut index, chunk| {
+            for (id, identity) in *chunk {
+                index.add(id, identity);
+            }
+            index
+        })
+        .reduce(IdentityIndex::default, IdentityIndex::merged);
     Arc::new(index)
 }
 

@@ -42,7 +42,9 @@ use crate::files::{Module, Project};
 pub use crate::owners::{IdentityIndex, StateIdentity};
 pub use calls::{is_local_source, MAX_CALL_DEPTH};
 pub use declared::config_rule_diagnostics;
-pub use identity::{identity_fields, identity_index, state_identity, sync_owners};
+pub use identity::{
+    chunk_identities, identity_fields, identity_index, state_identity, sync_owners,
+};
 use matching::{match_reference, Match};
 pub use matching::{normalise_state_path, Rule};
 pub use references::{module_references, ModuleReferences, StateReference, StateTarget};
