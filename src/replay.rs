@@ -40,7 +40,7 @@ use crate::system::{Stamp, System};
 
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
-const FORMAT: u64 = 5;
+const FORMAT: u64 = 6;
 pub(crate) const FILE_NAME: &str = "run.bin";
 
 /// The record file of `command`: one per command, so that a pre-commit hook's `validate`

@@ -17,7 +17,7 @@
 //!
 //! Soundness: an entry is used only if path, kind, length and a 64-bit hash of the bytes
 //! all match, and it is decoded against a format that names its own version and the
-//! terraci version; the whole file ends in a checksum. An entry also holds the stamp of
+//! terraci version; the whole file ends in a CRC-32. An entry also holds the stamp of
 //! the file it was made from (device, inode, length, modification and change time in ns,
 //! taken on the open file before reading), when that version had settled before the run
 //! that read it began ([`crate::system::Stamp::settled_before`], as the run record's
@@ -29,7 +29,6 @@
 //! file is ignored with a notice and rewritten. Writes go to a temp file that is renamed
 //! over the old one, so concurrent runs each leave a complete cache (the last one wins).
 
-use std::hash::Hasher as _;
 use std::sync::Arc;
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -49,7 +48,7 @@ use crate::system::System;
 const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
 /// Bump when the encoding of [`FileFacts`] changes, or the facts a text gives (a parser
 /// that accepts more).
-const FORMAT: u32 = 5;
+const FORMAT: u32 = 6;
 const FILE_NAME: &str = "facts.bin";
 /// The summary cache `crate::resolve::summary` keeps beside the facts.
 pub(crate) const SUMMARY_FILE_NAME: &str = "summaries.bin";
@@ -260,11 +259,17 @@ pub(crate) fn begin_file(magic: &[u8; 16], format: u64, capacity: usize) -> Vec<
 /// Ends a file begun with [`begin_file`], written in pieces: the checksum of `parts` in
 /// order (the same as of their concatenation), to write after them.
 pub(crate) fn seal_parts(parts: &[&[u8]]) -> [u8; 8] {
-    let mut h = hasher();
+    let mut sum = crc32fast::Hasher::new();
     for part in parts {
-        h.write(part);
+        sum.update(part);
     }
-    h.finish().to_le_bytes()
+    sealed(sum)
+}
+
+/// The trailer of a file: its CRC-32 (a check against damage and truncation, not
+/// against tampering: the cache directory is the user's), as eight bytes.
+fn sealed(sum: crc32fast::Hasher) -> [u8; 8] {
+    u64::from(sum.finalize()).to_le_bytes()
 }
 
 /// Checks a file written by [`begin_file`] and [`seal_parts`]: magic (`what` names the kind of
@@ -280,18 +285,19 @@ pub(crate) fn open_file<'a>(
         return Err(what);
     }
     let (body, sum) = blob.split_at(blob.len() - 8);
-    if content_hash(body).to_le_bytes() != sum {
-        return Err("corrupt or truncated");
-    }
     let mut r = Reader {
         b: body,
         i: magic.len(),
         file: (),
     };
+    // The format first: another layout may end in another kind of checksum.
     let format_found = r.u64().map_err(|_| "truncated")?;
     let version = r.string().map_err(|_| "truncated")?;
     if format_found != format || version != env!("CARGO_PKG_VERSION") {
         return Err("written by another version of terraci");
+    }
+    if seal_parts(&[body]) != sum {
+        return Err("corrupt or truncated");
     }
     Ok(r)
 }
@@ -446,8 +452,7 @@ pub fn save(
 pub(crate) struct Stream<'a> {
     emit: &'a mut crate::system::Sink<'a>,
     buffer: Vec<u8>,
-    #[allow(deprecated)]
-    sum: std::hash::SipHasher,
+    sum: crc32fast::Hasher,
 }
 
 impl<'a> Stream<'a> {
@@ -457,13 +462,13 @@ impl<'a> Stream<'a> {
         Stream {
             emit,
             buffer: Vec::with_capacity(Self::BUFFER + Self::BUFFER / 4),
-            sum: hasher(),
+            sum: crc32fast::Hasher::new(),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         if !self.buffer.is_empty() {
-            self.sum.write(&self.buffer);
+            self.sum.update(&self.buffer);
             (self.emit)(&self.buffer)?;
             self.buffer.clear();
         }
@@ -482,7 +487,7 @@ impl<'a> Stream<'a> {
     /// The rest of the buffer, then the checksum ([`seal_parts`] of all of it).
     pub(crate) fn finish(mut self) -> std::io::Result<()> {
         self.flush()?;
-        let sum = self.sum.finish().to_le_bytes();
+        let sum = sealed(std::mem::take(&mut self.sum));
         (self.emit)(&sum)
     }
 }
@@ -509,7 +514,6 @@ fn kind_code(kind: FileKind) -> u8 {
 /// SipHash with fixed keys: deterministic across runs of one build. A different hash in
 /// another build only turns hits into misses; the format version guards the rest.
 pub(crate) use crate::files::content_hash;
-use crate::files::hasher;
 
 // ---- encoding: LEB128 integers, length-prefixed strings, one tag byte per variant ----
 
@@ -1284,8 +1288,7 @@ mod tests {
         put_str(&mut blob, version);
         put_bytes(&mut blob, binary);
         put_u64(&mut blob, 0);
-        let sum = content_hash(&blob);
-        blob.extend_from_slice(&sum.to_le_bytes());
+        blob.extend_from_slice(&seal_parts(&[&blob]));
         blob
     }
 
@@ -1311,8 +1314,7 @@ mod tests {
                 blob.push(0); // no stamp
                 put_bytes(&mut blob, b"");
             }
-            let sum = content_hash(&blob);
-            blob.extend_from_slice(&sum.to_le_bytes());
+            blob.extend_from_slice(&seal_parts(&[&blob]));
             match parse(blob, binary) {
                 Ok(entries) => {
                     assert!(valid, "{paths:?} accepted");
@@ -1331,11 +1333,7 @@ mod tests {
         let text = b"terraform { backend \"s3\" {} }\n".repeat(100);
         for cut in [0, 1, 7, 8, 9, 63, 64, 65, text.len()] {
             let (a, b) = text.split_at(cut);
-            assert_eq!(
-                seal_parts(&[a, &[], b]),
-                content_hash(&text).to_le_bytes(),
-                "{cut}"
-            );
+            assert_eq!(seal_parts(&[a, &[], b]), seal_parts(&[&text]), "{cut}");
         }
     }
 
@@ -1347,9 +1345,18 @@ mod tests {
             parse(good[..good.len() - 1].to_vec(), b"build").err(),
             Some("corrupt or truncated")
         );
+        // A flipped bit in the body fails the checksum; in the version, it reads as
+        // another version's file (the format is read before the checksum). Both are
+        // refused.
+        let mut flipped = good.clone();
+        flipped[good.len() - 9] ^= 1;
+        assert_eq!(parse(flipped, b"build").err(), Some("corrupt or truncated"));
         let mut flipped = good.clone();
         flipped[MAGIC.len() + 2] ^= 1;
-        assert_eq!(parse(flipped, b"build").err(), Some("corrupt or truncated"));
+        assert_eq!(
+            parse(flipped, b"build").err(),
+            Some("written by another version of terraci")
+        );
         assert_eq!(
             parse(b"garbage".to_vec(), b"build").err(),
             Some("not a terraci fact cache")
@@ -1386,7 +1393,7 @@ mod tests {
         }
         assert_eq!(
             (FORMAT, bytes.len(), content_hash(&bytes)),
-            (5, 874, 2603916788371675767),
+            (6, 874, 2603916788371675767),
             "the encoded facts changed: bump FORMAT and pin the new length and hash"
         );
     }

@@ -40,7 +40,7 @@ use super::references::{ModuleReferences, StateReference, StateTarget};
 
 const MAGIC: &[u8; 16] = b"terraci-summary\0";
 /// Bump when the encoding below changes, or what a summary holds.
-const FORMAT: u64 = 2;
+const FORMAT: u64 = 3;
 use crate::facts::cache::SUMMARY_FILE_NAME as FILE_NAME;
 
 /// What the stages after resolution need of one module.
