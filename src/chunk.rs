@@ -34,10 +34,14 @@ pub struct ModuleChunk<'db> {
 
 /// Every chunk of the project's module list, in order.
 pub fn chunks(db: &dyn Db, project: Project) -> Vec<ModuleChunk<'_>> {
-    let count = project.modules(db).len().div_ceil(CHUNK_SIZE);
-    (0..count as u32)
+    (0..chunk_count(db, project) as u32)
         .map(|index| ModuleChunk::new(db, project, index))
         .collect()
+}
+
+/// How many chunks the project's module list makes.
+pub fn chunk_count(db: &dyn Db, project: Project) -> usize {
+    project.modules(db).len().div_ceil(CHUNK_SIZE)
 }
 
 /// The modules of `chunk`, in the project's order.

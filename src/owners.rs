@@ -153,6 +153,8 @@ impl IdentityIndex {
                 into.entry(key).or_default().extend(values);
             }
         }
+        // Every module added is in `ids`: an empty index (each of rayon's reductions
+        // starts from one) gives way without moving `later`'s entries one by one.
         if self.ids.is_empty() {
             return later;
         }

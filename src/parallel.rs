@@ -20,11 +20,11 @@ use crate::files::Project;
 /// summaries (or resolutions) also makes the chunk queries that concatenate them, which
 /// the driver would otherwise make one after another on one core.
 pub fn warm_up(db: &mut Database, project: Project) {
-    let chunks: Vec<u32> = (0..crate::chunk::chunks(db, project).len() as u32).collect();
+    let chunks = crate::chunk::chunk_count(db, project) as u32;
     // Two passes: the second (`resolved_dependencies`) needs the index of every module's
     // state identity, which the first pass fills in parallel; in one pass, one worker
     // would compute the whole index while the others wait for it.
-    for_each_chunk(db, project, &chunks, |db, chunk| {
+    for_each_chunk(db, project, chunks, |db, chunk| {
         for &m in crate::chunk::chunk_modules(db, chunk) {
             crate::resolve::module_summary(db, project, m);
         }
@@ -32,7 +32,7 @@ pub fn warm_up(db: &mut Database, project: Project) {
         crate::resolve::chunk_diagnostics(db, chunk);
     });
     crate::resolve::sync_owners(db, project);
-    for_each_chunk(db, project, &chunks, |db, chunk| {
+    for_each_chunk(db, project, chunks, |db, chunk| {
         for &m in crate::chunk::chunk_modules(db, chunk) {
             if m.info(db).is_root() {
                 crate::resolve::resolved_dependencies(db, project, m);
@@ -45,18 +45,18 @@ pub fn warm_up(db: &mut Database, project: Project) {
 fn for_each_chunk(
     db: &Database,
     project: Project,
-    chunks: &[u32],
+    chunks: u32,
     f: impl Fn(&Database, crate::chunk::ModuleChunk<'_>) + Sync,
 ) {
     // A database handle is `Send` but not `Sync`: each worker takes its own clone.
     let shared = Mutex::new(db.clone());
-    chunks.par_iter().for_each_init(
+    (0..chunks).into_par_iter().for_each_init(
         || {
             shared
                 .lock()
                 .expect("no worker panics while cloning")
                 .clone()
         },
-        |db, &index| f(db, crate::chunk::ModuleChunk::new(&*db, project, index)),
+        |db, index| f(db, crate::chunk::ModuleChunk::new(&*db, project, index)),
     );
 }

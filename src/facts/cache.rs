@@ -487,7 +487,7 @@ impl<'a> Stream<'a> {
     /// The rest of the buffer, then the checksum ([`seal_parts`] of all of it).
     pub(crate) fn finish(mut self) -> std::io::Result<()> {
         self.flush()?;
-        let sum = sealed(std::mem::take(&mut self.sum));
+        let sum = sealed(self.sum);
         (self.emit)(&sum)
     }
 }
