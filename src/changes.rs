@@ -31,9 +31,28 @@ pub fn is_run_output(path: &str) -> bool {
 #[salsa::tracked(returns(ref))]
 pub fn library_links(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet<String>> {
     let mut calls: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for &m in project.modules(db) {
+    // Each module's literal call sources, from the summary cache's heads where a whole
+    // chunk holds there (no summary decoded whole for them).
+    let sources = crate::chunk::chunks(db, project)
+        .into_iter()
+        .flat_map(
+            |chunk| match crate::resolve::summary::held_heads(db, chunk) {
+                Some(heads) => heads
+                    .iter()
+                    .map(|(m, head)| (*m, &head.call_sources[..]))
+                    .collect::<Vec<_>>(),
+                None => crate::chunk::chunk_modules(db, chunk)
+                    .iter()
+                    .map(|&m| {
+                        let summary = crate::resolve::module_summary(db, project, m);
+                        (m, &summary.call_sources[..])
+                    })
+                    .collect(),
+            },
+        );
+    for (m, call_sources) in sources {
         let id = &m.info(db).id;
-        for source in &crate::resolve::module_summary(db, project, m).call_sources {
+        for source in call_sources {
             if !(source.starts_with("./") || source.starts_with("../")) {
                 continue;
             }

@@ -514,6 +514,13 @@ pub struct ChunkDependencies {
 
 #[salsa::tracked(returns(ref))]
 pub fn chunk_dependencies<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> ChunkDependencies {
+    if let Some(held) = crate::resolve::summary::held_dependencies(db, chunk) {
+        return ChunkDependencies {
+            at: held.at,
+            targets: held.targets,
+            diagnostics: held.diagnostics,
+        };
+    }
     let project = chunk.project(db);
     let mut out = ChunkDependencies {
         at: vec![0],

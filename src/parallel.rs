@@ -24,20 +24,14 @@ pub fn warm_up(db: &mut Database, project: Project) {
     // Two passes: the second (`resolved_dependencies`) needs the index of every module's
     // state identity, which the first pass fills in parallel; in one pass, one worker
     // would compute the whole index while the others wait for it.
+    // A chunk query computes the summaries of its modules unless the summary cache
+    // holds them all (`resolve::summary::held_heads`), and so for resolutions.
     for_each_chunk(db, project, chunks, |db, chunk| {
-        for &m in crate::chunk::chunk_modules(db, chunk) {
-            crate::resolve::module_summary(db, project, m);
-        }
         crate::resolve::chunk_identities(db, chunk);
         crate::resolve::chunk_diagnostics(db, chunk);
     });
     crate::resolve::sync_owners(db, project);
     for_each_chunk(db, project, chunks, |db, chunk| {
-        for &m in crate::chunk::chunk_modules(db, chunk) {
-            if m.info(db).is_root() {
-                crate::resolve::resolved_dependencies(db, project, m);
-            }
-        }
         crate::graph::chunk_dependencies(db, chunk);
     });
 }

@@ -151,14 +151,13 @@ pub fn build_pipeline(
 /// fresh checkout, so what an apply writes is gone before the next job reads it.
 fn local_state_warning(ws: &Workspace, plan: &crate::ir::JobPlan) -> Option<Diagnostic> {
     let modules: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
+    let owners = ws.project.owners(&ws.db);
     let inside: Vec<&str> = modules
         .into_iter()
         .filter(|id| {
-            ws.modules.get(*id).is_some_and(|&m| {
-                let summary = crate::resolve::module_summary(&ws.db, ws.project, m);
-                let Some(identity) = summary.root.as_ref().map(|r| &r.identity) else {
-                    return false;
-                };
+            // The owners index keeps every root's identity that has a field (a local
+            // backend's `path` is one), without a summary decoded per module.
+            owners.identities.get(*id).is_some_and(|identity| {
                 identity.backend == "local"
                     && identity
                         .fields

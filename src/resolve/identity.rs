@@ -245,6 +245,12 @@ pub fn chunk_identities<'db>(
     db: &'db dyn Db,
     chunk: ModuleChunk<'db>,
 ) -> Vec<(String, StateIdentity)> {
+    if let Some(heads) = super::summary::held_heads(db, chunk) {
+        return heads
+            .iter()
+            .filter_map(|(m, head)| Some((m.info(db).id.clone(), head.root.as_ref()?.0.clone())))
+            .collect();
+    }
     let project = chunk.project(db);
     chunk_modules(db, chunk)
         .iter()

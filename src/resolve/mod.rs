@@ -55,8 +55,18 @@ pub use summary::{module_summary, ModuleSummary, RootSummary};
 /// order (resolution diagnostics come with the graph).
 #[salsa::tracked(returns(ref))]
 pub fn chunk_diagnostics<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> Vec<Diagnostic> {
-    let project = chunk.project(db);
     let mut out = Vec::new();
+    if let Some(heads) = summary::held_heads(db, chunk) {
+        for (m, head) in heads {
+            let id = &m.info(db).id;
+            let scope = head.root.iter().flat_map(|(_, scope)| scope);
+            for d in head.fact_diagnostics.iter().chain(scope) {
+                out.push(d.clone().with_module(id.clone()));
+            }
+        }
+        return out;
+    }
+    let project = chunk.project(db);
     for &m in chunk_modules(db, chunk) {
         let info = m.info(db);
         let with_module = |d: &Diagnostic| d.clone().with_module(info.id.clone());

@@ -25,6 +25,7 @@
 use std::hash::Hasher as _;
 use std::sync::Arc;
 
+use crate::chunk::{chunk_modules, ModuleChunk};
 use crate::db::Db;
 use crate::diagnostic::{Anchor, Diagnostic};
 use crate::facts::cache::{
@@ -40,7 +41,7 @@ use super::references::{ModuleReferences, StateReference, StateTarget};
 
 const MAGIC: &[u8; 16] = b"terraci-summary\0";
 /// Bump when the encoding below changes, or what a summary holds.
-const FORMAT: u64 = 3;
+const FORMAT: u64 = 4;
 use crate::facts::cache::SUMMARY_FILE_NAME as FILE_NAME;
 
 /// What the stages after resolution need of one module.
@@ -84,6 +85,83 @@ pub fn module_summary(db: &dyn Db, project: Project, module: Module) -> ModuleSu
         call_sources,
         root,
     }
+}
+
+/// The part of a module's summary that the project-wide stages read (the owners index,
+/// diagnostics, uses-library links): a summary without a root's references.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryHead {
+    pub fact_diagnostics: Vec<Diagnostic>,
+    pub call_sources: Vec<String>,
+    /// A root module's state identity and scope diagnostics.
+    pub root: Option<(StateIdentity, Vec<Diagnostic>)>,
+}
+
+/// The heads of the summaries of `chunk`'s modules, in module order, decoded straight
+/// from the cache when every module of the chunk holds there; `None` otherwise. The
+/// project-wide chunk queries read these instead of [`module_summary`]: a repeat run
+/// then makes no memo per module and never decodes a reference that no resolution
+/// needs (a root's resolution holds too, [`held_dependencies`]). Decoded once, by the
+/// first chunk query that asks (the warm-up's, on all cores).
+#[salsa::tracked(returns(ref))]
+pub fn held_heads<'db>(
+    db: &'db dyn Db,
+    chunk: ModuleChunk<'db>,
+) -> Option<Vec<(Module, SummaryHead)>> {
+    let project = chunk.project(db);
+    let summaries = SummaryCache::try_get(db)?.entries(db);
+    chunk_modules(db, chunk)
+        .iter()
+        .map(|&m| {
+            let entry = &summaries.entries[(*holding_index(db, project, m))?];
+            let modules = anchored(db, project, m, &entry.reads);
+            let mut r = Reader::over(&summaries.blob[entry.payload.clone()]);
+            Some((m, read_head(&mut r, db, &modules).ok()?))
+        })
+        .collect()
+}
+
+/// What the graph reads of the resolutions of `chunk`'s root modules (their targets,
+/// concatenated, where each root's begin, and their diagnostics), decoded straight
+/// from the cache when every root's entry holds with a resolution made against the
+/// project's owners index as it is; `None` otherwise.
+pub fn held_dependencies<'db>(
+    db: &'db dyn Db,
+    chunk: ModuleChunk<'db>,
+) -> Option<HeldDependencies> {
+    let project = chunk.project(db);
+    let summaries = SummaryCache::try_get(db)?.entries(db);
+    let owners = *owners_hash(db, project);
+    let mut out = HeldDependencies {
+        at: vec![0],
+        ..HeldDependencies::default()
+    };
+    for &m in chunk_modules(db, chunk) {
+        if !m.info(db).is_root() {
+            continue;
+        }
+        let entry = &summaries.entries[(*holding_index(db, project, m))?];
+        let (hash, at) = entry.resolution.clone()?;
+        if hash != owners {
+            return None;
+        }
+        let modules = anchored(db, project, m, &entry.reads);
+        let mut r = Reader::over(&summaries.blob[at]);
+        let (targets, diagnostics) = read_resolution_head(&mut r, db, &modules).ok()?;
+        out.targets.extend_from_slice(&targets);
+        out.at.push(out.targets.len() as u32);
+        out.diagnostics.extend(diagnostics);
+    }
+    Some(out)
+}
+
+/// See [`held_dependencies`].
+#[derive(Debug, Default)]
+pub struct HeldDependencies {
+    /// Per root module of the chunk, in order: `targets[at[i]..at[i + 1]]`.
+    pub at: Vec<u32>,
+    pub targets: Vec<u32>,
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 /// The loaded cache: entries in module id order over one blob.
@@ -325,7 +403,6 @@ pub fn save(
     let owners = *owners_hash(db, project);
     let mut fresh: Vec<Fresh<'_>> = Vec::with_capacity(project.modules(db).len());
     for &m in project.modules(db) {
-        let summary = module_summary(db, project, m);
         let id = m.info(db).id.as_str();
         // An entry that holds was the summary: its key and reads are this run's.
         let held = old
@@ -335,7 +412,8 @@ pub fn save(
         let (key, reads, old_entry) = match held {
             Some((o, e)) => (e.key, e.reads.clone(), Some((o, e))),
             None => {
-                let reads = summary
+                // Only an entry that does not hold is decoded or computed whole here.
+                let reads = module_summary(db, project, m)
                     .root
                     .as_ref()
                     .map(|r| r.references.reads.clone())
@@ -351,7 +429,8 @@ pub fn save(
             let (hash, at) = e.resolution.clone()?;
             (hash == owners).then(|| &o.blob[at])
         });
-        let root = summary.root.is_some();
+        // A root module's summary has a root part ([`module_summary`]).
+        let root = m.info(db).is_root();
         fresh.push(Fresh {
             module: m,
             id,
@@ -481,6 +560,12 @@ fn write_resolution(
         put_strings(out, &s.via);
         Some(())
     };
+    // What the graph reads comes first: a chunk whose entries hold decodes only that.
+    put_u64(out, res.targets.len() as u64);
+    for &t in &res.targets {
+        put_u64(out, t.into());
+    }
+    write_diagnostics(out, &res.diagnostics, &anchor_at)?;
     put_u64(out, res.edges.len() as u64);
     for (target, sources) in &res.edges {
         put_str(out, target);
@@ -489,11 +574,6 @@ fn write_resolution(
             source(out, s)?;
         }
     }
-    put_u64(out, res.targets.len() as u64);
-    for &t in &res.targets {
-        put_u64(out, t.into());
-    }
-    write_diagnostics(out, &res.diagnostics, &anchor_at)?;
     put_u64(out, res.external.len() as u64);
     for (state, s) in &res.external {
         put_str(out, state);
@@ -544,6 +624,7 @@ fn read_resolution(
         })
     }
     let mut res = super::ResolvedDependencies::default();
+    (res.targets, res.diagnostics) = read_resolution_head(r, db, modules)?;
     for _ in 0..r.len()? {
         let target = r.string()?;
         let n = r.len()?;
@@ -552,11 +633,6 @@ fn read_resolution(
             .collect::<R<Vec<_>>>()?;
         res.edges.insert(target, sources);
     }
-    let n = r.len()?;
-    res.targets = (0..n)
-        .map(|_| u32::try_from(r.u64()?).map_err(|_| ()))
-        .collect::<R<_>>()?;
-    res.diagnostics = read_diagnostics(r, db, modules)?;
     let n = r.len()?;
     res.external = (0..n)
         .map(|_| Ok((r.string()?, source(r, db, modules)?)))
@@ -573,6 +649,19 @@ fn read_resolution(
         })
         .collect::<R<_>>()?;
     Ok(res)
+}
+
+/// The start of a resolution's encoding: its targets and diagnostics.
+fn read_resolution_head(
+    r: &mut Reader<'_, ()>,
+    db: &dyn Db,
+    modules: &[Module],
+) -> R<(Vec<u32>, Vec<Diagnostic>)> {
+    let n = r.len()?;
+    let targets = (0..n)
+        .map(|_| u32::try_from(r.u64()?).map_err(|_| ()))
+        .collect::<R<_>>()?;
+    Ok((targets, read_diagnostics(r, db, modules)?))
 }
 
 /// Where an anchor's file is among the files of `modules`: (module, file) indices.
@@ -649,13 +738,10 @@ fn write_diagnostic(out: &mut Vec<u8>, d: &Diagnostic, at: &AnchorAt<'_>) -> Opt
 }
 
 fn read_summary(r: &mut Reader<'_, ()>, db: &dyn Db, modules: &[Module]) -> R<ModuleSummary> {
-    let fact_diagnostics = read_diagnostics(r, db, modules)?;
-    let call_sources = read_strings(r)?;
-    let root = match r.u8()? {
-        0 => None,
-        1 => {
-            let identity = read_identity(r)?;
-            let scope_diagnostics = read_diagnostics(r, db, modules)?;
+    let head = read_head(r, db, modules)?;
+    let root = match head.root {
+        None => None,
+        Some((identity, scope_diagnostics)) => {
             let n = r.len()?;
             let mut references = Vec::with_capacity(n);
             for _ in 0..n {
@@ -686,9 +772,24 @@ fn read_summary(r: &mut Reader<'_, ()>, db: &dyn Db, modules: &[Module]) -> R<Mo
                 },
             })
         }
-        _ => return Err(()),
     };
     Ok(ModuleSummary {
+        fact_diagnostics: head.fact_diagnostics,
+        call_sources: head.call_sources,
+        root,
+    })
+}
+
+/// The start of a summary's encoding: everything but a root's references.
+fn read_head(r: &mut Reader<'_, ()>, db: &dyn Db, modules: &[Module]) -> R<SummaryHead> {
+    let fact_diagnostics = read_diagnostics(r, db, modules)?;
+    let call_sources = read_strings(r)?;
+    let root = match r.u8()? {
+        0 => None,
+        1 => Some((read_identity(r)?, read_diagnostics(r, db, modules)?)),
+        _ => return Err(()),
+    };
+    Ok(SummaryHead {
         fact_diagnostics,
         call_sources,
         root,
@@ -883,6 +984,107 @@ mod tests {
             outcome(&with_var),
             outcome(&load(&fs, false, &["target=dns"]))
         );
+    }
+
+    /// Per chunk of the project-wide queries: whether its summary heads, and its
+    /// roots' resolutions, are read straight from the cache.
+    fn held(ws: &Workspace) -> Vec<(bool, bool)> {
+        crate::chunk::chunks(&ws.db, ws.project)
+            .into_iter()
+            .map(|c| {
+                (
+                    held_heads(&ws.db, c).is_some(),
+                    held_dependencies(&ws.db, c).is_some(),
+                )
+            })
+            .collect()
+    }
+
+    /// What the graph and `--changed-only` read of the chunks: the graph's edges, its
+    /// diagnostics and the uses-library links.
+    fn graph_outcome(ws: &Workspace) -> (Vec<String>, Vec<String>, String) {
+        let graph = crate::graph::dependency_graph(&ws.db, ws.project);
+        let edges = graph.edges().map(|(a, b)| format!("{a} -> {b}")).collect();
+        let diagnostics = ws
+            .all_diagnostics()
+            .iter()
+            .map(|d| d.render_human_styled(None, false))
+            .collect();
+        let links = format!("{:?}", crate::changes::library_links(&ws.db, ws.project));
+        (edges, diagnostics, links)
+    }
+
+    #[test]
+    fn a_chunk_is_read_from_the_cache_only_while_all_its_modules_hold() {
+        // 72 modules, two chunks: lib/net, stage/app, m00..m61 | m62..m69. Each mNN
+        // reads the one before it; a broken local in each chunk gives a diagnostic
+        // anchored in its file; app calls the library.
+        let fs = MemorySystem::new();
+        fs.write_file("/p/.terraci.yaml", CONFIG);
+        fs.write_file("/p/lib/net/main.tf", LIB);
+        fs.write_file("/p/stage/app/main.tf", APP);
+        let reads = |id: &str| {
+            format!("data \"terraform_remote_state\" \"prev\" {{\n  backend = \"s3\"\n  config = {{\n    bucket = \"b\"\n    key    = \"{id}/terraform.tfstate\"\n  }}\n}}\n")
+        };
+        for i in 0..70 {
+            let id = format!("stage/m{i:02}");
+            let mut text = backend(&id);
+            if i > 0 {
+                text += &reads(&format!("stage/m{:02}", i - 1));
+            }
+            fs.write_file(&format!("/p/{id}/main.tf"), text);
+        }
+        for id in ["stage/m10", "stage/m66"] {
+            fs.write_file(
+                &format!("/p/{id}/locals.tf"),
+                "locals {\n  x = nosuchfunction(1)\n}\ndata \"terraform_remote_state\" \"v\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/${local.x}/terraform.tfstate\"\n  }\n}\n",
+            );
+        }
+        // A cycle of locals (a scope diagnostic) and a syntax error (a fact diagnostic).
+        fs.write_file(
+            "/p/stage/m20/cycle.tf",
+            "locals {\n  a = local.b\n  b = local.a\n}\ndata \"terraform_remote_state\" \"c\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = local.a\n  }\n}\n",
+        );
+        fs.write_file("/p/stage/m64/broken.tf", "locals {\n  a = \n");
+        let fresh = |fs: &MemorySystem| graph_outcome(&load(fs, false, &[]));
+        let expected = fresh(&fs);
+        assert_eq!(expected.0.len(), 69, "{:?}", expected.0);
+        for at in [
+            "stage/m10/locals.tf:2",
+            "stage/m66/locals.tf:2",
+            "local-cycle",
+            "stage/m64/broken.tf:",
+        ] {
+            assert!(
+                expected.1.iter().any(|d| d.contains(at)),
+                "{:?}",
+                expected.1
+            );
+        }
+        assert!(expected.2.contains("stage/app"), "{}", expected.2);
+
+        let first = load(&fs, true, &[]);
+        assert_eq!(held(&first), [(false, false); 2], "no cache yet");
+        assert_eq!(graph_outcome(&first), expected);
+        let again = load(&fs, true, &[]);
+        assert_eq!(held(&again), [(true, true); 2]);
+        assert_eq!(graph_outcome(&again), expected);
+
+        // An edit in m67 that keeps every identity: its chunk is computed (its other
+        // modules from their own entries), the first chunk is read whole.
+        let m67 = format!("{}# edited\n", backend("stage/m67") + &reads("stage/m66"));
+        fs.write_file("/p/stage/m67/main.tf", m67);
+        let edited = load(&fs, true, &[]);
+        assert_eq!(held(&edited), [(true, true), (false, false)]);
+        assert_eq!(graph_outcome(&edited), fresh(&fs));
+
+        // m67's state moves: every resolution was matched against the old owners, so
+        // none is read from the cache (m68 now finds m67 by its directory only).
+        let moved = backend("stage/elsewhere") + &reads("stage/m66");
+        fs.write_file("/p/stage/m67/main.tf", moved);
+        let moved = load(&fs, true, &[]);
+        assert_eq!(held(&moved), [(true, false), (false, false)]);
+        assert_eq!(graph_outcome(&moved), fresh(&fs));
     }
 
     #[test]
