@@ -502,38 +502,20 @@ mod tests {
     }
 }
 
-/// The direct dependencies of a chunk's root modules, as indices among all root modules
-/// ([`roots`]), with their resolution diagnostics.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ChunkDependencies {
-    /// Per root module of the chunk, in order: `targets[at[i]..at[i + 1]]`, sorted.
-    pub at: Vec<u32>,
-    pub targets: Vec<u32>,
-    pub diagnostics: Vec<Diagnostic>,
-}
+pub use crate::resolve::ChunkDependencies;
 
 #[salsa::tracked(returns(ref))]
 pub fn chunk_dependencies<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> ChunkDependencies {
     if let Some(held) = crate::resolve::summary::held_dependencies(db, chunk) {
-        return ChunkDependencies {
-            at: held.at,
-            targets: held.targets,
-            diagnostics: held.diagnostics,
-        };
+        return held;
     }
     let project = chunk.project(db);
-    let mut out = ChunkDependencies {
-        at: vec![0],
-        ..Default::default()
-    };
+    let mut out = ChunkDependencies::default();
     for &m in chunk_modules(db, chunk) {
-        if !m.info(db).is_root() {
-            continue;
+        if m.info(db).is_root() {
+            let resolved = resolved_dependencies(db, project, m);
+            out.push(&resolved.targets, resolved.diagnostics.iter().cloned());
         }
-        let resolved = resolved_dependencies(db, project, m);
-        out.targets.extend_from_slice(&resolved.targets);
-        out.at.push(out.targets.len() as u32);
-        out.diagnostics.extend(resolved.diagnostics.iter().cloned());
     }
     out
 }

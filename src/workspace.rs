@@ -203,10 +203,9 @@ pub fn load_workspace_overlapped(
                 .iter()
                 .filter_map(|(path, stamp)| {
                     let stamp = stamp.filter(|s| s.settled_before(started))?;
-                    Some((path.clone(), stamp))
+                    Some((path.as_str(), stamp))
                 })
                 .collect();
-            drop(stamps);
             crate::cache::save(&db, &*system, &settings, &files, &settled)
                 .and_then(|()| {
                     // What a summary read outside the modules is not in its key.

@@ -383,7 +383,7 @@ pub fn save(
     system: &dyn System,
     settings: &CacheSettings,
     files: &std::collections::BTreeMap<String, File>,
-    settled: &std::collections::BTreeMap<String, crate::system::Stamp>,
+    settled: &rustc_hash::FxHashMap<&str, crate::system::Stamp>,
 ) -> std::io::Result<()> {
     let old = FactCache::try_get(db).map(|c| c.entries(db).clone());
     // (path, input, length, hash, stamp); an unread file's identity is the entry's.
@@ -392,7 +392,7 @@ pub fn save(
         .iter()
         .filter_map(|(p, &f)| {
             let (len, hash) = f.contents(db).identity()?;
-            Some((p, f, len, hash, settled.get(p).copied()))
+            Some((p, f, len, hash, settled.get(p.as_str()).copied()))
         })
         .collect();
     let old_entry = |&(path, file, len, hash, _): &Cacheable<'_>| {

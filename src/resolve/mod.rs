@@ -79,6 +79,36 @@ pub fn chunk_diagnostics<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> Vec<D
     out
 }
 
+/// The direct dependencies of a chunk's root modules, as indices among all root modules
+/// ([`crate::chunk::roots`]), with their resolution diagnostics: what the graph reads of
+/// a chunk ([`crate::graph::chunk_dependencies`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkDependencies {
+    /// Per root module of the chunk, in order: `targets[at[i]..at[i + 1]]`, sorted.
+    pub at: Vec<u32>,
+    pub targets: Vec<u32>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Default for ChunkDependencies {
+    fn default() -> Self {
+        ChunkDependencies {
+            at: vec![0],
+            targets: Vec::new(),
+            diagnostics: Vec::new(),
+        }
+    }
+}
+
+impl ChunkDependencies {
+    /// Adds the next root module's targets and diagnostics.
+    pub fn push(&mut self, targets: &[u32], diagnostics: impl IntoIterator<Item = Diagnostic>) {
+        self.targets.extend_from_slice(targets);
+        self.at.push(self.targets.len() as u32);
+        self.diagnostics.extend(diagnostics);
+    }
+}
+
 /// Where an edge came from: the block instance, its config attribute, the rule that
 /// matched it and the local module calls it was read through.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

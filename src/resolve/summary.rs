@@ -121,21 +121,17 @@ pub fn held_heads<'db>(
         .collect()
 }
 
-/// What the graph reads of the resolutions of `chunk`'s root modules (their targets,
-/// concatenated, where each root's begin, and their diagnostics), decoded straight
+/// What the graph reads of the resolutions of `chunk`'s root modules, decoded straight
 /// from the cache when every root's entry holds with a resolution made against the
 /// project's owners index as it is; `None` otherwise.
 pub fn held_dependencies<'db>(
     db: &'db dyn Db,
     chunk: ModuleChunk<'db>,
-) -> Option<HeldDependencies> {
+) -> Option<super::ChunkDependencies> {
     let project = chunk.project(db);
     let summaries = SummaryCache::try_get(db)?.entries(db);
     let owners = *owners_hash(db, project);
-    let mut out = HeldDependencies {
-        at: vec![0],
-        ..HeldDependencies::default()
-    };
+    let mut out = super::ChunkDependencies::default();
     for &m in chunk_modules(db, chunk) {
         if !m.info(db).is_root() {
             continue;
@@ -148,20 +144,9 @@ pub fn held_dependencies<'db>(
         let modules = anchored(db, project, m, &entry.reads);
         let mut r = Reader::over(&summaries.blob[at]);
         let (targets, diagnostics) = read_resolution_head(&mut r, db, &modules).ok()?;
-        out.targets.extend_from_slice(&targets);
-        out.at.push(out.targets.len() as u32);
-        out.diagnostics.extend(diagnostics);
+        out.push(&targets, diagnostics);
     }
     Some(out)
-}
-
-/// See [`held_dependencies`].
-#[derive(Debug, Default)]
-pub struct HeldDependencies {
-    /// Per root module of the chunk, in order: `targets[at[i]..at[i + 1]]`.
-    pub at: Vec<u32>,
-    pub targets: Vec<u32>,
-    pub diagnostics: Vec<Diagnostic>,
 }
 
 /// The loaded cache: entries in module id order over one blob.
@@ -384,7 +369,7 @@ struct Fresh<'a> {
     module: Module,
     id: &'a str,
     key: u64,
-    reads: Vec<String>,
+    reads: std::borrow::Cow<'a, [String]>,
     kept: Option<&'a [u8]>,
     kept_resolution: Option<&'a [u8]>,
     root: bool,
@@ -410,18 +395,18 @@ pub fn save(
             .and_then(|o| Some((o, (*holding_index(db, project, m))?)))
             .map(|(o, i)| (o, &o.entries[i]));
         let (key, reads, old_entry) = match held {
-            Some((o, e)) => (e.key, e.reads.clone(), Some((o, e))),
+            Some((o, e)) => (e.key, (&e.reads[..]).into(), Some((o, e))),
             None => {
                 // Only an entry that does not hold is decoded or computed whole here.
                 let reads = module_summary(db, project, m)
                     .root
                     .as_ref()
-                    .map(|r| r.references.reads.clone())
+                    .map(|r| &r.references.reads[..])
                     .unwrap_or_default();
-                let Some(key) = summary_key(db, project, m, &reads) else {
+                let Some(key) = summary_key(db, project, m, reads) else {
                     continue;
                 };
-                (key, reads, None)
+                (key, reads.into(), None)
             }
         };
         let kept = old_entry.map(|(o, e)| &o.blob[e.payload.clone()]);
