@@ -1017,11 +1017,11 @@ mod tests {
             if i > 0 {
                 text += &reads(&format!("stage/m{:02}", i - 1));
             }
-            fs.write_file(&format!("/p/{id}/main.tf"), text);
+            fs.write_file(format!("/p/{id}/main.tf"), text);
         }
         for id in ["stage/m10", "stage/m66"] {
             fs.write_file(
-                &format!("/p/{id}/locals.tf"),
+                format!("/p/{id}/locals.tf"),
                 "locals {\n  x = nosuchfunction(1)\n}\ndata \"terraform_remote_state\" \"v\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/${local.x}/terraform.tfstate\"\n  }\n}\n",
             );
         }
