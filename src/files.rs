@@ -265,8 +265,11 @@ pub struct Project {
     /// input instead of the query, so that an edit which leaves every state identity as
     /// it was does not make every module's resolution depend on a changed (low
     /// durability) value: only the edited module's resolution is verified deeply.
+    /// `None` until first synced: a load whose every resolution comes from the summary
+    /// cache never builds the index, and matching then reads it through
+    /// [`crate::resolve::owners_index`].
     #[returns(ref)]
-    pub owners: Arc<crate::owners::IdentityIndex>,
+    pub owners: Option<Arc<crate::owners::IdentityIndex>>,
 }
 
 /// A file that an expression reads (`file()`, `templatefile()`, `fileexists()`), created

@@ -14,7 +14,8 @@ use crate::db::Database;
 use crate::files::Project;
 
 /// Parses, extracts facts and resolves references of every module in parallel, and
-/// brings the project's owners input up to date ([`crate::resolve::sync_owners`]).
+/// brings the project's owners input up to date ([`crate::resolve::sync_owners`]),
+/// unless it was never set and no resolution needs it.
 ///
 /// Work goes out by chunk ([`crate::chunk`]): a worker that has a chunk's modules'
 /// summaries (or resolutions) also makes the chunk queries that concatenate them, which
@@ -27,10 +28,16 @@ pub fn warm_up(db: &mut Database, project: Project) {
     // A chunk query computes the summaries of its modules unless the summary cache
     // holds them all (`resolve::summary::held_heads`), and so for resolutions.
     for_each_chunk(db, project, chunks, |db, chunk| {
-        crate::resolve::chunk_identities(db, chunk);
+        crate::resolve::chunk_identities_hash(db, chunk);
         crate::resolve::chunk_diagnostics(db, chunk);
     });
-    crate::resolve::sync_owners(db, project);
+    // A load whose every resolution is read from the summary cache (checked against the
+    // identities' hash) does not build the owners index; once built (`watch` syncs it
+    // after every batch), it is always kept in sync.
+    let unbuilt = project.owners(db).is_none();
+    if !(unbuilt && crate::resolve::summary::every_resolution_holds(db, project)) {
+        crate::resolve::sync_owners(db, project);
+    }
     for_each_chunk(db, project, chunks, |db, chunk| {
         crate::graph::chunk_dependencies(db, chunk);
     });

@@ -151,20 +151,20 @@ pub fn build_pipeline(
 /// fresh checkout, so what an apply writes is gone before the next job reads it.
 fn local_state_warning(ws: &Workspace, plan: &crate::ir::JobPlan) -> Option<Diagnostic> {
     let modules: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();
-    let owners = ws.project.owners(&ws.db);
-    let inside: Vec<&str> = modules
+    // Every root's identity, chunk by chunk in module (id) order, without a summary
+    // decoded per module.
+    let inside: Vec<&str> = crate::chunk::chunks(&ws.db, ws.project)
         .into_iter()
-        .filter(|id| {
-            // The owners index keeps every root's identity that has a field (a local
-            // backend's `path` is one), without a summary decoded per module.
-            owners.identities.get(*id).is_some_and(|identity| {
-                identity.backend == "local"
-                    && identity
-                        .fields
-                        .get("path")
-                        .is_some_and(|p| !p.starts_with('/'))
-            })
+        .flat_map(|chunk| crate::resolve::chunk_identities(&ws.db, chunk))
+        .filter(|(id, identity)| {
+            modules.contains(id.as_str())
+                && identity.backend == "local"
+                && identity
+                    .fields
+                    .get("path")
+                    .is_some_and(|p| !p.starts_with('/'))
         })
+        .map(|(id, _)| id.as_str())
         .collect();
     let first = inside.first()?;
     Some(

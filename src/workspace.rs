@@ -179,7 +179,7 @@ pub fn load_workspace_overlapped(
         config.pattern.clone(),
         module_inputs,
         eval_settings,
-        Arc::default(),
+        None,
     )
     .durability(salsa::Durability::HIGH)
     .new(&db);

@@ -276,21 +276,43 @@ pub fn chunk_identities<'db>(
 pub fn sync_owners(db: &mut crate::db::Database, project: Project) -> bool {
     use salsa::Setter;
     let index = identity_index(db, project);
-    let owners = project.owners(db);
+    let owners = project.owners(db).as_ref();
     // An index that salsa recomputed but found equal (backdated) is a new allocation with
     // the old contents: compared once, then known by its address.
     let checked = db.owners_checked.as_ref();
-    if Arc::ptr_eq(owners, index) || checked.is_some_and(|c| Arc::ptr_eq(c, index)) {
+    if owners.is_some_and(|o| Arc::ptr_eq(o, index))
+        || checked.is_some_and(|c| Arc::ptr_eq(c, index))
+    {
         return false;
     }
     let index = index.clone();
-    if *owners == index {
+    if owners.is_some_and(|o| *o == index) {
         db.owners_checked = Some(index);
         return false;
     }
     project
         .set_owners(db)
         .with_durability(salsa::Durability::MEDIUM)
-        .to(index);
+        .to(Some(index));
     true
+}
+
+/// The owners index that matching reads: the project's owners input, or the query
+/// itself while the input was never set (a load whose every resolution came from the
+/// summary cache does not build the index; see [`crate::parallel::warm_up`]).
+pub fn owners_index(db: &dyn Db, project: Project) -> &IdentityIndex {
+    match project.owners(db) {
+        Some(index) => index,
+        None => identity_index(db, project),
+    }
+}
+
+/// A hash of a chunk's root modules' ids and state identities, in module order: what
+/// the owners index is made of ([`super::summary`] keys resolutions on it).
+#[salsa::tracked]
+pub fn chunk_identities_hash<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = crate::files::hasher();
+    chunk_identities(db, chunk).hash(&mut h);
+    h.finish()
 }

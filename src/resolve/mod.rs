@@ -43,7 +43,8 @@ pub use crate::owners::{IdentityIndex, StateIdentity};
 pub use calls::{is_local_source, MAX_CALL_DEPTH};
 pub use declared::config_rule_diagnostics;
 pub use identity::{
-    chunk_identities, identity_fields, identity_index, state_identity, sync_owners,
+    chunk_identities, chunk_identities_hash, identity_fields, identity_index, owners_index,
+    state_identity, sync_owners,
 };
 use matching::{match_reference, Match};
 pub use matching::{normalise_state_path, Rule};
@@ -141,7 +142,9 @@ pub fn resolved_dependencies(
     project: Project,
     module: Module,
 ) -> ResolvedDependencies {
-    if let Some(cached) = summary::cached_resolution(db, project, module) {
+    let cached = summary::cached_resolution(db, project, module)
+        .or_else(|| summary::reused_resolution(db, project, module));
+    if let Some(cached) = cached {
         return cached;
     }
     let summary = module_summary(db, project, module);
@@ -149,7 +152,7 @@ pub fn resolved_dependencies(
         return ResolvedDependencies::default();
     };
     let refs = &root.references;
-    let index = project.owners(db);
+    let index = owners_index(db, project);
     let info = module.info(db);
     let mut out = ResolvedDependencies {
         diagnostics: refs

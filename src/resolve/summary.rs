@@ -153,6 +153,8 @@ pub fn held_dependencies<'db>(
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Summaries {
     blob: Vec<u8>,
+    /// The project context ([`summary_context`]) the cache was written in.
+    context: u64,
     entries: Vec<SummaryEntry>,
 }
 
@@ -255,13 +257,74 @@ pub(super) fn cached_resolution(
     r.at_end().then_some(resolution)
 }
 
-/// The project's owners index, hashed: what every resolution reads besides its module's
-/// summary and the project inputs in the summary's key.
+/// The old resolution of a root module whose entry no longer holds (a file of it
+/// changed), when nothing that resolution read has changed: the project context the
+/// cache was written in, the owners index (by its hash), and the module's references
+/// (compared whole, with their anchors and diagnostics, with those the entry holds).
+/// An edit that leaves a module's `terraform_remote_state` blocks and what they
+/// evaluate to as they were keeps its resolution.
+pub(super) fn reused_resolution(
+    db: &dyn Db,
+    project: Project,
+    module: Module,
+) -> Option<super::ResolvedDependencies> {
+    let summaries = SummaryCache::try_get(db)?.entries(db);
+    if summaries.context != *summary_context(db, project) {
+        return None;
+    }
+    let entry = &summaries.entries[summaries.find(&module.info(db).id)?];
+    let (owners, at) = entry.resolution.clone()?;
+    if owners != *owners_hash(db, project) {
+        return None;
+    }
+    let fresh = &module_summary(db, project, module)
+        .root
+        .as_ref()?
+        .references;
+    let modules = anchored(db, project, module, &entry.reads);
+    let mut r = Reader::over(&summaries.blob[entry.payload.clone()]);
+    let old = read_summary(&mut r, db, &modules).ok()?;
+    if old.root?.references != *fresh {
+        return None;
+    }
+    let mut r = Reader::over(&summaries.blob[at]);
+    let resolution = read_resolution(&mut r, db, &modules).ok()?;
+    r.at_end().then_some(resolution)
+}
+
+/// Whether the summary cache holds a resolution, made against the owners index as it
+/// is, for every root module of `project` (one whose entry no longer holds counts when
+/// its resolution can be reused, [`reused_resolution`]): then no resolution of this
+/// revision reads the index, and the driver need not build it.
+pub fn every_resolution_holds(db: &dyn Db, project: Project) -> bool {
+    let Some(cache) = SummaryCache::try_get(db) else {
+        return false;
+    };
+    let summaries = cache.entries(db);
+    let owners = *owners_hash(db, project);
+    project
+        .modules(db)
+        .iter()
+        .filter(|m| m.info(db).is_root())
+        .all(|&m| match *holding_index(db, project, m) {
+            Some(i) => summaries.entries[i]
+                .resolution
+                .as_ref()
+                .is_some_and(|(hash, _)| *hash == owners),
+            None => reused_resolution(db, project, m).is_some(),
+        })
+}
+
+/// The project's owners index, hashed by what it is made of (every root module's id and
+/// state identity, in module order: the index is a function of that list alone): what
+/// every resolution reads besides its module's summary and the project inputs in the
+/// summary's key. Made from the chunks' hashes, without building the index.
 #[salsa::tracked]
 fn owners_hash(db: &dyn Db, project: Project) -> u64 {
-    use std::hash::Hash as _;
     let mut h = crate::files::hasher();
-    project.owners(db).hash(&mut h);
+    for chunk in crate::chunk::chunks(db, project) {
+        h.write_u64(*super::chunk_identities_hash(db, chunk));
+    }
     h.finish()
 }
 
@@ -351,6 +414,7 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Summaries, &'static str> {
     if r.bytes().map_err(|_| "truncated")? != binary {
         return Err("written by another build of terraci");
     }
+    let context = r.fixed_u64().map_err(|_| "truncated")?;
     let entries = read_entries(&mut r, |r, last: Option<&SummaryEntry>| {
         Ok(SummaryEntry {
             id: r.sorted_key(last.map(|e| &e.id))?,
@@ -360,7 +424,11 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Summaries, &'static str> {
             resolution: r.opt_with(|r| Ok((r.fixed_u64()?, r.range()?)))?,
         })
     })?;
-    Ok(Summaries { blob, entries })
+    Ok(Summaries {
+        blob,
+        context,
+        entries,
+    })
 }
 
 /// A module's entry as [`save`] writes it: what is kept of the old entry (its bytes
@@ -440,6 +508,7 @@ pub fn save(
         out.own(|head| {
             head.extend_from_slice(&begin_file(MAGIC, FORMAT, 64));
             put_bytes(head, &crate::facts::cache::binary_id(system));
+            head.extend_from_slice(&summary_context(db, project).to_le_bytes());
             put_u64(head, fresh.len() as u64);
         })?;
         let (mut payload, mut resolution) = (Vec::new(), Vec::new());
@@ -1062,6 +1131,29 @@ mod tests {
         let edited = load(&fs, true, &[]);
         assert_eq!(held(&edited), [(true, true), (false, false)]);
         assert_eq!(graph_outcome(&edited), fresh(&fs));
+        // m67's references are as they were: its resolution is reused, and no
+        // resolution needed the owners index, which was not built.
+        let module = |ws: &Workspace, id: &str| ws.modules[id];
+        let m67 = module(&edited, "stage/m67");
+        assert!(reused_resolution(&edited.db, edited.project, m67).is_some());
+        assert!(edited.project.owners(&edited.db).is_none());
+        assert!(again.project.owners(&again.db).is_none());
+        assert!(
+            first.project.owners(&first.db).is_some(),
+            "a cold load builds it"
+        );
+
+        // m67 now reads m65: its references changed, so it is resolved again, against
+        // the index, which is built.
+        let rewired = backend("stage/m67") + &reads("stage/m65");
+        fs.write_file("/p/stage/m67/main.tf", rewired);
+        let rewired = load(&fs, true, &[]);
+        let m67 = module(&rewired, "stage/m67");
+        assert!(reused_resolution(&rewired.db, rewired.project, m67).is_none());
+        assert!(rewired.project.owners(&rewired.db).is_some());
+        let expected = fresh(&fs);
+        assert!(expected.0.contains(&"stage/m67 -> stage/m65".to_owned()));
+        assert_eq!(graph_outcome(&rewired), expected);
 
         // m67's state moves: every resolution was matched against the old owners, so
         // none is read from the cache (m68 now finds m67 by its directory only).
