@@ -9,8 +9,9 @@ file committed on `feature`), so the two never read each other's caches. A round
 each binary in turn: append a line to one more `main.tf`, let it settle (a push comes
 minutes after the edit; a run records only settled files), then time
 `generate --changed-only --base-ref main` with the caches of the binary's last run.
-After the rounds, cold `generate --no-cache` is timed interleaved the same way, for
-the ratio. Prints medians (ms) and the ratio to cold `generate`.
+After the rounds, cold `generate --no-cache` and cold `generate --changed-only
+--no-cache` are timed, alternating, the same way, for the ratios. Prints medians (ms)
+and their ratios to cold `generate`.
 """
 import os
 import shutil
@@ -92,14 +93,18 @@ def main():
             time.sleep(0.2)
             after[i].append(timed(changed(i)))
     cold = [[] for _ in binaries]
+    cold_changed = [[] for _ in binaries]
     for _ in range(runs):
         for i, b in enumerate(binaries):
             cold[i].append(timed([b, "generate", "-d", repos[i], "-o", f"{repos[i]}.cold.yml",
                                   "--no-cache"]))
+            cold_changed[i].append(timed(changed(i) + ["--no-cache"]))
     for i, b in enumerate(binaries):
         a, c = statistics.median(after[i]) * 1000, statistics.median(cold[i]) * 1000
+        cc = statistics.median(cold_changed[i]) * 1000
         print(f"{b}: after one more edit {a:.0f} ms, cold generate --no-cache {c:.0f} ms, "
-              f"ratio {a / c:.2f}x (runs {', '.join(f'{t * 1000:.0f}' for t in after[i])})")
+              f"ratio {a / c:.2f}x; cold --changed-only --no-cache {cc:.0f} ms ({cc / c:.2f}x) "
+              f"(after-edit runs {', '.join(f'{t * 1000:.0f}' for t in after[i])})")
     for r in repos:
         subprocess.run(GIT + ["checkout", "-q", "--", "."], cwd=r, check=True)
 

@@ -123,14 +123,6 @@ impl Database {
         })
     }
 
-    /// Every module file by project-relative path.
-    pub fn module_files(&self) -> BTreeMap<String, File> {
-        self.registry
-            .lock()
-            .map(|r| r.module_files.clone())
-            .unwrap_or_default()
-    }
-
     /// Takes the module files out of the registry, for discovery to update (inputs are
     /// set through `&mut self` while the map is out); [`Database::put_module_files`]
     /// puts them back.

@@ -198,7 +198,13 @@ pub fn load_workspace_overlapped(
         // copies there, not on this thread.
         let (db, system, stamps) = (db.clone(), system.shared(), stamps.clone());
         std::thread::spawn(move || {
-            let files = db.module_files();
+            // Every module's files, by path (borrowed from the inputs, not copied).
+            let mut files: Vec<(&str, File)> = project
+                .modules(&db)
+                .iter()
+                .flat_map(|&m| m.files(&db).iter().map(|&f| (f.path(&db).as_str(), f)))
+                .collect();
+            files.sort_unstable_by(|a, b| a.0.cmp(b.0));
             let settled = stamps
                 .iter()
                 .filter_map(|(path, stamp)| {

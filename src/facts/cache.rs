@@ -370,10 +370,10 @@ pub(crate) fn read_entries<T>(
     Ok(entries)
 }
 
-/// Writes the facts of `files` (project-relative path -> input) unless the cache already
-/// holds exactly these files with these contents and stamps; `settled` holds the stamps
-/// of the versions read that had settled before the run began (the others are stored
-/// without one, and are read again next time).
+/// Writes the facts of `files` (project-relative path and input, sorted by path) unless
+/// the cache already holds exactly these files with these contents and stamps; `settled`
+/// holds the stamps of the versions read that had settled before the run began (the
+/// others are stored without one, and are read again next time).
 ///
 /// Written as it is made: an entry whose file is unchanged is the old cache's bytes, and
 /// everything goes through a buffer of about a megabyte. The cache (13 MB at 10,000
@@ -382,28 +382,47 @@ pub fn save(
     db: &dyn Db,
     system: &dyn System,
     settings: &CacheSettings,
-    files: &std::collections::BTreeMap<String, File>,
+    files: &[(&str, File)],
     settled: &rustc_hash::FxHashMap<&str, crate::system::Stamp>,
 ) -> std::io::Result<()> {
+    debug_assert!(files.is_sorted_by(|a, b| a.0 < b.0), "files sorted by path");
     let old = FactCache::try_get(db).map(|c| c.entries(db).clone());
     // (path, input, length, hash, stamp); an unread file's identity is the entry's.
-    type Cacheable<'a> = (&'a String, File, u64, u64, Option<crate::system::Stamp>);
+    type Cacheable<'a> = (&'a str, File, u64, u64, Option<crate::system::Stamp>);
     let cacheable: Vec<Cacheable<'_>> = files
         .iter()
-        .filter_map(|(p, &f)| {
+        .filter_map(|&(p, f)| {
             let (len, hash) = f.contents(db).identity()?;
-            Some((p, f, len, hash, settled.get(p.as_str()).copied()))
+            Some((p, f, len, hash, settled.get(p).copied()))
         })
         .collect();
-    let old_entry = |&(path, file, len, hash, _): &Cacheable<'_>| {
-        let o = old.as_ref()?;
-        let e = o.get(path)?;
-        (e.kind == kind_code(file.kind(db)) && e.len == len && e.hash == hash).then_some(e)
-    };
+    // Each file's old entry if it holds: both lists are sorted by path, so one pass
+    // pairs them (a binary search per file cost a tenth of the writer's time).
+    let mut at = 0;
+    let olds: Vec<Option<&Entry>> = cacheable
+        .iter()
+        .map(|&(path, file, len, hash, _)| {
+            let o = old.as_ref()?;
+            let path_of = |e: &Entry| &o.blob[e.path.clone()];
+            while o
+                .entries
+                .get(at)
+                .is_some_and(|e| path_of(e) < path.as_bytes())
+            {
+                at += 1;
+            }
+            let e = o
+                .entries
+                .get(at)
+                .filter(|e| path_of(e) == path.as_bytes())?;
+            (e.kind == kind_code(file.kind(db)) && e.len == len && e.hash == hash).then_some(e)
+        })
+        .collect();
     // An entry is stale also when only its stamp moved: the next run reads that file.
     let stale = cacheable
         .iter()
-        .filter(|c| !old_entry(c).is_some_and(|e| e.stamp == c.4))
+        .zip(&olds)
+        .filter(|(c, old)| !old.is_some_and(|e| e.stamp == c.4))
         .count();
     if !worth_rewriting(
         old.as_ref().map(|o| o.entries.len()),
@@ -424,9 +443,8 @@ pub fn save(
             put_u64(head, cacheable.len() as u64);
         })?;
         let mut payload = Vec::new();
-        for c in &cacheable {
-            let &(path, file, len, hash, stamp) = c;
-            let reused = old_entry(c).map(|e| &blob[e.payload.clone()]);
+        for (&(path, file, len, hash, stamp), old) in cacheable.iter().zip(&olds) {
+            let reused = old.map(|e| &blob[e.payload.clone()]);
             if reused.is_none() {
                 payload.clear();
                 write_facts(&mut payload, crate::facts::file_facts(db, file));
