@@ -173,12 +173,13 @@ fn watch_changed_only_keeps_the_merge_request_pipeline_current() {
     // Committed, then the base moves on to include it: only git changed.
     git(&["commit", "-q", "-am", "rds"]);
     git(&["branch", "-f", "main", "feature"]);
-    // Watch writes the file before it prints its line: wait for the line, or the kill
-    // below can come between the two.
+    // Watch writes the file before it prints its line: wait for both, or the kill below
+    // can come between the two (the commit and the branch move may also come as two
+    // batches, each with its line).
     wait_for("the pipeline after the base moved", &stderr, || {
-        stderr.lock().unwrap().contains("the change set changed")
+        p.read("out.yml").contains("terraci-no-changes")
+            && stderr.lock().unwrap().contains("the change set changed")
     });
-    assert!(p.read("out.yml").contains("terraci-no-changes"));
     let _ = child.kill();
     let _ = child.wait();
 }
