@@ -195,7 +195,7 @@ pub fn load_workspace_overlapped(
         // A clone of the database shares the memos: the writer reads the facts that
         // warm-up computed while this thread goes on to the graph. What it needs of the
         // 30,000 paths of a 10,000-module project (the files, the settled stamps) it
-        // copies there, not on this thread.
+        // borrows there: nothing is copied on this thread.
         let (db, system, stamps) = (db.clone(), system.shared(), stamps.clone());
         std::thread::spawn(move || {
             // Every module's files, by path (borrowed from the inputs, not copied).

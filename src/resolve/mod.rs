@@ -8,7 +8,8 @@
 //! real-monorepo rules). Invalidated by the module's facts (and its called modules'),
 //! and for matching by the project's owners input (a copy of [`identity_index`] that
 //! [`sync_owners`] refreshes), which changes only when some module's state identity or
-//! the module set changes.
+//! the module set changes; read through [`owners_index`], which falls back to the query
+//! while a load that needed no fresh resolution never set the input.
 //!
 //! One file per concern, in pipeline order:
 //! - [`scope`]: variables and locals, evaluated on demand;

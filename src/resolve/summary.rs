@@ -10,7 +10,10 @@
 //! project's root, config, pattern and eval settings.
 //!
 //! A root module's entry also keeps its resolution ([`super::resolved_dependencies`]),
-//! valid while the summary's key holds and the project's owners index hashes as it did.
+//! valid while the project's owners index hashes as it did and either the summary's
+//! key holds or the module's references are as they were ([`reused_resolution`]). A
+//! chunk whose every module holds is read as a chunk ([`held_heads`],
+//! [`held_dependencies`]).
 //!
 //! The cache (`summaries.bin` beside the fact cache) holds one entry per module: the key
 //! (a 64-bit hash of everything above, the files by length and content hash, as the
@@ -129,18 +132,12 @@ pub fn held_dependencies<'db>(
     chunk: ModuleChunk<'db>,
 ) -> Option<super::ChunkDependencies> {
     let project = chunk.project(db);
-    let summaries = SummaryCache::try_get(db)?.entries(db);
-    let owners = *owners_hash(db, project);
     let mut out = super::ChunkDependencies::default();
     for &m in chunk_modules(db, chunk) {
         if !m.info(db).is_root() {
             continue;
         }
-        let entry = &summaries.entries[(*holding_index(db, project, m))?];
-        let (hash, at) = entry.resolution.clone()?;
-        if hash != owners {
-            return None;
-        }
+        let (summaries, entry, at) = holding_resolution(db, project, m)?;
         let modules = anchored(db, project, m, &entry.reads);
         let mut r = Reader::over(&summaries.blob[at]);
         let (targets, diagnostics) = read_resolution_head(&mut r, db, &modules).ok()?;
@@ -240,18 +237,38 @@ fn cached_summary(db: &dyn Db, project: Project, module: Module) -> Option<Modul
     r.at_end().then_some(summary)
 }
 
-/// The cached resolution of `module`, if its entry holds and the owners index is the
-/// one it was resolved against.
+/// Where the cached resolution of `module` is, if its entry holds and the owners index
+/// is the one it was resolved against: the cache, the entry, the resolution's bytes.
+fn holding_resolution(
+    db: &dyn Db,
+    project: Project,
+    module: Module,
+) -> Option<(&Summaries, &SummaryEntry, std::ops::Range<usize>)> {
+    let summaries = SummaryCache::try_get(db)?.entries(db);
+    let entry = &summaries.entries[(*holding_index(db, project, module))?];
+    let (owners, at) = entry.resolution.clone()?;
+    (owners == *owners_hash(db, project)).then_some((summaries, entry, at))
+}
+
+/// The cached resolution of `module`, if it holds ([`holding_resolution`]).
 pub(super) fn cached_resolution(
     db: &dyn Db,
     project: Project,
     module: Module,
 ) -> Option<super::ResolvedDependencies> {
-    let (summaries, entry, modules) = holding_entry(db, project, module)?;
-    let (owners, at) = entry.resolution.clone()?;
-    if owners != *owners_hash(db, project) {
-        return None;
-    }
+    let (summaries, entry, at) = holding_resolution(db, project, module)?;
+    decode_resolution(db, project, module, summaries, entry, at)
+}
+
+fn decode_resolution(
+    db: &dyn Db,
+    project: Project,
+    module: Module,
+    summaries: &Summaries,
+    entry: &SummaryEntry,
+    at: std::ops::Range<usize>,
+) -> Option<super::ResolvedDependencies> {
+    let modules = anchored(db, project, module, &entry.reads);
     let mut r = Reader::over(&summaries.blob[at]);
     let resolution = read_resolution(&mut r, db, &modules).ok()?;
     r.at_end().then_some(resolution)
@@ -268,13 +285,31 @@ pub(super) fn reused_resolution(
     project: Project,
     module: Module,
 ) -> Option<super::ResolvedDependencies> {
+    let (summaries, i) = reusable(db, project, module)?;
+    let entry = &summaries.entries[i];
+    let (_, at) = entry.resolution.clone()?;
+    decode_resolution(db, project, module, summaries, entry, at)
+}
+
+/// The cache and the entry whose resolution [`reused_resolution`] reuses. A run without
+/// the cache, or with one written in another context, makes no memo per module here.
+fn reusable(db: &dyn Db, project: Project, module: Module) -> Option<(&Summaries, usize)> {
     let summaries = SummaryCache::try_get(db)?.entries(db);
     if summaries.context != *summary_context(db, project) {
         return None;
     }
-    let entry = &summaries.entries[summaries.find(&module.info(db).id)?];
-    let (owners, at) = entry.resolution.clone()?;
-    if owners != *owners_hash(db, project) {
+    Some((summaries, (*reusable_index(db, project, module))?))
+}
+
+/// See [`reusable`]. A memo, so that the references are decoded and compared once,
+/// though the warm-up's [`every_resolution_holds`] and the resolution itself both ask.
+#[salsa::tracked]
+fn reusable_index(db: &dyn Db, project: Project, module: Module) -> Option<usize> {
+    let summaries = SummaryCache::try_get(db)?.entries(db);
+    let i = summaries.find(&module.info(db).id)?;
+    let entry = &summaries.entries[i];
+    let (owners, _) = entry.resolution.as_ref()?;
+    if *owners != *owners_hash(db, project) {
         return None;
     }
     let fresh = &module_summary(db, project, module)
@@ -284,12 +319,7 @@ pub(super) fn reused_resolution(
     let modules = anchored(db, project, module, &entry.reads);
     let mut r = Reader::over(&summaries.blob[entry.payload.clone()]);
     let old = read_summary(&mut r, db, &modules).ok()?;
-    if old.root?.references != *fresh {
-        return None;
-    }
-    let mut r = Reader::over(&summaries.blob[at]);
-    let resolution = read_resolution(&mut r, db, &modules).ok()?;
-    r.at_end().then_some(resolution)
+    (old.root?.references == *fresh).then_some(i)
 }
 
 /// Whether the summary cache holds a resolution, made against the owners index as it
@@ -297,22 +327,14 @@ pub(super) fn reused_resolution(
 /// its resolution can be reused, [`reused_resolution`]): then no resolution of this
 /// revision reads the index, and the driver need not build it.
 pub fn every_resolution_holds(db: &dyn Db, project: Project) -> bool {
-    let Some(cache) = SummaryCache::try_get(db) else {
-        return false;
-    };
-    let summaries = cache.entries(db);
-    let owners = *owners_hash(db, project);
-    project
-        .modules(db)
-        .iter()
-        .filter(|m| m.info(db).is_root())
-        .all(|&m| match *holding_index(db, project, m) {
-            Some(i) => summaries.entries[i]
-                .resolution
-                .as_ref()
-                .is_some_and(|(hash, _)| *hash == owners),
-            None => reused_resolution(db, project, m).is_some(),
-        })
+    SummaryCache::try_get(db).is_some()
+        && project
+            .modules(db)
+            .iter()
+            .filter(|m| m.info(db).is_root())
+            .all(|&m| {
+                holding_resolution(db, project, m).is_some() || reusable(db, project, m).is_some()
+            })
 }
 
 /// The project's owners index, hashed by what it is made of (every root module's id and
