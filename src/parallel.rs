@@ -1,5 +1,6 @@
 //! Parallel warm-up: runs the per-module queries on every core before the driver reads
-//! their results in module order.
+//! their results in module order; and [`map_ordered`], an ordered parallel map for
+//! the other work that goes per module (locating every edge's source).
 //!
 //! Input: a [`Project`] whose inputs are set. Output: nothing; the memos it fills are what
 //! the sequential code after it reads. Each worker owns a clone of the database (clones
@@ -19,7 +20,9 @@ use crate::files::Project;
 ///
 /// Work goes out by chunk ([`crate::chunk`]): a worker that has a chunk's modules'
 /// summaries (or resolutions) also makes the chunk queries that concatenate them, which
-/// the driver would otherwise make one after another on one core.
+/// the driver would otherwise make one after another on one core. Within a chunk that
+/// the summary cache does not answer, each module is a task of its own, so the cores
+/// stay busy when the chunks are few or uneven.
 pub fn warm_up(db: &mut Database, project: Project) {
     let chunks = crate::chunk::chunk_count(db, project) as u32;
     // Two passes: the second (`resolved_dependencies`) needs the index of every module's
@@ -28,6 +31,15 @@ pub fn warm_up(db: &mut Database, project: Project) {
     // A chunk query computes the summaries of its modules unless the summary cache
     // holds them all (`resolve::summary::held_heads`), and so for resolutions.
     for_each_chunk(db, project, chunks, |db, chunk| {
+        // A chunk the cache does not answer computes its modules' summaries first, each
+        // a task of its own: a project of a few chunks would otherwise leave a core idle
+        // once the others are taken (200 modules make three chunks and a sliver).
+        if crate::resolve::summary::held_heads(db, chunk).is_none() {
+            let modules = crate::chunk::chunk_modules(db, chunk);
+            for_each(db, modules, |db, &module| {
+                crate::resolve::module_summary(db, project, module);
+            });
+        }
         crate::resolve::chunk_identities_hash(db, chunk);
         crate::resolve::chunk_diagnostics(db, chunk);
     });
@@ -39,8 +51,55 @@ pub fn warm_up(db: &mut Database, project: Project) {
         crate::resolve::sync_owners(db, project);
     }
     for_each_chunk(db, project, chunks, |db, chunk| {
+        if !crate::resolve::summary::dependencies_hold(db, chunk) {
+            let roots: Vec<_> = crate::chunk::chunk_modules(db, chunk)
+                .iter()
+                .filter(|m| m.info(db).is_root())
+                .collect();
+            for_each(db, &roots, |db, &&module| {
+                crate::resolve::resolved_dependencies(db, project, module);
+            });
+        }
         crate::graph::chunk_dependencies(db, chunk);
     });
+}
+
+/// `f` of every item, in order, computed in parallel: each worker has its own clone of
+/// `db` and its own `W` (a cache of the worker's, say), made by `W::default()`.
+pub fn map_ordered<T: Send, W: Default, R: Send>(
+    db: &Database,
+    items: Vec<T>,
+    f: impl Fn(&Database, &mut W, T) -> R + Sync,
+) -> Vec<R> {
+    let shared = Mutex::new(db.clone());
+    items
+        .into_par_iter()
+        .with_min_len(32)
+        .map_init(
+            || {
+                let db = shared
+                    .lock()
+                    .expect("no worker panics while cloning")
+                    .clone();
+                (db, W::default())
+            },
+            |(db, state), item| f(db, state, item),
+        )
+        .collect()
+}
+
+/// `f` on every item, in parallel, each worker with its own clone of `db`.
+fn for_each<T: Sync>(db: &Database, items: &[T], f: impl Fn(&Database, &T) + Sync) {
+    let shared = Mutex::new(db.clone());
+    items.par_iter().for_each_init(
+        || {
+            shared
+                .lock()
+                .expect("no worker panics while cloning")
+                .clone()
+        },
+        |db, item| f(db, item),
+    );
 }
 
 fn for_each_chunk(

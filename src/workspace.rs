@@ -658,21 +658,32 @@ impl Workspace {
                 submodule: i.submodule.is_some(),
             })
             .collect();
-        let edges = crate::graph::edge_sources(db, self.project)
-            .into_iter()
-            .map(|((from, to), sources)| EdgeView {
-                from,
-                to,
-                sources: if with_sources {
-                    sources
+        let edges = crate::graph::edge_sources(db, self.project);
+        let edges = if with_sources {
+            // Each worker parses the files it locates in (hcl-edit, with spans): at
+            // 10,000 modules that was a third of `graph --format json` on one core.
+            crate::parallel::map_ordered(
+                &self.db,
+                edges,
+                |db, locator: &mut crate::parse::Locator, ((from, to), sources)| EdgeView {
+                    from,
+                    to,
+                    sources: sources
                         .iter()
-                        .map(|s| source_view(db, &mut locator, s))
-                        .collect()
-                } else {
-                    Vec::new()
+                        .map(|s| source_view(db, locator, s))
+                        .collect(),
                 },
-            })
-            .collect();
+            )
+        } else {
+            edges
+                .into_iter()
+                .map(|((from, to), _)| EdgeView {
+                    from,
+                    to,
+                    sources: Vec::new(),
+                })
+                .collect()
+        };
         let shown: BTreeSet<&str> = modules.iter().map(|m| m.id.as_str()).collect();
         let uses = crate::changes::library_links(db, self.project)
             .iter()

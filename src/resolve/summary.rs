@@ -146,6 +146,15 @@ pub fn held_dependencies<'db>(
     Some(out)
 }
 
+/// Whether [`held_dependencies`] answers for `chunk`, without decoding anything.
+pub fn dependencies_hold(db: &dyn Db, chunk: ModuleChunk<'_>) -> bool {
+    let project = chunk.project(db);
+    chunk_modules(db, chunk)
+        .iter()
+        .filter(|m| m.info(db).is_root())
+        .all(|&m| holding_resolution(db, project, m).is_some())
+}
+
 /// The loaded cache: entries in module id order over one blob.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Summaries {
