@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::sync::Arc;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use indexmap::IndexMap;
@@ -52,7 +53,7 @@ pub fn discover_modules(
     library_paths: &[String],
 ) -> Discovered {
     let layout = walk(system, &policy.root);
-    discover_in(system, policy, layout, pattern, library_paths, None)
+    discover_in(system, policy, layout, pattern, library_paths, None, None)
 }
 
 /// The contents and stamp of a file that need not be read (project-relative path, kind,
@@ -62,7 +63,8 @@ pub type Known<'a> =
     &'a (dyn Fn(&str, FileKind, &Utf8Path) -> Option<(FileContents, Stamp)> + Sync);
 
 /// [`discover_modules`] over a walk already made of `policy.root`. A file that `known`
-/// gives is not read.
+/// gives is not read. With `hold`, a text read is held only until the load releases it
+/// ([`crate::files::UnreadText::held`]), to be read again from that source if needed.
 pub fn discover_in(
     system: &dyn System,
     policy: &ReadPolicy,
@@ -70,6 +72,7 @@ pub fn discover_in(
     pattern: &Pattern,
     library_paths: &[String],
     known: Option<Known<'_>>,
+    hold: Option<&Arc<crate::files::TextSource>>,
 ) -> Discovered {
     let root = &policy.root;
     let paths: Vec<(&str, FileKind)> = layout
@@ -88,7 +91,13 @@ pub fn discover_in(
             }
             system
                 .read_confined(&abs, policy, true)
-                .map(|(bytes, stamp)| (FileContents::from_bytes(bytes), stamp))
+                .map(|(bytes, stamp)| {
+                    let contents = match hold {
+                        Some(source) => FileContents::held(bytes, abs, source),
+                        None => FileContents::from_bytes(bytes),
+                    };
+                    (contents, stamp)
+                })
         })
         .collect();
     let mut read = read.into_iter();

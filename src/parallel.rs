@@ -23,7 +23,11 @@ use crate::files::Project;
 /// the driver would otherwise make one after another on one core. Within a chunk that
 /// the summary cache does not answer, each module is a task of its own, so the cores
 /// stay busy when the chunks are few or uneven.
-pub fn warm_up(db: &mut Database, project: Project) {
+///
+/// Unless `keep_texts`, each module lets go of the texts discovery read as soon as its
+/// summary is made ([`crate::files::UnreadText::release`]): after that only a
+/// diagnostic's source line reads a text, and reads it anew.
+pub fn warm_up(db: &mut Database, project: Project, keep_texts: bool) {
     let chunks = crate::chunk::chunk_count(db, project) as u32;
     // Two passes: the second (`resolved_dependencies`) needs the index of every module's
     // state identity, which the first pass fills in parallel; in one pass, one worker
@@ -38,6 +42,11 @@ pub fn warm_up(db: &mut Database, project: Project) {
             let modules = crate::chunk::chunk_modules(db, chunk);
             for_each(db, modules, |db, &module| {
                 crate::resolve::module_summary(db, project, module);
+                if !keep_texts {
+                    for file in module.files(db) {
+                        file.contents(db).release();
+                    }
+                }
             });
         }
         crate::resolve::chunk_identities_hash(db, chunk);

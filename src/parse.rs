@@ -90,6 +90,7 @@ pub fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
             let Some(text) = contents.text() else {
                 return ParsedFile::Unreadable;
             };
+            let text = &*text;
             let parsed = match file.kind(db) {
                 FileKind::Native => parse_native(text, true),
                 FileKind::VarsNative => parse_native(text, false),
@@ -338,6 +339,7 @@ pub(crate) fn fact_source(db: &dyn Db, file: File) -> FactSource {
     let kind = file.kind(db);
     if let (Some(text), FileKind::Native | FileKind::VarsNative) = (file.contents(db).text(), kind)
     {
+        let text = &*text;
         let parsed = match prepare(text, kind == FileKind::Native) {
             Ok(prepared) => match fast::parse(&prepared.text) {
                 Some(body) => return FactSource::Native(body),
@@ -475,6 +477,7 @@ impl Locator {
 
 fn locate_in(db: &dyn Db, anchor: &Anchor, parsed: &ParsedFile) -> Option<(u32, u32)> {
     let text = anchor.file.contents(db).text()?;
+    let text = &*text;
     match parsed {
         ParsedFile::Native(tree) => {
             let spans = item_spans(tree, &anchor.item)?;

@@ -693,6 +693,42 @@ mod tests {
         }
 
         #[test]
+        fn a_read_text_is_let_go_of_after_the_load_and_read_again_for_a_source_line() {
+            let fs = project();
+            let warned = EKS.replace("\"stage/vpc/terraform.tfstate\"", "nosuch(\"x\")");
+            fs.write_file("/p/stage/dns/main.tf", format!("{DNS}{warned}"));
+            let count =
+                |run: &Run, path: &str| run.terraform_reads.iter().filter(|p| *p == path).count();
+            let cold = generate(&fs, &["--no-cache"]);
+            assert_eq!(cold.code, 0, "{}", cold.stderr);
+            // Discovery reads each file once; the load lets go of the texts, so the
+            // warning's source line is read anew.
+            assert_eq!(count(&cold, "/p/stage/vpc/main.tf"), 1);
+            assert_eq!(count(&cold, "/p/stage/eks/main.tf"), 1);
+            assert_eq!(count(&cold, "/p/stage/dns/main.tf"), 2, "{}", cold.stderr);
+            assert!(
+                cold.stderr.contains("stage/dns/main.tf:11:")
+                    && cold.stderr.contains("key    = nosuch(\"x\")"),
+                "{}",
+                cold.stderr
+            );
+            // The JSON graph keeps them: it locates every edge's source in its file.
+            let graph = run(
+                &fs,
+                &["--no-cache", "graph", "-d", "/p", "--format", "json"],
+            );
+            assert_eq!(graph.code, 0, "{}", graph.stderr);
+            assert_eq!(count(&graph, "/p/stage/eks/main.tf"), 1);
+            assert!(
+                graph
+                    .file
+                    .contains("\"file\": \"stage/eks/main.tf\",\n          \"line\": 5"),
+                "{}",
+                graph.file
+            );
+        }
+
+        #[test]
         fn any_change_to_what_the_output_depends_on_reruns_it() {
             let fs = project();
             assert_eq!(generate(&fs, &[]).code, 0);

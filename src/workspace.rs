@@ -64,6 +64,10 @@ pub struct Start {
     pub moved: Option<Arc<crate::vcs::Moved>>,
     /// Keep the walk for the run record ([`Workspace::walked`]).
     pub keep_layout: bool,
+    /// Keep the texts discovery read: the JSON views locate every edge's source in them,
+    /// which would read most files again (see [`release_texts`]). They are then plain
+    /// [`crate::files::FileContents::Text`], not held.
+    pub keep_texts: bool,
 }
 
 impl Start {
@@ -90,6 +94,18 @@ pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<U
         ));
     }
     Ok(abs)
+}
+
+/// Lets go of the texts discovery read ([`crate::files::UnreadText::release`]): once
+/// every module's facts, summary and resolution are made, nothing but a diagnostic's
+/// source line (or an edge's, for the JSON views) reads a text again, and those read
+/// the file anew.
+fn release_texts(db: &Database, project: Project) {
+    for module in project.modules(db) {
+        for file in module.files(db) {
+            file.contents(db).release();
+        }
+    }
 }
 
 /// Discovers and loads the project, computes every module's facts and references on all
@@ -156,6 +172,8 @@ pub fn load_workspace_overlapped(
         known
             .is_some()
             .then_some(&unread as crate::discover::Known<'_>),
+        // Texts kept to the end are kept as read: holding them costs a hash each.
+        (!start.keep_texts).then_some(&source),
     );
     diagnostics.extend(discovered.diagnostics);
 
@@ -189,7 +207,11 @@ pub fn load_workspace_overlapped(
     if let Some(entries) = summaries {
         crate::resolve::summary::attach(&db, entries);
     }
-    crate::parallel::warm_up(&mut db, project);
+    crate::parallel::warm_up(&mut db, project, start.keep_texts);
+    if !start.keep_texts {
+        // The modules of chunks the summary cache answered, whose summaries were not made.
+        release_texts(&db, project);
+    }
     let stamps = Arc::new(stamps);
     let saving = PendingSave(cache.map(|settings| {
         // A clone of the database shares the memos: the writer reads the facts that
@@ -579,7 +601,7 @@ impl Workspace {
         let file = self.db.module_file(d.file.as_deref()?)?;
         let text = file.contents(&self.db).text()?;
         // A byte order mark has no column: the caret is placed as if it were not there.
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let line = d.line? as usize;
         text.lines().nth(line.checked_sub(1)?).map(str::to_owned)
     }

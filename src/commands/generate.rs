@@ -50,6 +50,8 @@ pub(super) fn generate(
     )?;
     let mut start = crate::workspace::Start {
         keep_layout: changes.is_some() && key.is_some(),
+        // The dry run's JSON report holds the graph with every edge's source.
+        keep_texts: args.pipeline.dry_run && args.pipeline.format == crate::cli::OutputFormat::Json,
         ..crate::workspace::Start::default()
     };
     if let (Some(key), Some(mut record)) = (&key, record) {

@@ -18,7 +18,11 @@ pub(super) fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> a
     let inputs = KeyInputs::plain("graph", &args.eval.var_file);
     let system = io.system;
     replayed(global, io, inputs, args.output.as_deref(), |layout, err| {
-        let mut ws = load_workspace_overlapped(system, global, &args.eval, Start::walked(layout))?;
+        let start = Start {
+            keep_texts: args.format == GraphFormat::Json && !args.stats,
+            ..Start::walked(layout)
+        };
+        let mut ws = load_workspace_overlapped(system, global, &args.eval, start)?;
         ws.wait_for_cache();
         let output = render(&ws, global, args, err)?;
         let (stamps, notices) = ws.take_run_inputs();

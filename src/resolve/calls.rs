@@ -203,7 +203,7 @@ fn call_site(db: &dyn Db, source: &AttrExpr) -> String {
             .file
             .contents(db)
             .text()
-            .and_then(|text| scanned_attribute_line(text, name, attr)),
+            .and_then(|text| scanned_attribute_line(&text, name, attr)),
         _ => None,
     };
     // Locating parses the file with spans (the full parser, kept in a memo): at one call

@@ -49,7 +49,7 @@ impl EvalHost for TrackedFilesystem<'_> {
             // An extra file is always read (never `Unread`, which `text` reads now).
             Some(contents @ (FileContents::Text(_) | FileContents::Unread(_))) => contents
                 .text()
-                .map(str::to_owned)
+                .map(|text| text.to_owned())
                 .ok_or_else(|| format!("cannot read `{path}`: it changed during the run")),
             Some(FileContents::NotUtf8 { line, column }) => Err(format!(
                 "`{path}` is not valid UTF-8 (line {line}, column {column})"

@@ -120,7 +120,7 @@ impl Workspace {
         if structural {
             // New modules or another config: their facts and references on every core,
             // as a cold run computes them (this syncs the owners index too).
-            crate::parallel::warm_up(&mut self.db, project);
+            crate::parallel::warm_up(&mut self.db, project, false);
         } else {
             crate::resolve::sync_owners(&mut self.db, project);
         }
