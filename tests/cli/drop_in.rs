@@ -271,6 +271,43 @@ fn dry_run_reports_terracis_figures() {
         serde_json::json!([format!("{STAGE}/app")])
     );
     assert_eq!(doc["JobGroups"].as_array().map(Vec::len), Some(6));
+    // The report's keys, in order: the graph view's, the run's, then TerraCi's figures.
+    let keys: Vec<&str> = doc
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "modules",
+            "edges",
+            "levels",
+            "cycles",
+            "diagnostics",
+            "changed_files",
+            "changed_modules",
+            "affected",
+            "jobs",
+            "TotalModules",
+            "AffectedModules",
+            "Stages",
+            "Jobs",
+            "ExecutionOrder",
+            "JobGroups"
+        ]
+    );
+    assert_eq!(
+        doc["jobs"][0]["needs"],
+        serde_json::json!([]),
+        "{}",
+        json.stdout
+    );
+    assert!(
+        json.stdout.ends_with("]\n}\n"),
+        "pretty, one line break at the end"
+    );
 }
 
 #[test]
