@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use indexmap::IndexMap;
 use serde_yaml::{Mapping, Value};
 
-use super::yaml::{write_document, Style};
+use super::yaml::{push_spaced_entry, write_document, Style};
 use super::{
     job_commands, job_variables, string, string_map, strings, to_value, Header, RenderError,
     Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
@@ -80,39 +80,36 @@ pub fn render_github(
     env.extend(github.env.clone());
     doc.insert(string("env"), string_map(&env));
 
-    let mut jobs = Mapping::new();
-    if plan.is_empty() {
-        jobs.insert(string(NO_CHANGES_JOB), no_changes_job(&github));
+    let ids = if plan.is_empty() {
+        None
     } else {
-        let ids = job_ids(plan, &mut warnings)?;
-        for job in plan.jobs.iter() {
-            jobs.insert(
-                string(ids[&*job.name].as_str()),
-                render_job(plan, job, &github, &ids),
-            );
-        }
-        for job in &plan.contributed {
-            jobs.insert(
-                string(&*job.name),
-                render_contributed(plan, job, &github, &ids),
-            );
-        }
-    }
+        Some(job_ids(plan, &mut warnings)?)
+    };
     warnings.extend(super::unknown_overwrite_types(
         "extensions.github.overwrites",
         github.overwrites.iter().map(|o| &o.job_type),
         plan,
     ));
-    doc.insert(string("jobs"), Value::Mapping(jobs));
-
-    let text = write_document(
-        &header.comment_lines(),
-        &doc,
-        &Style {
-            plain_keys: &["on"],
-            spaced_children: &["jobs"],
-        },
-    );
+    let style = Style {
+        plain_keys: &["on"],
+        spaced_children: &["jobs"],
+    };
+    let mut text = write_document(&header.comment_lines(), &doc, &style);
+    // The jobs, the document's last entry, are written one by one: as one value tree
+    // they were most of a run's memory at 10,000 modules.
+    push_spaced_entry(&mut text, "jobs", &style, |put| match &ids {
+        None => put(&string(NO_CHANGES_JOB), &no_changes_job(&github)),
+        Some(ids) => {
+            for job in plan.jobs.iter() {
+                let value = render_job(plan, job, &github, ids);
+                put(&string(ids[&*job.name].as_str()), &value);
+            }
+            for job in &plan.contributed {
+                let value = render_contributed(plan, job, &github, ids);
+                put(&string(&*job.name), &value);
+            }
+        }
+    });
     if text.len() > GITHUB_MAX_BYTES {
         if !force {
             return Err(RenderError::TooLarge {

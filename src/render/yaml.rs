@@ -52,6 +52,30 @@ pub(crate) fn write_document(comment_lines: &[String], doc: &Mapping, style: &St
     out
 }
 
+/// Appends to a document [`write_document`] wrote the spaced top-level entry `key`
+/// (a key of `style.spaced_children`) whose children come one at a time, as
+/// [`write_document`] writes such an entry, so a document of thousands of children is
+/// never one value tree. `children` calls its argument with each child in order.
+pub(crate) fn push_spaced_entry(
+    out: &mut String,
+    key: &str,
+    style: &Style,
+    children: impl FnOnce(&mut dyn FnMut(&Value, &Value)),
+) {
+    // Never the first entry of a document: the others come first.
+    out.push('\n');
+    write_key(out, 0, &Value::String(key.to_owned()), style);
+    out.push('\n');
+    let mut first = true;
+    children(&mut |k, v| {
+        if !first {
+            out.push('\n');
+        }
+        first = false;
+        write_entry(out, 2, k, v, style);
+    });
+}
+
 /// The entries of `m` at `indent`, as they appear inside a mapping written at
 /// `indent - 2`: a fixed tail of keys shared by many jobs is written once this way.
 pub(crate) fn write_entries_text(indent: usize, m: &Mapping, style: &Style) -> String {
