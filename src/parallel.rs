@@ -85,13 +85,7 @@ pub fn map_ordered<T: Send, W: Default, R: Send>(
         .into_par_iter()
         .with_min_len(32)
         .map_init(
-            || {
-                let db = shared
-                    .lock()
-                    .expect("no worker panics while cloning")
-                    .clone();
-                (db, W::default())
-            },
+            || (worker_db(&shared), W::default()),
             |(db, state), item| f(db, state, item),
         )
         .collect()
@@ -100,15 +94,9 @@ pub fn map_ordered<T: Send, W: Default, R: Send>(
 /// `f` on every item, in parallel, each worker with its own clone of `db`.
 fn for_each<T: Sync>(db: &Database, items: &[T], f: impl Fn(&Database, &T) + Sync) {
     let shared = Mutex::new(db.clone());
-    items.par_iter().for_each_init(
-        || {
-            shared
-                .lock()
-                .expect("no worker panics while cloning")
-                .clone()
-        },
-        |db, item| f(db, item),
-    );
+    items
+        .par_iter()
+        .for_each_init(|| worker_db(&shared), |db, item| f(db, item));
 }
 
 fn for_each_chunk(
@@ -117,15 +105,17 @@ fn for_each_chunk(
     chunks: u32,
     f: impl Fn(&Database, crate::chunk::ModuleChunk<'_>) + Sync,
 ) {
-    // A database handle is `Send` but not `Sync`: each worker takes its own clone.
-    let shared = Mutex::new(db.clone());
-    (0..chunks).into_par_iter().for_each_init(
-        || {
-            shared
-                .lock()
-                .expect("no worker panics while cloning")
-                .clone()
-        },
-        |db, index| f(db, crate::chunk::ModuleChunk::new(&*db, project, index)),
-    );
+    let indices: Vec<u32> = (0..chunks).collect();
+    for_each(db, &indices, |db, &index| {
+        f(db, crate::chunk::ModuleChunk::new(db, project, index))
+    });
+}
+
+/// A worker's own handle: a database handle is `Send` but not `Sync`, so each worker
+/// clones the shared one.
+fn worker_db(shared: &Mutex<Database>) -> Database {
+    shared
+        .lock()
+        .expect("no worker panics while cloning")
+        .clone()
 }
