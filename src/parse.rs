@@ -400,12 +400,20 @@ impl FactBody {
 }
 
 fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
-    // A file with at most `limit` opening brackets cannot nest deeper (the count is one
-    // vectorised pass); only a file with more is scanned, strings and comments aware.
+    // A file with at most `limit` opening brackets cannot nest deeper; only a file with
+    // more is scanned, strings and comments aware. The count goes by runs of 255 bytes
+    // into a `u8`, which the compiler counts 32 bytes at a time (into a `usize` it took 3
+    // instructions a byte: 5% of a cold run's).
     let openers = text
         .as_bytes()
-        .iter()
-        .map(|&b| usize::from(matches!(b, b'(' | b'[' | b'{')))
+        .chunks(255)
+        .map(|run| {
+            let count: u8 = run
+                .iter()
+                .map(|&b| u8::from(matches!(b, b'(' | b'[' | b'{')))
+                .sum();
+            usize::from(count)
+        })
         .sum::<usize>();
     if openers <= limit {
         return None;

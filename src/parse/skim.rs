@@ -74,10 +74,13 @@ pub(super) fn skim(text: &str) -> Option<String> {
     }
     let mut out = text.as_bytes().to_vec();
     for (start, end) in skipped {
-        for b in &mut out[start..end] {
-            if *b != b'\n' {
-                *b = b' ';
-            }
+        // Every byte but the line breaks, a line's run at a time.
+        let region = &mut out[start..end];
+        let mut from = 0;
+        while from < region.len() {
+            let to = memchr(b'\n', &region[from..]).map_or(region.len(), |n| from + n);
+            region[from..to].fill(b' ');
+            from = to + 1;
         }
         // One comment instead of a run of blank lines: hcl-edit skips it in one search.
         // It closes on the last two adjacent bytes that were not line breaks, so every
@@ -243,7 +246,18 @@ impl<'a> Lexer<'a> {
                         self.string(&mut stack)?;
                     }
                 }
-                _ => self.i += 1,
+                // A run of bytes none of the arms above looks at, in one tight loop: most
+                // of a skipped block.
+                _ => {
+                    self.i += 1;
+                    while self
+                        .b
+                        .get(self.i)
+                        .is_some_and(|&b| !BALANCED_STOP[usize::from(b)])
+                    {
+                        self.i += 1;
+                    }
+                }
             }
         }
         None
@@ -437,8 +451,20 @@ pub(super) fn comment_end(rest: &[u8]) -> Option<usize> {
     }
 }
 
+/// The bytes [`Lexer::balanced`] stops at: its arms' first bytes.
+static BALANCED_STOP: [bool; 256] = {
+    let mut stop = [false; 256];
+    let mut i = 0;
+    let bytes = *b"\"#/<{[(}])";
+    while i < bytes.len() {
+        stop[bytes[i] as usize] = true;
+        i += 1;
+    }
+    stop
+};
+
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+    memchr::memchr(needle, hay)
 }
 
 #[cfg(test)]
