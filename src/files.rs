@@ -4,7 +4,7 @@
 //! results are set here as inputs, so a query never reads the disk behind salsa's back.
 //! The one exception is an [`UnreadText`]: a file known by its length and content hash,
 //! either one the fact cache knew by its stamp (not read at all) or one discovery read
-//! and whose text is let go once every file's facts are made ([`UnreadText::release`]).
+//! and whose text is let go once its module's summary is made ([`UnreadText::release`]).
 //! Its text is read only if a query needs it (a diagnostic's source line), and used only
 //! if it is that version still, so what a query makes of it is a function of the input
 //! all the same.
@@ -39,8 +39,8 @@ pub enum FileContents {
 ///
 /// Either discovery did not read it (the fact cache knew it by its stamp), or discovery
 /// read it ([`UnreadText::held`]) and the text is held until [`UnreadText::release`],
-/// which a load calls once every file's facts are made (at 10,000 modules the texts were
-/// 27 MB of a run's peak heap, for nothing after that). A text not held is read on first
+/// which the warm-up calls once the module's summary is made (at 10,000 modules the texts
+/// were 27 MB of a run's peak heap, for nothing after that). A text not held is read on first
 /// use, from `source`, and kept: only the files a diagnostic points into are.
 pub struct UnreadText {
     pub len: u64,
