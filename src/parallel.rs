@@ -25,8 +25,9 @@ use crate::files::Project;
 /// stay busy when the chunks are few or uneven.
 ///
 /// Unless `keep_texts`, each module lets go of the texts discovery read as soon as its
-/// summary is made ([`crate::files::UnreadText::release`]): after that only a
-/// diagnostic's source line reads a text, and reads it anew.
+/// summary is made, or is read from the cache ([`crate::files::UnreadText::release`]):
+/// after that only a diagnostic's source line (or an edge's, for the JSON views) reads a
+/// text, and reads it anew.
 pub fn warm_up(db: &mut Database, project: Project, keep_texts: bool) {
     let chunks = crate::chunk::chunk_count(db, project) as u32;
     // Two passes: the second (`resolved_dependencies`) needs the index of every module's
@@ -38,16 +39,25 @@ pub fn warm_up(db: &mut Database, project: Project, keep_texts: bool) {
         // A chunk the cache does not answer computes its modules' summaries first, each
         // a task of its own: a project of a few chunks would otherwise leave a core idle
         // once the others are taken (200 modules make three chunks and a sliver).
+        let modules = crate::chunk::chunk_modules(db, chunk);
+        let release = |db: &Database, module: crate::files::Module| {
+            if !keep_texts {
+                for file in module.files(db) {
+                    file.contents(db).release();
+                }
+            }
+        };
         if crate::resolve::summary::held_heads(db, chunk).is_none() {
-            let modules = crate::chunk::chunk_modules(db, chunk);
             for_each(db, modules, |db, &module| {
                 crate::resolve::module_summary(db, project, module);
-                if !keep_texts {
-                    for file in module.files(db) {
-                        file.contents(db).release();
-                    }
-                }
+                release(db, module);
             });
+        } else {
+            // The cache answers for the chunk: a text read (a file it did not know by
+            // its stamp) is not needed either.
+            for &module in modules {
+                release(db, module);
+            }
         }
         crate::resolve::chunk_identities_hash(db, chunk);
         crate::resolve::chunk_diagnostics(db, chunk);

@@ -128,7 +128,8 @@ pub fn build_pipeline(
         };
         crate::render::report::dry_run(
             &report,
-            || ws.graph_view(diagnostics.clone(), true),
+            // The report writes the run's diagnostics itself.
+            || ws.graph_view(Vec::new(), true),
             args.format,
         )
         .map(|text| Pipeline {
@@ -233,7 +234,6 @@ fn render_pipeline(
 /// without that value (at 10,000 modules it took the run from 270 to 630 MB). Each piece
 /// is dropped once converted, so the YAML and the JSON are not held whole at once.
 fn json_of_pieces(text: crate::render::PipelineText) -> anyhow::Result<String> {
-    use std::fmt::Write as _;
     // JSON takes about a quarter more than the YAML (indentation, quotes, brackets); room
     // to spare is only address space, a reallocation would copy the whole text.
     let mut out = String::with_capacity(text.len() * 3 / 2);
@@ -251,7 +251,7 @@ fn json_of_pieces(text: crate::render::PipelineText) -> anyhow::Result<String> {
             out.push_str(": ");
             // One level deeper than a value printed on its own.
             let value = serde_json::to_string_pretty(&value)?;
-            write!(out, "{}", value.replace('\n', "\n  ")).expect("writing to a String");
+            out.push_str(&value.replace('\n', "\n  "));
             if !keys.insert(key) {
                 anyhow::bail!("the pipeline has two entries of one key");
             }

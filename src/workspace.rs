@@ -65,7 +65,7 @@ pub struct Start {
     /// Keep the walk for the run record ([`Workspace::walked`]).
     pub keep_layout: bool,
     /// Keep the texts discovery read: the JSON views locate every edge's source in them,
-    /// which would read most files again (see [`release_texts`]). They are then plain
+    /// which would read most files again (see [`crate::parallel::warm_up`]). They are then plain
     /// [`crate::files::FileContents::Text`], not held.
     pub keep_texts: bool,
 }
@@ -94,18 +94,6 @@ pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<U
         ));
     }
     Ok(abs)
-}
-
-/// Lets go of the texts discovery read ([`crate::files::UnreadText::release`]): once
-/// every module's facts, summary and resolution are made, nothing but a diagnostic's
-/// source line (or an edge's, for the JSON views) reads a text again, and those read
-/// the file anew.
-fn release_texts(db: &Database, project: Project) {
-    for module in project.modules(db) {
-        for file in module.files(db) {
-            file.contents(db).release();
-        }
-    }
 }
 
 /// Discovers and loads the project, computes every module's facts and references on all
@@ -208,10 +196,6 @@ pub fn load_workspace_overlapped(
         crate::resolve::summary::attach(&db, entries);
     }
     crate::parallel::warm_up(&mut db, project, start.keep_texts);
-    if !start.keep_texts {
-        // The modules of chunks the summary cache answered, whose summaries were not made.
-        release_texts(&db, project);
-    }
     let stamps = Arc::new(stamps);
     let saving = PendingSave(cache.map(|settings| {
         // A clone of the database shares the memos: the writer reads the facts that
