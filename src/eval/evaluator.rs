@@ -832,6 +832,12 @@ pub(crate) fn push_limited(out: &mut String, s: &str, node: NodeId) -> R<()> {
 
 /// Budget units for a value: one per node plus one per 16 bytes of string.
 pub(crate) fn value_weight(v: &Value) -> u64 {
+    // Most values are scalars: no stack to allocate.
+    match v {
+        Value::String(s) => return 1 + (s.len() / 16) as u64,
+        Value::List(_) | Value::Set(_) | Value::Map(_) => {}
+        _ => return 1,
+    }
     let mut n = 0u64;
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {

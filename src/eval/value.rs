@@ -85,6 +85,17 @@ impl Value {
 
     /// Sets `at` on every unknown (nested ones included) that does not have it yet.
     pub fn stamp_unknowns(&mut self, at: NodeId) {
+        // Most values are scalars: no stack to allocate.
+        match self {
+            Value::Unknown(u) => {
+                if u.at.is_none() {
+                    u.at = Some(at);
+                }
+                return;
+            }
+            Value::List(_) | Value::Set(_) | Value::Map(_) => {}
+            _ => return,
+        }
         let mut stack = vec![self];
         while let Some(v) = stack.pop() {
             match v {

@@ -317,7 +317,19 @@ impl<'a> Parser<'a> {
 
     /// Terms joined by binary operators, grouped by precedence, left to right.
     fn binary(&mut self) -> Option<Expr> {
-        let mut terms = vec![self.term()?];
+        let first = self.term()?;
+        // Most expressions are a single term: no operator, no vectors.
+        let save = self.i;
+        self.sp();
+        if !matches!(
+            self.peek(),
+            Some(b'=' | b'!' | b'<' | b'>' | b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|')
+        ) {
+            self.i = save;
+            return Some(first);
+        }
+        self.i = save;
+        let mut terms = vec![first];
         let mut ops: Vec<BinaryOp> = Vec::new();
         loop {
             let save = self.i;
