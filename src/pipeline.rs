@@ -240,7 +240,7 @@ fn json_of_pieces(text: crate::render::PipelineText) -> anyhow::Result<String> {
     out.push('{');
     let mut keys = std::collections::HashSet::new();
     let crate::render::PipelineText { head, jobs } = text;
-    let pieces = std::iter::once(std::sync::Arc::<str>::from(head)).chain(jobs);
+    let pieces = std::iter::once(crate::render::JobPiece::Owned(head)).chain(jobs);
     for piece in pieces {
         let serde_json::Value::Object(entries) = serde_yaml::from_str(&piece)? else {
             anyhow::bail!("a piece of the pipeline is not a mapping");

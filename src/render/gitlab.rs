@@ -17,7 +17,8 @@ use super::yaml::{
 };
 use super::{
     default_image, job_commands, job_variables, needs_limit_warning, segment_variable, string,
-    string_map, strings, to_value, Header, PipelineText, RenderError, Rendered, NO_CHANGES_JOB,
+    string_map, strings, to_value, Header, JobPiece, PipelineText, RenderError, Rendered,
+    NO_CHANGES_JOB,
     NO_CHANGES_MESSAGE,
 };
 use crate::config::{
@@ -138,21 +139,16 @@ fn render_gitlab_text(
         // Jobs are top-level entries like the ones above, each after a blank line; they
         // are written one by one (in parallel) straight to text rather than as one tree.
         let writer = JobWriter::new(plan, &gitlab, &prefix)?;
-        let render = |job: &Job, warnings: &mut Vec<Diagnostic>| writer.job(job, warnings);
+        // Each job's text after its blank line, rendered into the string it is kept in:
+        // not copied into one string (that held the pipeline twice at once, 20 MB more
+        // at 10,000 modules), nor into a piece of its own.
+        let render = |job: &Job, warnings: &mut Vec<Diagnostic>| {
+            writer.job_after(String::from("\n"), job, warnings)
+        };
         let job_warnings = match texts {
             None => {
                 let (jobs, job_warnings) = super::render_jobs(&plan.jobs, render);
-                // Moved into pieces one by one, not copied into one string: that held the
-                // pipeline twice at once (20 MB more at 10,000 modules).
-                text.jobs = jobs
-                    .into_iter()
-                    .map(|job| {
-                        let mut piece = String::with_capacity(1 + job.len());
-                        piece.push('\n');
-                        piece.push_str(&job);
-                        piece.into()
-                    })
-                    .collect();
+                text.jobs = jobs.into_iter().map(JobPiece::Owned).collect();
                 job_warnings
             }
             Some(texts) => texts.write(
@@ -250,7 +246,7 @@ impl JobTexts {
         jobs: &[Job],
         key: JobTextKey,
         render: F,
-        texts: &mut Vec<Arc<str>>,
+        texts: &mut Vec<JobPiece>,
     ) -> Vec<Diagnostic>
     where
         F: Fn(&Job, &mut Vec<Diagnostic>) -> String + Sync,
@@ -262,7 +258,7 @@ impl JobTexts {
         }
         let fresh = |job: &Job| {
             let mut warnings = Vec::new();
-            let text = format!("\n{}", render(job, &mut warnings));
+            let text = render(job, &mut warnings);
             Arc::new(JobText {
                 job: job.clone(),
                 text: text.into(),
@@ -281,7 +277,7 @@ impl JobTexts {
         texts.reserve(entries.len());
         let mut warnings = Vec::new();
         for (entry, _) in &entries {
-            texts.push(entry.text.clone());
+            texts.push(JobPiece::Shared(entry.text.clone()));
             warnings.extend(entry.warnings.iter().cloned());
         }
         // Texts first (a kept job's text is the one it was compared with above), then the
@@ -952,10 +948,17 @@ impl<'a> JobWriter<'a> {
     }
 
     /// The job's text: its name, then its keys.
+    #[cfg(test)]
     fn job(&self, job: &Job, warnings: &mut Vec<Diagnostic>) -> String {
+        self.job_after(String::new(), job, warnings)
+    }
+
+    /// The job's text appended to `out` (a piece's blank line, or nothing), in a string
+    /// made large enough at once.
+    fn job_after(&self, mut out: String, job: &Job, warnings: &mut Vec<Diagnostic>) -> String {
         let kind = &self.kinds[usize::from(job.kind == JobKind::Apply)];
         let needs: usize = job.needs.iter().map(|n| n.job.len() + 40).sum();
-        let mut out = String::with_capacity(
+        out.reserve(
             256 + 8 * job.module.len()
                 + needs
                 + kind.commands.len()

@@ -63,14 +63,60 @@ impl Header {
     }
 }
 
-/// A pipeline's text as the pieces it is written from: a head, then (from a `watch`
-/// session's [`JobTexts`]) each job's text, shared with the store rather than copied
-/// into one string. A 13 MB pipeline is then written straight from the pieces.
+/// A pipeline's text as the pieces it is written from: a head, then each job's text,
+/// as rendered or (from a `watch` session's [`JobTexts`]) shared with the store, never
+/// copied into one string. A 13 MB pipeline is then written straight from the pieces.
 #[derive(Debug, Clone, Default)]
 pub struct PipelineText {
     pub head: String,
     /// Written after `head`, in order; each starts with its blank line.
-    pub jobs: Vec<std::sync::Arc<str>>,
+    pub jobs: Vec<JobPiece>,
+}
+
+/// One job's text in a [`PipelineText`]: the string it was rendered into (a one-shot
+/// run), or one shared with a store that keeps it across renders (`watch`).
+#[derive(Debug, Clone)]
+pub enum JobPiece {
+    Owned(String),
+    Shared(std::sync::Arc<str>),
+}
+
+impl std::ops::Deref for JobPiece {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            JobPiece::Owned(text) => text,
+            JobPiece::Shared(text) => text,
+        }
+    }
+}
+
+impl PartialEq for JobPiece {
+    fn eq(&self, other: &JobPiece) -> bool {
+        match (self, other) {
+            (JobPiece::Shared(a), JobPiece::Shared(b)) if std::sync::Arc::ptr_eq(a, b) => true,
+            _ => **self == **other,
+        }
+    }
+}
+
+impl From<String> for JobPiece {
+    fn from(text: String) -> JobPiece {
+        JobPiece::Owned(text)
+    }
+}
+
+impl From<&str> for JobPiece {
+    fn from(text: &str) -> JobPiece {
+        JobPiece::Owned(text.to_owned())
+    }
+}
+
+impl From<std::sync::Arc<str>> for JobPiece {
+    fn from(text: std::sync::Arc<str>) -> JobPiece {
+        JobPiece::Shared(text)
+    }
 }
 
 impl PipelineText {
