@@ -343,6 +343,7 @@ fn literal(e: &Expr) -> Result<Value, String> {
     let scope = Object::new();
     let ctx = super::EvalContext {
         scope: &scope,
+        extra: &[],
         module_dir: camino::Utf8PathBuf::from("/"),
         host: &super::NoFilesystem,
     };

@@ -556,6 +556,9 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         if let Some((_, v)) = self.bindings.iter().rev().find(|(n, _)| n == name) {
             return Some((v, false));
         }
+        if let Some((_, v)) = self.ctx.extra.iter().find(|(n, _)| n == name) {
+            return Some((v, true));
+        }
         self.ctx.scope.get(name).map(|v| (v, true))
     }
 

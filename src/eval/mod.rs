@@ -74,6 +74,9 @@ pub struct EvalContext<'a> {
     /// that is absent (e.g. `data`, `module`, a resource type) evaluates to unknown with the
     /// reason "`data.x.y` is only known after apply".
     pub scope: &'a Object,
+    /// Top-level names looked up before `scope`'s (a block's `each` or `count`): the
+    /// scope is shared, not copied, to add them.
+    pub extra: &'a [(String, Value)],
     /// The module's absolute directory; relative paths in file functions resolve against it.
     pub module_dir: Utf8PathBuf,
     pub host: &'a dyn EvalHost,

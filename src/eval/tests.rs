@@ -100,6 +100,7 @@ fn eval_with(src: &str, host: &dyn EvalHost) -> Result<Value, EvalError> {
     let scope = scope();
     let ctx = EvalContext {
         scope: &scope,
+        extra: &[],
         module_dir: Utf8PathBuf::from("/repo/svc/prod"),
         host,
     };
@@ -804,6 +805,7 @@ fn deep_nesting_is_a_limit_not_a_crash() {
     let scope = scope();
     let ctx = EvalContext {
         scope: &scope,
+        extra: &[],
         module_dir: Utf8PathBuf::from("/m"),
         host: &NoFilesystem,
     };
@@ -1164,6 +1166,7 @@ fn random_expressions_never_panic() {
     let scope = scope();
     let ctx = EvalContext {
         scope: &scope,
+        extra: &[],
         module_dir: Utf8PathBuf::from("/m"),
         host: &host,
     };

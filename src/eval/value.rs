@@ -123,6 +123,9 @@ impl Value {
 
     /// Nesting depth (a primitive is 0), computed without recursion.
     pub fn depth(&self) -> usize {
+        if !matches!(self, Value::List(_) | Value::Set(_) | Value::Map(_)) {
+            return 0;
+        }
         let mut max = 0;
         let mut stack = vec![(self, 0usize)];
         while let Some((v, d)) = stack.pop() {

@@ -18,8 +18,7 @@ use super::yaml::{
 use super::{
     default_image, job_commands, job_variables, needs_limit_warning, segment_variable, string,
     string_map, strings, to_value, Header, JobPiece, PipelineText, RenderError, Rendered,
-    NO_CHANGES_JOB,
-    NO_CHANGES_MESSAGE,
+    NO_CHANGES_JOB, NO_CHANGES_MESSAGE,
 };
 use crate::config::{
     Config, GitLab, GitLabArtifacts, GitLabJobConfig, GitLabRule, GitLabWhen, Image, OverwriteType,

@@ -280,6 +280,7 @@ fn call_instances(
     let site = caller.site;
     let ctx = EvalContext {
         scope: caller.scope,
+        extra: &[],
         module_dir: site.dir.to_owned(),
         host: site.host,
     };
@@ -423,12 +424,14 @@ fn bind_variables(
 ) -> Object {
     let ctx = EvalContext {
         scope,
+        extra: &[],
         module_dir: site.dir.to_owned(),
         host: site.host,
     };
     let empty = Object::new();
     let literals = EvalContext {
         scope: &empty,
+        extra: &[],
         module_dir: site.root.join(child_id),
         host: &NoFilesystem,
     };

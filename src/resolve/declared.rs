@@ -209,6 +209,7 @@ pub(super) fn backend_fields(
     let empty = Object::new();
     let literals = EvalContext {
         scope: &empty,
+        extra: &[],
         module_dir: dir.to_owned(),
         host: &NoFilesystem,
     };

@@ -193,6 +193,7 @@ pub fn state_identity(db: &dyn Db, project: Project, module: Module) -> StateIde
     let scope = module_scope(db, project, module);
     let ctx = EvalContext {
         scope: &scope.scope,
+        extra: &[],
         module_dir: dir.clone(),
         host: &TrackedFilesystem {
             db,

@@ -154,19 +154,22 @@ fn owners_at<'i>(index: &'i IdentityIndex, backend: &str, location: &str) -> Vec
         .into_iter()
         .flatten()
         .collect();
-    let prefixed = |prefix: &str, rest: &str| {
-        index
-            .by_workspace_prefix
-            .get(&(backend.to_owned(), prefix.to_owned(), rest.to_owned()))
-            .into_iter()
-            .flatten()
+    // One key, refilled for each probe: a reference's look-ups allocate nothing more.
+    let mut probe = (backend.to_owned(), String::new(), String::new());
+    let mut prefixed = |prefix: &str, rest: &str| {
+        probe.1.clear();
+        probe.1.push_str(prefix);
+        probe.2.clear();
+        probe.2.push_str(rest);
+        index.by_workspace_prefix.get(&probe).into_iter().flatten()
     };
     match backend {
         "s3" => {
-            // `<prefix>/<workspace>/<key>`, the prefix and key of any length.
-            let segs: Vec<&str> = location.split('/').collect();
-            for i in 1..segs.len().saturating_sub(1) {
-                out.extend(prefixed(&segs[..i].join("/"), &segs[i + 1..].join("/")));
+            // `<prefix>/<workspace>/<key>`, the prefix and key of any length: the
+            // workspace is any segment but the first and the last.
+            let slashes: Vec<usize> = location.match_indices('/').map(|(i, _)| i).collect();
+            for pair in slashes.windows(2) {
+                out.extend(prefixed(&location[..pair[0]], &location[pair[1] + 1..]));
             }
         }
         "azurerm" => {

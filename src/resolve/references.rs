@@ -243,8 +243,14 @@ pub(super) struct Site<'a> {
 
 impl Site<'_> {
     fn ctx<'s>(&'s self, scope: &'s Object) -> EvalContext<'s> {
+        self.ctx_with(scope, &[])
+    }
+
+    /// [`Site::ctx`] with `extra` names (`each`, `count`) over the scope.
+    fn ctx_with<'s>(&'s self, scope: &'s Object, extra: &'s [(String, Value)]) -> EvalContext<'s> {
         EvalContext {
             scope,
+            extra,
             module_dir: self.dir.to_owned(),
             host: self.host,
         }
@@ -393,14 +399,6 @@ fn expand_remote_state(
     }
 
     for (name, extra) in instances {
-        let mut local_scope;
-        let scope = if extra.is_empty() {
-            scope
-        } else {
-            local_scope = scope.clone();
-            local_scope.extend(extra);
-            &local_scope
-        };
         let Some(config_attr) = &rs.config else {
             let anchor_attr = rs.backend.as_ref().or(rs.for_each.as_ref());
             if let Some(attr) = anchor_attr {
@@ -416,7 +414,7 @@ fn expand_remote_state(
         };
         let backend = match &rs.backend {
             None => None,
-            Some(b) => match evaluate(&b.expr, &site.ctx(scope)) {
+            Some(b) => match evaluate(&b.expr, &site.ctx_with(scope, &extra)) {
                 Ok(Value::String(s)) => Some(s),
                 Ok(Value::Unknown(u)) => {
                     out.diagnostics
@@ -439,7 +437,7 @@ fn expand_remote_state(
                 }
             },
         };
-        let config = match evaluate(&config_attr.expr, &site.ctx(scope)) {
+        let config = match evaluate(&config_attr.expr, &site.ctx_with(scope, &extra)) {
             Ok(Value::Map(m)) => m,
             Ok(Value::Unknown(u)) => {
                 out.diagnostics
@@ -460,7 +458,11 @@ fn expand_remote_state(
                 let diagnostic = location_error(site, config_attr, &err, &name);
                 // A state path whose beginning fails to evaluate (`coalesce("", "")` of
                 // variables set only in CI) may still end in known text.
-                match failed_path_tail(config_attr, backend.as_deref(), &site.ctx(scope)) {
+                match failed_path_tail(
+                    config_attr,
+                    backend.as_deref(),
+                    &site.ctx_with(scope, &extra),
+                ) {
                     Some((field, tail)) => out.references.push(StateReference {
                         name,
                         target: StateTarget {
@@ -507,7 +509,7 @@ fn expand_remote_state(
                 let known = crate::facts::object_entries(&config_attr.expr)
                     .into_iter()
                     .find(|(k, _)| *k == field)
-                    .and_then(|(_, e)| known_tail(e, &site.ctx(scope)));
+                    .and_then(|(_, e)| known_tail(e, &site.ctx_with(scope, &extra)));
                 match known {
                     Some(t) => {
                         tail = Some(t);
@@ -564,7 +566,7 @@ fn expand_remote_state(
         let workspace = match rs
             .workspace
             .as_ref()
-            .map(|w| evaluate(&w.expr, &site.ctx(scope)))
+            .map(|w| evaluate(&w.expr, &site.ctx_with(scope, &extra)))
         {
             None => "default".to_owned(),
             Some(Ok(Value::String(s))) => s,

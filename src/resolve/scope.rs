@@ -84,6 +84,7 @@ pub fn module_scope(db: &dyn Db, project: Project, module: Module) -> ModuleScop
     let empty = Object::new();
     let ctx_for_literals = EvalContext {
         scope: &empty,
+        extra: &[],
         module_dir: dir.clone(),
         host: &NoFilesystem,
     };
@@ -322,6 +323,7 @@ pub(super) fn evaluate_scope(inputs: &ScopeInputs<'_>) -> ModuleScope {
         };
         let ctx = EvalContext {
             scope: &scope,
+            extra: &[],
             module_dir: dir.to_owned(),
             host,
         };
@@ -411,6 +413,7 @@ pub fn command_line_env(db: &dyn Db, project: Project) -> Vec<(String, String)> 
     let empty = Object::new();
     let ctx = EvalContext {
         scope: &empty,
+        extra: &[],
         module_dir: project.root(db).clone(),
         host: &NoFilesystem,
     };

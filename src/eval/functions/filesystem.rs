@@ -242,6 +242,7 @@ pub(crate) fn render_template(
         .map_err(|m| a.fail(format!("invalid template: {m}")))?;
     let ctx = EvalContext {
         scope: &vars,
+        extra: &[],
         module_dir: ev.ctx.module_dir.clone(),
         host: ev.ctx.host,
     };

@@ -117,6 +117,7 @@ fn ours(expr: &str) -> Result<serde_json::Value, String> {
     let scope = Default::default();
     let ctx = EvalContext {
         scope: &scope,
+        extra: &[],
         module_dir: "/repo/m".into(),
         host: &NoFilesystem,
     };
