@@ -226,11 +226,10 @@ pub fn identity_index(db: &dyn Db, project: Project) -> Arc<IdentityIndex> {
         .map(|chunk| chunk_identities(db, chunk).as_slice())
         .collect();
     // Built on every core from plain values (no database access there): runs of chunks
-    // into partial indexes, merged in module order (two chunks or more a run: a
-    // 200-module project's four chunks are two runs, not one).
+    // into partial indexes, merged in module order.
     let index = identities
         .par_iter()
-        .with_min_len(2)
+        .with_min_len(8)
         .fold(IdentityIndex::default, |mut index, chunk| {
             for (id, identity) in *chunk {
                 index.add(id, identity);
