@@ -151,35 +151,27 @@ pub fn load_workspace_overlapped(
                 .or_else(|| system.link_stamp(abs))
         })
     };
-    // The database (every ingredient registered: a fifth of a millisecond) is made
-    // while the files are read.
-    let (discovered, mut db) = rayon::join(
-        || {
-            discover_in(
-                system,
-                &policy,
-                layout,
-                &config.pattern,
-                &config.config.library_modules.paths,
-                known
-                    .is_some()
-                    .then_some(&unread as crate::discover::Known<'_>),
-                // Texts kept to the end are kept as read: holding them costs a hash each.
-                (!start.keep_texts).then_some(&source),
-            )
-        },
-        || {
-            let repository = crate::system::ReadPolicy::new(
-                system,
-                &crate::vcs::repository_root(system, &root),
-                global.max_file_size,
-            );
-            Database::with_system(system.shared(), repository)
-        },
+    let discovered = discover_in(
+        system,
+        &policy,
+        layout,
+        &config.pattern,
+        &config.config.library_modules.paths,
+        known
+            .is_some()
+            .then_some(&unread as crate::discover::Known<'_>),
+        // Texts kept to the end are kept as read: holding them costs a hash each.
+        (!start.keep_texts).then_some(&source),
     );
     diagnostics.extend(discovered.diagnostics);
 
     let eval_settings = eval_settings(system, eval)?;
+    let repository = crate::system::ReadPolicy::new(
+        system,
+        &crate::vcs::repository_root(system, &root),
+        global.max_file_size,
+    );
+    let mut db = Database::with_system(system.shared(), repository);
     let mut modules = BTreeMap::new();
     let stamps: Vec<(String, Option<crate::system::Stamp>)> = discovered
         .modules
