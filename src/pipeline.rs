@@ -558,7 +558,7 @@ mod tests {
         ];
         let text = crate::render::PipelineText {
             head: head.to_owned(),
-            jobs: jobs.iter().map(|&j| j.into()).collect(),
+            jobs: jobs.iter().map(|&j| j.to_owned().into()).collect(),
         };
         let whole: serde_json::Value =
             serde_yaml::from_str(&format!("{head}{}", jobs.concat())).unwrap();
@@ -568,7 +568,7 @@ mod tests {
         // Two pieces with one key would be one entry of the whole document.
         let twice = crate::render::PipelineText {
             head: head.to_owned(),
-            jobs: vec![jobs[0].into(), jobs[0].into()],
+            jobs: vec![jobs[0].to_owned().into(), jobs[0].to_owned().into()],
         };
         assert!(json_of_pieces(twice).is_err());
     }

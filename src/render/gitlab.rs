@@ -141,9 +141,8 @@ fn render_gitlab_text(
         // Each job's text after its blank line, rendered into the string it is kept in:
         // not copied into one string (that held the pipeline twice at once, 20 MB more
         // at 10,000 modules), nor into a piece of its own.
-        let render = |job: &Job, warnings: &mut Vec<Diagnostic>| {
-            writer.job_after(String::from("\n"), job, warnings)
-        };
+        let render =
+            |job: &Job, warnings: &mut Vec<Diagnostic>| writer.job_after("\n", job, warnings);
         let job_warnings = match texts {
             None => {
                 let (jobs, job_warnings) = super::render_jobs(&plan.jobs, render);
@@ -949,21 +948,24 @@ impl<'a> JobWriter<'a> {
     /// The job's text: its name, then its keys.
     #[cfg(test)]
     fn job(&self, job: &Job, warnings: &mut Vec<Diagnostic>) -> String {
-        self.job_after(String::new(), job, warnings)
+        self.job_after("", job, warnings)
     }
 
-    /// The job's text appended to `out` (a piece's blank line, or nothing), in a string
-    /// made large enough at once.
-    fn job_after(&self, mut out: String, job: &Job, warnings: &mut Vec<Diagnostic>) -> String {
+    /// The job's text after `before` (a piece's blank line, or nothing), in a string made
+    /// large enough at once.
+    fn job_after(&self, before: &str, job: &Job, warnings: &mut Vec<Diagnostic>) -> String {
         let kind = &self.kinds[usize::from(job.kind == JobKind::Apply)];
         let needs: usize = job.needs.iter().map(|n| n.job.len() + 40).sum();
-        out.reserve(
-            256 + 8 * job.module.len()
+        let mut out = String::with_capacity(
+            before.len()
+                + 256
+                + 8 * job.module.len()
                 + needs
                 + kind.commands.len()
                 + kind.shared_variables.len()
                 + kind.tail.len(),
         );
+        out.push_str(before);
         write_str_key(&mut out, 0, &job.name);
         out.push('\n');
         out.push_str(&self.stages[job.level]);

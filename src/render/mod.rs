@@ -107,18 +107,6 @@ impl From<String> for JobPiece {
     }
 }
 
-impl From<&str> for JobPiece {
-    fn from(text: &str) -> JobPiece {
-        JobPiece::Owned(text.to_owned())
-    }
-}
-
-impl From<std::sync::Arc<str>> for JobPiece {
-    fn from(text: std::sync::Arc<str>) -> JobPiece {
-        JobPiece::Shared(text)
-    }
-}
-
 impl PipelineText {
     pub fn len(&self) -> usize {
         self.head.len() + self.jobs.iter().map(|j| j.len()).sum::<usize>()

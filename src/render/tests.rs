@@ -357,7 +357,7 @@ fn provider_names() {
 
 #[test]
 fn pipeline_text_pieces_compare_as_their_bytes() {
-    let piece = |s: &str| -> crate::render::JobPiece { std::sync::Arc::<str>::from(s).into() };
+    let piece = |s: &str| crate::render::JobPiece::Shared(s.into());
     let a = PipelineText {
         head: "h\n".into(),
         jobs: vec![piece("\na: 1\n"), piece("\nb: 2\n")],
