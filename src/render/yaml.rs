@@ -37,14 +37,11 @@ pub(crate) fn write_document(comment_lines: &[String], doc: &Mapping, style: &St
             .is_some_and(|k| style.spaced_children.contains(&k));
         match value {
             Value::Mapping(children) if spaced && !children.is_empty() => {
-                write_key(&mut out, 0, key, style);
-                out.push('\n');
-                for (j, (k, v)) in children.iter().enumerate() {
-                    if j > 0 {
-                        out.push('\n');
+                write_spaced(&mut out, key, style, |put| {
+                    for (k, v) in children {
+                        put(k, v);
                     }
-                    write_entry(&mut out, 2, k, v, style);
-                }
+                });
             }
             _ => write_entry(&mut out, 0, key, value, style),
         }
@@ -64,7 +61,17 @@ pub(crate) fn push_spaced_entry(
 ) {
     // Never the first entry of a document: the others come first.
     out.push('\n');
-    write_key(out, 0, &Value::String(key.to_owned()), style);
+    write_spaced(out, &Value::String(key.to_owned()), style, children);
+}
+
+/// A top-level entry whose children are each after a blank line.
+fn write_spaced(
+    out: &mut String,
+    key: &Value,
+    style: &Style,
+    children: impl FnOnce(&mut dyn FnMut(&Value, &Value)),
+) {
+    write_key(out, 0, key, style);
     out.push('\n');
     let mut first = true;
     children(&mut |k, v| {
