@@ -19,10 +19,10 @@ use clap::Parser;
 use divan::Bencher;
 use terraci::cli::{Cli, Command as Sub, GlobalArgs};
 use terraci::commands::Io;
-use terraci::files::{FileContents, Selection};
-use terraci::ir::PlanOptions;
-use terraci::system::OsSystem;
 use terraci::workspace::{load_workspace, Workspace};
+use terraci_db::files::{FileContents, Selection};
+use terraci_db::system::OsSystem;
+use terraci_engine::ir::PlanOptions;
 
 // The binary's allocator (see main.rs), so that figures match it.
 #[global_allocator]
@@ -127,14 +127,14 @@ fn warm_fact_cache(bencher: Bencher, n: usize) {
 struct Session {
     ws: Workspace,
     selection: Selection,
-    file: terraci::files::File,
+    file: terraci_db::files::File,
     original: String,
     /// The same file with an extra `terraform_remote_state` on another module.
     with_edge: String,
     /// The same file with a trailing comment: no fact changes.
     with_comment: String,
     /// Job texts kept between renders, as `watch` keeps them.
-    job_texts: terraci::render::JobTexts,
+    job_texts: terraci_render::JobTexts,
 }
 
 impl Session {
@@ -189,15 +189,15 @@ impl Session {
     /// and the pipeline text.
     fn regenerate(&self) -> (usize, String) {
         let db = &self.ws.db;
-        let graph = terraci::graph::dependency_graph(db, self.ws.project);
-        let plan = terraci::ir::job_plan(db, self.ws.project, self.selection)
+        let graph = terraci_engine::graph::dependency_graph(db, self.ws.project);
+        let plan = terraci_engine::ir::job_plan(db, self.ws.project, self.selection)
             .as_ref()
             .expect("no job name collisions");
-        let header = terraci::render::Header {
+        let header = terraci_render::Header {
             version: "bench".into(),
             command_line: "terraci generate".into(),
         };
-        let text = terraci::render::render_gitlab_with(
+        let text = terraci_render::render_gitlab_with(
             plan,
             &self.ws.config.config,
             &header,

@@ -36,6 +36,8 @@ fn unconfigured_repo() -> Project {
 }
 
 #[test]
+
+#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
 fn init_writes_a_gitlab_config_that_generates_without_edits() {
     for binary in ["terraform", "tofu"] {
         let p = unconfigured_repo();
@@ -65,6 +67,8 @@ fn init_writes_a_gitlab_config_that_generates_without_edits() {
 }
 
 #[test]
+
+#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
 fn init_writes_a_github_config_that_generates_without_edits() {
     for binary in ["terraform", "tofu"] {
         let p = unconfigured_repo();
@@ -191,6 +195,8 @@ fn recipe(name: &str) -> String {
 }
 
 #[test]
+
+#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
 fn gitlab_parent_pipeline_recipe_is_valid() {
     let recipe = recipe("gitlab-parent");
     let jobs = gitlab_ci_local_list(&recipe).expect("gitlab-ci-local accepts the recipe");
@@ -218,6 +224,8 @@ fn gitlab_parent_pipeline_recipe_is_valid() {
 }
 
 #[test]
+
+#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
 fn github_check_recipe_is_valid() {
     assert_eq!(actionlint(&recipe("github-check")), "");
 }

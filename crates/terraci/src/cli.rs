@@ -1,0 +1,404 @@
+//! Command-line types (clap derive only; no logic).
+
+use camino::Utf8PathBuf;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "terraci",
+    version,
+    about = "Turns a Terraform/OpenTofu monorepo into a dependency-ordered CI pipeline"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Config file (default: .terraci.yaml, .terraci.yml, terraci.yaml, terraci.yml in the project dir)
+    #[arg(short = 'c', long, global = true, env = "TERRACI_CONFIG")]
+    pub config: Option<Utf8PathBuf>,
+    /// Project directory
+    #[arg(short = 'd', long, global = true, env = "TERRACI_DIR")]
+    pub dir: Option<Utf8PathBuf>,
+    /// More output (repeat for more)
+    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr
+    #[arg(short = 'q', long, global = true)]
+    pub quiet: bool,
+    /// Colour in diagnostics
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Log level: debug (as -v), info, warn (the default), error (as -q)
+    #[arg(short = 'l', long, global = true, value_name = "LEVEL", default_value = "warn", value_parser = parse_log_level)]
+    pub log_level: LogLevel,
+    /// Neither read nor write the fact cache
+    // From the environment, `0`, `false`, `no`, `off` or an empty value keep the cache and
+    // any other value (`1`, `true`, `yes`) turns it off.
+    #[arg(
+        long,
+        global = true,
+        env = "TERRACI_NO_CACHE",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub no_cache: bool,
+    /// Fact cache directory (default: .terraci/cache in the project dir)
+    #[arg(long, global = true, env = "TERRACI_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<Utf8PathBuf>,
+    /// Largest file terraci reads, in bytes; larger ones are a `file-too-large` error
+    #[arg(long, global = true, env = "TERRACI_MAX_FILE_SIZE", value_name = "BYTES", default_value_t = terraci_db::system::DEFAULT_MAX_FILE_SIZE)]
+    pub max_file_size: u64,
+}
+
+/// `--log-level`: what reaches stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// TerraCi's level names, case-insensitively (`warning` too); anything else is
+/// `invalid log level`.
+fn parse_log_level(s: &str) -> Result<LogLevel, InvalidLogLevel> {
+    match s.to_ascii_lowercase().as_str() {
+        "debug" | "trace" => Ok(LogLevel::Debug),
+        "info" => Ok(LogLevel::Info),
+        "warn" | "warning" => Ok(LogLevel::Warn),
+        "error" | "fatal" => Ok(LogLevel::Error),
+        _ => Err(InvalidLogLevel(s.to_owned())),
+    }
+}
+
+/// A `--log-level` that is none of TerraCi's level names (clap reports it, exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid log level `{0}`: expected debug, info, warn or error")]
+pub struct InvalidLogLevel(String);
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate the CI pipeline
+    Generate(GenerateArgs),
+    /// Regenerate the pipeline file whenever a Terraform file or the config changes
+    #[command(
+        long_about = "Regenerate the pipeline file whenever a Terraform file or the config changes.\n\n\
+Keeps the project loaded, applies file changes incrementally and rewrites the output only \
+when its bytes change; prints one line per regeneration to stderr. A change that brings a \
+new error (a half-typed block) prints the diagnostic and keeps the last good file. \
+Without -o the file is .gitlab-ci.yml (gitlab) or .github/workflows/terraci.yml (github) \
+in the project directory. Stops cleanly (exit 0) on Ctrl-C or SIGTERM."
+    )]
+    Watch(WatchArgs),
+    /// Check the project: discovery, diagnostics, cycles, levels
+    Validate(ValidateArgs),
+    /// Print the dependency graph
+    Graph(GraphArgs),
+    /// Run the pipeline on this machine: terraform init/plan/apply per module, in order
+    LocalExec(LocalExecArgs),
+    /// Post the plan results as one merge-request / pull-request comment (or print it)
+    #[command(
+        long_about = "Post the plan results as one merge-request / pull-request comment (or print it).\n\n\
+Reads what each plan job left in its module directory (plan.result.json, plan.json, plan.txt) \
+and the reports in the service directory (<service_dir>/*-report.json), and writes one Markdown \
+comment: per environment a table of the modules with changes, failed or stale plans and their \
+counts, per-module details, a graph of the affected modules and one section per report. In a \
+GitLab merge request pipeline (CI_SERVER_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, GITLAB_TOKEN \
+or CI_JOB_TOKEN) or a GitHub pull request (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH) it \
+edits its earlier comment or posts one, and syncs the labels it manages; elsewhere it prints the \
+comment. Exit 0 on success or when there is nothing to post, 1 on error."
+    )]
+    Summary(SummaryArgs),
+    /// Print every diagnostic code with its meaning
+    ExplainCodes,
+    /// Write a starter .terraci.yaml
+    Init(InitArgs),
+    /// Print the JSON Schema of .terraci.yaml
+    Schema(SchemaArgs),
+    /// Print a shell completion script
+    Completion(CompletionArgs),
+    /// OPA policy checks on the modules' plans: pull the policies, check the plans
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Print the version
+    Version,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct SelectArgs {
+    /// Exclude modules matching this glob (repeatable)
+    #[arg(short = 'x', long = "exclude")]
+    pub exclude: Vec<String>,
+    /// Include only modules matching this glob (repeatable)
+    #[arg(short = 'i', long = "include")]
+    pub include: Vec<String>,
+    /// Keep modules whose pattern segment KEY equals VALUE (repeatable)
+    #[arg(short = 'f', long = "filter", value_name = "KEY=VALUE")]
+    pub filter: Vec<String>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct EvalArgs {
+    /// A tfvars file applied to every module that declares its variables (repeatable)
+    #[arg(long = "var-file", value_name = "FILE")]
+    pub var_file: Vec<Utf8PathBuf>,
+    /// A variable value applied to every module that declares it (repeatable)
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub var: Vec<String>,
+    /// Value of terraform.workspace
+    #[arg(long, default_value = "default")]
+    pub workspace: String,
+}
+
+pub use terraci_render::report::OutputFormat;
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct GenerateArgs {
+    /// Write to FILE (atomically; an unchanged file is left untouched)
+    #[arg(short = 'o', long)]
+    pub output: Option<Utf8PathBuf>,
+    #[command(flatten)]
+    pub changes: ChangeArgs,
+    /// Say why each module is in the pipeline
+    #[arg(long)]
+    pub explain: bool,
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
+}
+
+/// What the pipeline holds and how it is written: shared by `generate` and `watch`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PipelineArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+    /// Plan jobs only
+    #[arg(long)]
+    pub plan_only: bool,
+    /// With --plan-only: plans do not wait for each other
+    #[arg(long)]
+    pub parallel_plans: bool,
+    /// gitlab or github
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Print modules, affected, levels and jobs instead of the pipeline
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = OutputFormat::Yaml)]
+    pub format: OutputFormat,
+    /// Write a GitHub workflow even over GitHub's size limit
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct WatchArgs {
+    /// Write to FILE (default: .gitlab-ci.yml, or .github/workflows/terraci.yml for
+    /// github, in the project dir); rewritten atomically, only when its bytes change
+    #[arg(short = 'o', long)]
+    pub output: Option<Utf8PathBuf>,
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
+    /// `--changed-only`: the merge-request pipeline, kept current on every save, commit
+    /// and checkout
+    #[command(flatten)]
+    pub changes: ChangeArgs,
+}
+
+/// `--changed-only` and its companions, shared by `generate`, `watch` and `local-exec`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ChangeArgs {
+    /// Only modules affected by the change against the base ref
+    #[arg(long)]
+    pub changed_only: bool,
+    /// Base ref for --changed-only
+    #[arg(long)]
+    pub base_ref: Option<String>,
+    /// Ignore uncommitted and untracked files
+    #[arg(long)]
+    pub committed_only: bool,
+    /// Also include the changed modules' dependencies
+    #[arg(long)]
+    pub include_dependencies: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ExecMode {
+    /// init + plan per module
+    Plan,
+    /// apply the saved plans
+    Apply,
+    /// plan then apply, per module in order
+    Run,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LocalExecArgs {
+    #[arg(value_enum)]
+    pub mode: ExecMode,
+    #[command(flatten)]
+    pub changes: ChangeArgs,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+    /// Only this module (repeatable)
+    #[arg(short = 'm', long = "module")]
+    pub module: Vec<String>,
+    /// Modules run at once (default: execution.parallelism)
+    #[arg(long)]
+    pub parallelism: Option<usize>,
+    /// Print the commands instead of running them
+    #[arg(long)]
+    pub dry_run: bool,
+    /// terraform or tofu binary to run (default: execution.binary)
+    #[arg(long)]
+    pub binary: Option<String>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ValidateArgs {
+    /// Exit 3 on any warning
+    #[arg(long)]
+    pub strict: bool,
+    /// Output format: the summary as text (diagnostics on stderr), or one JSON document
+    #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
+    pub format: ValidateFormat,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum ValidateFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum GraphFormat {
+    #[default]
+    Dot,
+    Plantuml,
+    Mermaid,
+    List,
+    Levels,
+    Json,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct GraphArgs {
+    #[arg(short = 'F', long, value_enum, default_value_t = GraphFormat::Dot)]
+    pub format: GraphFormat,
+    /// Only the modules these filters select (and the edges between them)
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Print counts: modules, edges, levels, cycles
+    #[arg(long)]
+    pub stats: bool,
+    /// Only this module and its dependencies
+    #[arg(short = 'm', long)]
+    pub module: Option<String>,
+    /// With -m: its dependents instead
+    #[arg(long, requires = "module")]
+    pub dependents: bool,
+    /// Write to FILE
+    #[arg(short = 'o', long)]
+    pub output: Option<Utf8PathBuf>,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct SummaryArgs {
+    #[command(flatten)]
+    pub eval: EvalArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum InitProvider {
+    Gitlab,
+    Github,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum InitBinary {
+    Terraform,
+    Tofu,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct InitArgs {
+    /// Do not ask; use the flags and defaults
+    #[arg(long)]
+    pub ci: bool,
+    /// Overwrite an existing config file
+    #[arg(short = 'f', long)]
+    pub force: bool,
+    /// CI provider to configure (default: gitlab, or github when only .github/ exists)
+    #[arg(long, value_enum)]
+    pub provider: Option<InitProvider>,
+    /// Terraform-compatible binary (default: terraform)
+    #[arg(long, value_enum)]
+    pub binary: Option<InitBinary>,
+    /// Directory pattern (default: {service}/{environment}/{region}/{module})
+    #[arg(long)]
+    pub pattern: Option<String>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct SchemaArgs {
+    /// Write to FILE
+    #[arg(short = 'o', long)]
+    pub output: Option<Utf8PathBuf>,
+}
+
+#[derive(Debug, Subcommand, Clone)]
+pub enum PolicyCommand {
+    /// Fetch the configured git and OCI policy sources into the cache directory and
+    /// write its lock (source, ref, resolved commit or digest)
+    Pull,
+    /// Evaluate the policies against each module's plan.json; exit 1 when a module
+    /// fails by the configured decisions, 2 when the policies cannot be used
+    Check(PolicyCheckArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct PolicyCheckArgs {
+    /// Check only this module (its id, the directory relative to the project)
+    #[arg(short = 'm', long)]
+    pub module: Option<String>,
+    /// Output format
+    #[arg(short = 'o', long = "format", alias = "output", value_enum, default_value_t = PolicyFormat::Text)]
+    pub format: PolicyFormat,
+    /// Bound on the evaluation of one rule for one module, in seconds
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PolicyFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CompletionArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}

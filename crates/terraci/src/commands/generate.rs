@@ -1,0 +1,388 @@
+//! `generate`: the pipeline file, replayed from the run record when nothing it read has
+//! changed ([`crate::replay`]).
+
+use std::io::Write;
+
+use crate::cli::{GenerateArgs, GlobalArgs};
+use crate::pipeline::{
+    build_pipeline, header, plan_options, select_provider, PendingChanges, PipelineRequest,
+};
+use crate::workspace::{load_workspace_overlapped, project_dir};
+use terraci_db::config::find_config_file;
+use terraci_db::exit;
+use terraci_db::files::Selection;
+use terraci_db::system::System;
+use terraci_engine::graph::dependency_graph;
+
+use super::{write_output, write_output_parts, Io};
+
+pub(super) fn generate(
+    global: &GlobalArgs,
+    args: &GenerateArgs,
+    io: &mut Io<'_>,
+) -> anyhow::Result<u8> {
+    // Before any stamp is taken: a run records only files that changed before it began.
+    let started = io.system.now();
+    let root = project_dir(io.system, global)?;
+    let key = replay_key(io.system, global, args, &io.argv);
+    let record = match key.as_ref().map(|key| key.read(io.system)) {
+        Some(Ok(record)) => record,
+        Some(Err(notice)) => {
+            if !global.quiet {
+                writeln!(io.stderr, "notice: {notice}")?;
+            }
+            None
+        }
+        None => None,
+    };
+    // `--changed-only`: git runs on its own thread from here, beside the replay check
+    // and the load. It fingerprints the repository first: when the recorded run's
+    // fingerprint is still the repository's, its change set is git's answer.
+    let recorded = record.as_ref().and_then(recorded_changes);
+    let fast = recorded.is_some();
+    let mut changes = PendingChanges::start_fingerprinted(
+        io.system,
+        &root,
+        &args.changes,
+        key.as_ref()
+            .map(|key| fingerprinting(io.system, started, key, args)),
+        recorded,
+    )?;
+    let mut start = crate::workspace::Start {
+        keep_layout: changes.is_some() && key.is_some(),
+        // The dry run's JSON report holds the graph with every edge's source.
+        keep_texts: args.pipeline.dry_run && args.pipeline.format == crate::cli::OutputFormat::Json,
+        ..crate::workspace::Start::default()
+    };
+    if let (Some(key), Some(mut record)) = (&key, record) {
+        // With a recorded fingerprint, the fingerprint check (on git's thread, over every
+        // entry of the project) decides what this thread does: nothing changed, replay;
+        // only the contents of files this run reads, no replay and no walk.
+        let verdict = match (&mut changes, fast) {
+            (Some(changes), true) => changes.verdict(),
+            _ => terraci_vcs::Verdict::Other,
+        };
+        let moved = match &verdict {
+            terraci_vcs::Verdict::Moved(moved) if record.layout.is_some() => {
+                let read = |path: &str| {
+                    record
+                        .files
+                        .binary_search_by(|(recorded, _)| recorded.as_str().cmp(path))
+                        .is_ok()
+                };
+                moved.changed().any(read).then(|| moved.clone())
+            }
+            _ => None,
+        };
+        let replay = if let Some(moved) = moved {
+            start.layout =
+                record
+                    .layout
+                    .take()
+                    .map(|module_dirs| terraci_engine::discover::Layout {
+                        module_dirs,
+                        diagnostics: Vec::new(),
+                    });
+            start.moved = Some(moved);
+            None
+        } else {
+            let unasked = matches!(verdict, terraci_vcs::Verdict::Same)
+                && key.files_unchanged(io.system, &record)
+                && changes.as_mut().is_some_and(PendingChanges::is_recorded);
+            if unasked {
+                Some((record, true))
+            } else {
+                match key.check(io.system, record) {
+                    crate::replay::Lookup::Hit(record, walked) => {
+                        let same = record.changes == current_changes(&mut changes, key);
+                        start.layout = Some(walked);
+                        same.then_some((record, false))
+                    }
+                    crate::replay::Lookup::Miss(walked) => {
+                        start.layout = walked;
+                        None
+                    }
+                }
+            }
+        };
+        if let Some((record, unasked)) = replay {
+            io.stderr.write_all(&record.stderr)?;
+            if global.verbose > 0 {
+                writeln!(
+                    io.stderr,
+                    "note: replayed the last run (`{}`): none of its inputs changed{}",
+                    key.record_path(),
+                    if unasked {
+                        " (nor the repository's fingerprint: git was not asked)"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
+            write_output(io, args.output.as_deref(), &record.output)?;
+            if !unasked {
+                let walked = start.layout.map(|layout| layout.module_dirs);
+                fingerprint_record(io, global, key, started, record, walked, changes.as_mut())?;
+            }
+            return Ok(exit::OK);
+        }
+    }
+    // Everything for stderr goes through a buffer, so a recorded run replays it exactly.
+    let mut stderr = Vec::new();
+    let outcome = generate_pipeline(
+        global,
+        args,
+        io.system,
+        &io.argv,
+        start,
+        changes.as_mut(),
+        &mut stderr,
+    );
+    io.stderr.write_all(&stderr)?;
+    let (text, stamps, notices, used, walked) = outcome?;
+    // In pieces to the end: joined, the pipeline would be held twice at once.
+    let parts = text.parts();
+    write_output_parts(io, args.output.as_deref(), &parts)?;
+    if let (Some(key), Some(stamps)) = (key, stamps) {
+        // A cache notice is about this run (the fact cache it found damaged is rewritten
+        // now): a replay of the run must not repeat it.
+        let mut replayed = String::from_utf8_lossy(&stderr).into_owned();
+        for notice in notices {
+            replayed = replayed.replacen(&format!("notice: {notice}\n"), "", 1);
+        }
+        let used = used
+            .as_ref()
+            .map(|c| crate::replay::encode_changes(&c.files, &c.submodules));
+        let fingerprint = changes.as_mut().and_then(PendingChanges::fingerprint);
+        let changed_only = used.as_deref().map(|changes| crate::replay::ChangedOnly {
+            changes,
+            fingerprint: fingerprint.as_deref(),
+            layout: walked.as_ref(),
+        });
+        if let Err(e) = key.save(
+            io.system,
+            started,
+            stamps,
+            changed_only,
+            &parts,
+            replayed.as_bytes(),
+        ) {
+            if !global.quiet {
+                writeln!(io.stderr, "notice: cannot write the run record: {e}")?;
+            }
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// A `--changed-only` run replayed after asking git (the record has no fingerprint, as
+/// one could not be taken while a file was still changing, or another one: the index
+/// was rewritten, a commit moved HEAD, and git's answer stayed the same) is recorded
+/// again with the fingerprint git's answer came with now, so that the next repeat need
+/// not ask git.
+fn fingerprint_record(
+    io: &mut Io<'_>,
+    global: &GlobalArgs,
+    key: &crate::replay::RunKey,
+    started: std::time::SystemTime,
+    record: crate::replay::Record,
+    walked: Option<terraci_engine::discover::ModuleDirs>,
+    changes: Option<&mut PendingChanges>,
+) -> anyhow::Result<()> {
+    let (Some(used), Some(changes)) = (&record.changes, changes) else {
+        return Ok(());
+    };
+    let Some(fingerprint) = changes.fingerprint() else {
+        return Ok(());
+    };
+    if record.fingerprint.as_ref() == Some(&fingerprint) {
+        return Ok(());
+    }
+    let files = record
+        .files
+        .into_iter()
+        .map(|(path, stamp)| (path, Some(stamp)))
+        .collect();
+    if let Err(e) = key.save(
+        io.system,
+        started,
+        files,
+        Some(crate::replay::ChangedOnly {
+            changes: used,
+            fingerprint: Some(&fingerprint),
+            layout: walked.as_ref(),
+        }),
+        &[record.output.as_bytes()],
+        &record.stderr,
+    ) {
+        if !global.quiet {
+            writeln!(io.stderr, "notice: cannot write the run record: {e}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The change set a record holds with the fingerprint it was taken with, if it has both.
+fn recorded_changes(record: &crate::replay::Record) -> Option<crate::pipeline::Recorded> {
+    let (files, submodules) = crate::replay::decode_changes(record.changes.as_deref()?)?;
+    Some(crate::pipeline::Recorded {
+        fingerprint: record.fingerprint.clone()?,
+        files,
+        submodules,
+    })
+}
+
+/// What the repository's fingerprint leaves out: the cache directory and the output file,
+/// which this run writes.
+fn fingerprinting(
+    system: &dyn System,
+    started: std::time::SystemTime,
+    key: &crate::replay::RunKey,
+    args: &GenerateArgs,
+) -> terraci_vcs::Fingerprinting {
+    terraci_vcs::Fingerprinting {
+        system: system.shared(),
+        started,
+        skip: vec![key.cache_dir().to_owned()],
+        output: args
+            .output
+            .as_deref()
+            .and_then(|path| system.absolute(path).ok()),
+    }
+}
+
+/// The change set this run would use, as a run record holds it; `None` without
+/// `--changed-only`, and when git fails (the run then goes the normal way and reports
+/// it), which no record matches.
+fn current_changes(
+    changes: &mut Option<PendingChanges>,
+    key: &crate::replay::RunKey,
+) -> Option<Vec<u8>> {
+    let (files, submodules) = changes.as_mut()?.paths(Some(key.cache_dir())).ok()?;
+    Some(crate::replay::encode_changes(&files, &submodules))
+}
+
+/// The key under which this `generate` may be replayed ([`crate::replay`]): `None`
+/// with `--no-cache`, or when something it needs cannot be read (the run then goes the
+/// normal way and reports it).
+fn replay_key(
+    system: &dyn System,
+    global: &GlobalArgs,
+    args: &GenerateArgs,
+    argv: &[String],
+) -> Option<crate::replay::RunKey> {
+    let root = project_dir(system, global).ok()?;
+    let settings = terraci_engine::cache::CacheSettings::new(
+        &root,
+        global.no_cache,
+        global.cache_dir.as_deref(),
+    )?;
+    settings.check(system, &root).ok()?;
+    let config = find_config_file(system, &root, global.config.as_deref());
+    crate::replay::RunKey::new(
+        system,
+        &settings,
+        "generate",
+        &root,
+        config.as_deref(),
+        &args.pipeline.eval.var_file,
+        argv,
+        &consumed(global, args),
+        &[format!(
+            "color={}",
+            crate::workspace::use_color(system, global.color)
+        )],
+    )
+}
+
+/// The parsed command line as the run acts on it, for the replay key: every flag and
+/// every value clap took from the environment (`TERRACI_CONFIG`, `TERRACI_DIR`...). A
+/// flag added later enters the key without anyone remembering to add it.
+fn consumed(global: &GlobalArgs, args: &GenerateArgs) -> String {
+    format!("{global:?}\n{args:?}")
+}
+
+/// The pipeline text, the stamps of the files read when the run can be replayed, the
+/// notices printed (which a replay leaves out) and the change set used.
+type Generated = (
+    terraci_render::PipelineText,
+    Option<Vec<(String, Option<terraci_db::system::Stamp>)>>,
+    Vec<String>,
+    Option<terraci_db::files::ChangeInput>,
+    Option<terraci_engine::discover::ModuleDirs>,
+);
+
+/// `generate` up to the text to write. Everything for stderr goes to `err`.
+fn generate_pipeline(
+    global: &GlobalArgs,
+    args: &GenerateArgs,
+    system: &dyn System,
+    argv: &[String],
+    start: crate::workspace::Start,
+    pending: Option<&mut PendingChanges>,
+    err: &mut Vec<u8>,
+) -> anyhow::Result<Generated> {
+    let pipeline_args = &args.pipeline;
+    let mut ws = load_workspace_overlapped(system, global, &pipeline_args.eval, start)?;
+    ws.require_modules()?;
+    let filters = ws.filters(&pipeline_args.select)?;
+    ws.require_selected(&filters)?;
+    let diagnostics = ws.all_diagnostics();
+    let graph = dependency_graph(&ws.db, ws.project);
+    if !graph.cycles.is_empty() {
+        // The `dependency-cycle` error is among the diagnostics.
+        ws.wait_for_cache();
+        ws.print_diagnostics(&diagnostics, global.quiet, err)?;
+        return Err(exit::reported(exit::VALIDATION));
+    }
+    let cache_dir = terraci_engine::cache::CacheSettings::new(
+        &ws.root,
+        global.no_cache,
+        global.cache_dir.as_deref(),
+    )
+    .map(|s| s.dir);
+    let changes = match pending {
+        Some(pending) => {
+            Some(pending.input(&args.changes, &ws.config.config, cache_dir.as_deref())?)
+        }
+        None => None,
+    };
+    let provider = select_provider(system, pipeline_args.provider.as_deref(), &ws.config.config)?;
+    let options = plan_options(pipeline_args, provider, &ws.config.config);
+    if pipeline_args.parallel_plans && !options.plan_only && !global.quiet {
+        writeln!(
+            err,
+            "notice: --parallel-plans has no effect without --plan-only: each plan waits \
+             for the applies of the modules it reads, so plans keep the dependency order"
+        )?;
+    }
+    let selection = Selection::new(&ws.db, filters, options, changes.clone());
+    let header = header(argv);
+    let generation = build_pipeline(
+        &ws,
+        diagnostics,
+        &PipelineRequest {
+            args: pipeline_args,
+            provider,
+            selection,
+            explain: args.explain,
+            header: &header,
+            job_texts: None,
+        },
+    );
+    ws.wait_for_cache();
+    ws.print_diagnostics(&generation.diagnostics, global.quiet, err)?;
+    if let Some(text) = &generation.explain {
+        err.write_all(text.as_bytes())?;
+    }
+    let pipeline = generation.output?;
+    if !global.quiet {
+        for w in &pipeline.warnings {
+            write!(err, "{}", w.render_human_styled(None, ws.color))?;
+        }
+    }
+    let (stamps, notices) = ws.take_run_inputs();
+    let walked = ws.walked.take();
+    ws.dismiss();
+    Ok((pipeline.text, stamps, notices, changes, walked))
+}

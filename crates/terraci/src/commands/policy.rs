@@ -1,0 +1,253 @@
+//! `policy pull` and `policy check` (the engine, sources and report are in `src/policy/`).
+//!
+//! Input: the command line, the project (config, modules, `<module>/plan.json`), the
+//! policy sources. Output: stdout (results in text or JSON), stderr (coded diagnostics),
+//! `<service_dir>/policy-report.json` (and `policy-results.json`, the JSON output), the exit code (0 pass, 1 a module fails by the
+//! decisions, 2 the policies or the section cannot be used).
+
+use std::time::Duration;
+
+use camino::Utf8Path;
+
+use super::Io;
+use crate::cli::{EvalArgs, GlobalArgs, PolicyCheckArgs, PolicyCommand, PolicyFormat};
+use terraci_db::config::{Config, Policy};
+use terraci_db::diagnostic::{Code, Diagnostic};
+use terraci_db::exit::{self, Failure};
+use terraci_ext::policy::check::{self, Input, Status};
+use terraci_ext::policy::engine::Policies;
+use terraci_ext::policy::{self as policy_mod, sources};
+
+/// Exit code of `policy check` when a module fails.
+pub(super) const EXIT_FAILED: u8 = 1;
+/// Exit code of `policy` when the section, a source or a policy cannot be used.
+pub(super) const EXIT_ERROR: u8 = 2;
+
+fn failure(message: impl Into<String>) -> anyhow::Error {
+    Failure {
+        code: EXIT_ERROR,
+        message: message.into(),
+    }
+    .into()
+}
+
+pub(super) fn run(global: &GlobalArgs, cmd: &PolicyCommand, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    match cmd {
+        PolicyCommand::Pull => pull(global, io),
+        PolicyCommand::Check(args) => check_cmd(global, args, io),
+    }
+}
+
+/// The section, validated.
+fn section(config: &Config) -> anyhow::Result<&Policy> {
+    let policy = config
+        .extensions
+        .policy
+        .as_ref()
+        .ok_or_else(|| exit::coded(policy_mod::SectionError::NotConfigured))?;
+    policy_mod::validate(policy).map_err(exit::coded)?;
+    Ok(policy)
+}
+
+fn print(io: &mut Io<'_>, d: &Diagnostic) -> std::io::Result<()> {
+    write!(io.stderr, "{}", d.render_human(None))
+}
+
+fn diagnostic(e: &terraci_ext::policy::engine::PolicyError) -> Diagnostic {
+    let mut d = Diagnostic::error(e.code, e.message.clone());
+    d.file = e.file.clone();
+    d.line = e.line;
+    d
+}
+
+fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let root = crate::workspace::project_dir(io.system, global)?;
+    let config_path =
+        terraci_db::config::find_config_file(io.system, &root, global.config.as_deref());
+    let loaded = terraci_db::config::load_config(io.system, config_path.as_deref())
+        .map_err(|e| failure(e.to_string()))?;
+    if !global.quiet {
+        for d in crate::workspace::config_diagnostics(&loaded) {
+            print(io, &d)?;
+        }
+    }
+    let policy = section(&loaded.config)?;
+    let cache = policy_mod::cache_dir(&loaded.config, policy);
+    match sources::pull(io.system, &root, &cache, &policy.sources) {
+        Ok(lock) => {
+            if !global.quiet {
+                for s in &lock.sources {
+                    let pinned = s
+                        .commit
+                        .as_deref()
+                        .or(s.digest.as_deref())
+                        .map(|p| format!(" at {p}"))
+                        .unwrap_or_default();
+                    writeln!(
+                        io.stdout,
+                        "pulled {}:{}{pinned} -> {} ({} policy files)",
+                        s.kind,
+                        terraci_db::escape::printable(&terraci_ext::http::redact_url(&s.source)),
+                        terraci_db::escape::printable(&s.dir),
+                        s.files
+                    )?;
+                }
+                writeln!(io.stdout, "wrote {cache}/{}", sources::LOCK_FILE)?;
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => {
+            print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
+            Ok(EXIT_ERROR)
+        }
+    }
+}
+
+fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
+        return Err(failure(
+            "--timeout must be a number of seconds in (0, 3600]",
+        ));
+    }
+    let eval = EvalArgs {
+        var_file: Vec::new(),
+        var: Vec::new(),
+        workspace: "default".into(),
+    };
+    let ws = crate::workspace::load_workspace(io.system, global, &eval)
+        .map_err(|e| failure(format!("{e:#}")))?;
+    if !global.quiet {
+        for d in crate::workspace::config_diagnostics(&ws.config) {
+            print(io, &d)?;
+        }
+    }
+    let config = &ws.config.config;
+    let policy = section(config)?;
+    let root = ws.root.clone();
+    let cache = policy_mod::cache_dir(config, policy);
+
+    // The modules: the one asked for, or every module with a plan.
+    let plan_of = |m: &str| root.join(m).join("plan.json");
+    let modules: Vec<String> = match &args.module {
+        Some(m) => {
+            let m = m.trim_end_matches('/').to_owned();
+            if !ws.modules.contains_key(&m) {
+                return Err(failure(format!("`{m}` is not a module of the project")));
+            }
+            if !io.system.is_file(&plan_of(&m)) {
+                return Err(failure(format!(
+                    "{m}/plan.json does not exist: run the module's plan first (terraform show -json plan.tfplan > plan.json)"
+                )));
+            }
+            vec![m]
+        }
+        None => ws
+            .modules
+            .keys()
+            .filter(|m| io.system.is_file(&plan_of(m)))
+            .cloned()
+            .collect(),
+    };
+
+    let files = match sources::policy_files(io.system, &root, &cache, &policy.sources) {
+        Ok(files) => files,
+        Err(e) => {
+            print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
+            return Ok(EXIT_ERROR);
+        }
+    };
+    let policies = match Policies::load(&files, Duration::from_secs_f64(args.timeout)) {
+        Ok(p) => p,
+        Err(e) => {
+            print(io, &diagnostic(&e))?;
+            return Ok(EXIT_ERROR);
+        }
+    };
+    if files.is_empty() {
+        print(
+            io,
+            &Diagnostic::warning(
+                Code::PolicySource,
+                "the policy sources have no .rego files: every module passes",
+            ),
+        )?;
+    }
+    let mut wanted: Vec<&str> = policy
+        .namespaces
+        .iter()
+        .chain(policy.overrides.iter().flat_map(|o| o.namespaces.iter()))
+        .map(String::as_str)
+        .collect();
+    if policy.namespaces.is_empty() {
+        wanted.push(policy_mod::DEFAULT_NAMESPACE);
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    for ns in wanted {
+        if !files.is_empty() && !policies.packages().any(|p| p == ns) {
+            print(
+                io,
+                &Diagnostic::warning(
+                    Code::PolicyNamespace,
+                    format!("no policy file declares `package {ns}`: the namespace has no rules"),
+                ),
+            )?;
+        }
+    }
+
+    let mut plans = Vec::new();
+    for m in &modules {
+        let text = match io.system.read(&plan_of(m)) {
+            Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
+            Err(e) => {
+                return Err(failure(format!("cannot read {m}/plan.json: {e}")));
+            }
+        };
+        plans.push((m.clone(), policy_mod::effective(policy, m), text));
+    }
+    let inputs: Vec<Input<'_>> = plans
+        .iter()
+        .map(|(m, settings, plan)| Input {
+            module: m,
+            settings: settings.clone(),
+            plan,
+        })
+        .collect();
+    let summary = check::run(&policies, &inputs);
+
+    for r in &summary.results {
+        if let Some(e) = &r.error_detail {
+            let mut d = diagnostic(e);
+            d.module = Some(r.module.clone());
+            print(io, &d)?;
+        }
+    }
+    match args.format {
+        PolicyFormat::Text => {
+            if modules.is_empty() && !global.quiet {
+                writeln!(
+                    io.stderr,
+                    "note: no module has a plan.json; nothing to check"
+                )?;
+            }
+            write!(io.stdout, "{}", summary.text())?
+        }
+        PolicyFormat::Json => write!(io.stdout, "{}", summary.json())?,
+    }
+    // The summary comment's report, and the full results under TerraCi's file name.
+    let service = Utf8Path::new(policy_mod::service_dir(config));
+    for (name, text) in [
+        ("policy-report.json", summary.report()),
+        ("policy-results.json", summary.json()),
+    ] {
+        let path = service.join(name);
+        io.system
+            .write_atomic(&root.join(&path), text.as_bytes())
+            .map_err(|e| failure(format!("cannot write {path}: {e}")))?;
+    }
+    Ok(if summary.status == Status::Fail {
+        EXIT_FAILED
+    } else {
+        exit::OK
+    })
+}

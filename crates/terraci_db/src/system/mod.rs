@@ -1,0 +1,313 @@
+//! The IO boundary: the only code that touches the disk, the environment or the clock.
+//!
+//! Everything else receives a `&dyn System`. `OsSystem` is the real machine;
+//! `MemorySystem` is an in-memory tree for unit tests.
+
+mod memory;
+mod os;
+// Signals and file events need OS facilities (signal-hook, notify) that the engine and
+// its tests never use: behind the `watch` feature, which the binary turns on.
+#[cfg(feature = "watch")]
+mod signals;
+#[cfg(feature = "watch")]
+mod watcher;
+
+pub use memory::MemorySystem;
+pub use os::OsSystem;
+#[cfg(feature = "watch")]
+pub use signals::SignalGuard;
+#[cfg(feature = "watch")]
+pub use watcher::{NotifyEvents, DEBOUNCE};
+
+/// Batches of changed paths, for watch mode.
+pub trait ChangeEvents {
+    /// Blocks until the next batch of changed paths (absolute, sorted, deduplicated), or
+    /// returns `None` once watching should stop (SIGINT, SIGTERM, or the source ended).
+    fn next_batch(&mut self) -> io::Result<Option<Vec<Utf8PathBuf>>>;
+}
+
+use std::io;
+use std::sync::Arc;
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    /// A symbolic link (never followed for directories).
+    Symlink {
+        to_dir: bool,
+    },
+    /// A FIFO, socket or device: never opened (opening a FIFO can block forever, reading
+    /// a device need never end). `what` names it for messages.
+    Special {
+        what: &'static str,
+    },
+    /// A name that is not UTF-8 (the entry's `name` is a lossy rendering): terraci's ids
+    /// and output cannot represent it, so it is reported and skipped.
+    NotUtf8,
+}
+
+/// Where [`System::replace_streamed`] takes a file's bytes, piece by piece.
+pub type Sink<'a> = dyn FnMut(&[u8]) -> io::Result<()> + 'a;
+
+/// The default [`ReadPolicy::max_len`]: 16 MiB.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 << 20;
+
+/// Which files terraci reads from a repository, and how much of each: only regular files
+/// whose real path (symlinks resolved) lies inside `root`, of at most `max_len` bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ReadPolicy {
+    /// Absolute, as the user named it.
+    pub root: Utf8PathBuf,
+    /// `root` with symlinks resolved (where the system can say).
+    pub canonical_root: Utf8PathBuf,
+    pub max_len: u64,
+}
+
+impl ReadPolicy {
+    pub fn new(system: &dyn System, root: &Utf8Path, max_len: u64) -> ReadPolicy {
+        ReadPolicy {
+            root: root.to_owned(),
+            canonical_root: system
+                .canonicalize(root)
+                .unwrap_or_else(|_| root.to_owned()),
+            max_len,
+        }
+    }
+
+    /// `TooLarge` when `len` bytes are over the bound.
+    pub fn check_len(&self, len: u64) -> Result<(), ReadError> {
+        if len > self.max_len {
+            return Err(ReadError::TooLarge {
+                limit: self.max_len,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether `path` (absolute, normalised) names something inside the root as written.
+    pub fn lexically_inside(&self, path: &Utf8Path) -> bool {
+        path.starts_with(&self.root) || path.starts_with(&self.canonical_root)
+    }
+}
+
+/// Why [`System::read_confined`] did not read a file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Outside the root (directly or through a symlink), or not a regular file: never
+    /// opened. The text says which.
+    #[error("{0}")]
+    Unsafe(String),
+    #[error("the file is larger than {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// What identifies one version of a file without reading it: device, inode, length and
+/// the modification and change times in nanoseconds since the epoch. A write changes the
+/// change time (which no user tool can set back), so an equal stamp means equal bytes,
+/// unless the write came so soon after the stamp was taken that the clock had not moved
+/// on; [`Stamp::settled_before`] tells which stamps are old enough to rule that out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub len: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+}
+
+impl Stamp {
+    /// Whether any write after `read_started` would give the file a different stamp: its
+    /// last change lies clearly before that moment. File times come from a coarse clock
+    /// (a few ms behind the real one), hence the 50 ms margin; on file systems that keep
+    /// whole seconds only (no nanoseconds), 2 s.
+    pub fn settled_before(&self, read_started: std::time::SystemTime) -> bool {
+        let Ok(started) = read_started.duration_since(std::time::UNIX_EPOCH) else {
+            return false;
+        };
+        let started = i64::try_from(started.as_nanos()).unwrap_or(i64::MAX);
+        let margin = if self.ctime_ns % 1_000_000_000 == 0 {
+            2_000_000_000
+        } else {
+            50_000_000
+        };
+        self.ctime_ns.max(self.mtime_ns) < started.saturating_sub(margin)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: String,
+    pub kind: EntryKind,
+}
+
+pub trait System: Send + Sync {
+    fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>>;
+    /// Reads a file and stamps the version it read (the stamp is taken on the open file
+    /// before reading, so a write during the read leaves a newer stamp on disk). `None`
+    /// for systems that cannot stamp: such files are never trusted unread.
+    fn read_stamped(&self, path: &Utf8Path) -> io::Result<(Vec<u8>, Option<Stamp>)> {
+        Ok((self.read(path)?, None))
+    }
+    /// Reads the file at `path` (absolute, normalised) if [`ReadPolicy`] allows it: a
+    /// regular file, at most `max_len` bytes, whose real path lies inside the policy's
+    /// root. What is refused is never opened, and no read blocks. `walked`: every
+    /// directory on the way was listed by a walk that does not follow symlinks (only the
+    /// file itself can be a link), which spares resolving the whole path.
+    fn read_confined(
+        &self,
+        path: &Utf8Path,
+        policy: &ReadPolicy,
+        walked: bool,
+    ) -> Result<(Vec<u8>, Option<Stamp>), ReadError> {
+        let _ = walked;
+        if !policy.lexically_inside(path) {
+            return Err(ReadError::Unsafe(format!(
+                "`{path}` is outside `{}`",
+                policy.root
+            )));
+        }
+        let (bytes, stamp) = self.read_stamped(path)?;
+        policy.check_len(bytes.len() as u64)?;
+        Ok((bytes, stamp))
+    }
+    /// `path` made absolute with every symlink resolved. Systems without links return it
+    /// made absolute.
+    fn canonicalize(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
+        self.absolute(path)
+    }
+    /// The stamp of the file at `path` now (following symlinks), without reading it.
+    fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        let _ = path;
+        None
+    }
+    /// The stamp of the entry at `path` itself (a symlink's own, not its target's).
+    fn link_stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        self.stamp(path)
+    }
+    /// The stamp of the running program: a rebuilt binary never replays an older one's run.
+    fn program_stamp(&self) -> Option<Stamp> {
+        None
+    }
+    /// The path of the running program (`None` in memory, or when it cannot be told).
+    fn current_exe(&self) -> Option<String> {
+        None
+    }
+    /// The wall clock.
+    fn now(&self) -> std::time::SystemTime;
+    /// Entries of a directory, sorted by name (byte order). Names that are not UTF-8 are
+    /// reported as an error entry by the caller's walk, so they are skipped here.
+    fn read_dir(&self, path: &Utf8Path) -> io::Result<Vec<DirEntry>>;
+    fn is_file(&self, path: &Utf8Path) -> bool;
+    fn is_dir(&self, path: &Utf8Path) -> bool;
+    fn env_var(&self, name: &str) -> Option<String>;
+    fn current_dir(&self) -> io::Result<Utf8PathBuf>;
+    /// Whether stderr is a terminal (for `--color auto`); never in memory.
+    fn stderr_is_terminal(&self) -> bool {
+        false
+    }
+    /// Standard input, when it is a terminal someone can answer questions on (`init`);
+    /// never in memory.
+    fn interactive_stdin(&self) -> Option<Box<dyn io::BufRead + '_>> {
+        None
+    }
+    /// Creates `path` and its missing parent directories.
+    fn create_dir_all(&self, path: &Utf8Path) -> io::Result<()>;
+    /// Removes the file at `path`.
+    fn remove_file(&self, path: &Utf8Path) -> io::Result<()>;
+    /// Renames `from` to `to`, replacing `to` (a link at `to` is replaced, not followed).
+    fn rename(&self, from: &Utf8Path, to: &Utf8Path) -> io::Result<()>;
+    /// Creates (or truncates) `path` as an open file that a child process can write its
+    /// output to (`local-exec` logs and plan output). Only a real file system has them.
+    fn create_output_file(&self, path: &Utf8Path) -> io::Result<std::fs::File> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{path}: no output files in this file system"),
+        ))
+    }
+    /// Writes `bytes` to `path` atomically (temp file in the same directory, then rename),
+    /// creating missing parent directories.
+    /// Returns `false` and leaves the file untouched if it already holds exactly `bytes`.
+    fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool> {
+        self.write_atomic_parts(path, &[bytes])
+    }
+    /// [`System::write_atomic`] of the concatenation of `parts`.
+    fn write_atomic_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool>;
+    /// Adds `bytes` to the end of the file at `path`, creating it (a log another program
+    /// reads, such as GitHub's step summary). Systems without appends rewrite the file.
+    fn append(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        let old = match self.read(path) {
+            Ok(old) => old,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        self.write_atomic_parts(path, &[&old, bytes]).map(|_| ())
+    }
+    /// Replaces `path` with `bytes` through a temp file and a rename, without syncing to
+    /// disk: for caches, whose readers check their integrity themselves.
+    fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        self.write_atomic(path, bytes).map(|_| ())
+    }
+    /// [`System::replace`] with the concatenation of `parts`, without copying them into
+    /// one buffer where the system can write pieces.
+    fn replace_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<()> {
+        self.replace(path, &parts.concat())
+    }
+    /// [`System::replace`] with the bytes `write` hands to the sink it is given, piece by
+    /// piece: where the system can, each piece is written before the next is made, so
+    /// the file is never held whole. An error from `write` leaves `path` as it was.
+    fn replace_streamed(
+        &self,
+        path: &Utf8Path,
+        write: &mut dyn FnMut(&mut Sink<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut all = Vec::new();
+        write(&mut |piece| {
+            all.extend_from_slice(piece);
+            Ok(())
+        })?;
+        self.replace(path, &all)
+    }
+    /// Starts watching `root` recursively, plus the files `outside` it (their directories,
+    /// not recursively), for watch mode. Also takes over SIGINT and SIGTERM, which end
+    /// the event stream. Systems without a watcher say `Unsupported`.
+    fn watch(&self, root: &Utf8Path, outside: &[Utf8PathBuf]) -> io::Result<Box<dyn ChangeEvents>> {
+        let _ = (root, outside);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this system cannot watch files",
+        ))
+    }
+    /// An owned handle to the same system, for the database's on-demand file inputs.
+    fn shared(&self) -> Arc<dyn System>;
+    /// Makes `path` absolute against the current directory and removes `.`/`..` lexically.
+    fn absolute(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
+        let joined = if path.is_absolute() {
+            path.to_owned()
+        } else {
+            self.current_dir()?.join(path)
+        };
+        Ok(normalize(&joined))
+    }
+}
+
+/// Lexical normalisation: drops `.`, resolves `..` against the preceding component.
+pub fn normalize(path: &Utf8Path) -> Utf8PathBuf {
+    let mut out = Utf8PathBuf::new();
+    for comp in path.components() {
+        match comp {
+            camino::Utf8Component::CurDir => {}
+            camino::Utf8Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_str()),
+        }
+    }
+    out
+}

@@ -1,0 +1,594 @@
+//! The real machine.
+#![allow(clippy::disallowed_methods)]
+
+use std::io::{self, Read, Write};
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use super::{DirEntry, EntryKind, ReadError, ReadPolicy, Stamp, System};
+
+/// What a file that is not a regular file or directory is, for messages.
+fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    if ft.is_fifo() {
+        Some("a FIFO")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if ft.is_char_device() {
+        Some("a character device")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else {
+        None
+    }
+}
+
+/// Opens `path` for reading without following a symlink in its last component
+/// (`ELOOP` then) and without blocking: a FIFO swapped in after the checks opens at once
+/// and is refused by the caller's `fstat`.
+fn open_no_follow(path: &Utf8Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+/// Resolves every symlink of `path`, checks the result lies inside the policy's root and
+/// is a regular file (by `stat`, before any open), then opens it.
+fn open_resolved(path: &Utf8Path, policy: &ReadPolicy) -> Result<std::fs::File, ReadError> {
+    if !policy.lexically_inside(path) {
+        return Err(ReadError::Unsafe(format!(
+            "`{path}` is outside `{}`",
+            policy.root
+        )));
+    }
+    let real = std::fs::canonicalize(path)?;
+    if !real.starts_with(&policy.canonical_root) {
+        return Err(ReadError::Unsafe(format!(
+            "a symlink to `{}`, outside `{}`",
+            crate::escape::printable(&real.to_string_lossy()),
+            policy.root
+        )));
+    }
+    let meta = std::fs::metadata(&real)?;
+    if let Some(what) = special_kind(&meta.file_type()) {
+        return Err(ReadError::Unsafe(format!("a symlink to {what}")));
+    }
+    if meta.is_dir() {
+        return Err(ReadError::Io(io::Error::other("a directory")));
+    }
+    let real = Utf8PathBuf::from_path_buf(real)
+        .map_err(|p| ReadError::Unsafe(format!("a symlink to `{}`, not UTF-8", p.display())))?;
+    Ok(open_no_follow(&real)?)
+}
+
+fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt as _;
+    let ns = |secs: i64, nanos: i64| secs.saturating_mul(1_000_000_000).saturating_add(nanos);
+    Stamp {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        len: meta.size(),
+        mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+        ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsSystem;
+
+impl System for OsSystem {
+    fn shared(&self) -> std::sync::Arc<dyn System> {
+        std::sync::Arc::new(OsSystem)
+    }
+
+    #[cfg(feature = "watch")]
+    fn watch(
+        &self,
+        root: &Utf8Path,
+        outside: &[Utf8PathBuf],
+    ) -> io::Result<Box<dyn super::ChangeEvents>> {
+        Ok(Box::new(super::NotifyEvents::start(root, outside)?))
+    }
+
+    fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
+    fn read_stamped(&self, path: &Utf8Path) -> io::Result<(Vec<u8>, Option<Stamp>)> {
+        use std::io::Read as _;
+        let mut file = std::fs::File::open(path)?;
+        let meta = file.metadata()?;
+        // Read until end of file into a buffer of the size just seen (one byte more, so
+        // the usual case is one read and one empty read). `read_to_end` would ask the
+        // size and position again: two system calls per file, 30,000 files in a large
+        // project.
+        let mut bytes = vec![0; usize::try_from(meta.len()).unwrap_or(0) + 1];
+        let mut filled = 0;
+        loop {
+            if filled == bytes.len() {
+                bytes.resize(bytes.len() * 2, 0);
+            }
+            match file.read(&mut bytes[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        bytes.truncate(filled);
+        Ok((bytes, Some(stamp_of(&meta))))
+    }
+
+    fn read_confined(
+        &self,
+        path: &Utf8Path,
+        policy: &ReadPolicy,
+        walked: bool,
+    ) -> Result<(Vec<u8>, Option<Stamp>), ReadError> {
+        let file = if walked && policy.lexically_inside(path) {
+            match open_no_follow(path) {
+                Ok(file) => file,
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => open_resolved(path, policy)?,
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            open_resolved(path, policy)?
+        };
+        let meta = file.metadata()?;
+        if let Some(what) = special_kind(&meta.file_type()) {
+            return Err(ReadError::Unsafe(format!("not a regular file but {what}")));
+        }
+        policy.check_len(meta.len())?;
+        // Bounded even if the file grows while it is read (or says 0 bytes, as /proc does).
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+        let mut limited = (&file).take(policy.max_len + 1);
+        loop {
+            match limited.read_to_end(&mut bytes) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        policy.check_len(bytes.len() as u64)?;
+        Ok((bytes, Some(stamp_of(&meta))))
+    }
+
+    fn canonicalize(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
+        let real = std::fs::canonicalize(path)?;
+        Utf8PathBuf::from_path_buf(real)
+            .map_err(|p| io::Error::other(format!("not UTF-8: {}", p.display())))
+    }
+
+    fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        std::fs::metadata(path).ok().map(|m| stamp_of(&m))
+    }
+
+    fn link_stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        std::fs::symlink_metadata(path).ok().map(|m| stamp_of(&m))
+    }
+
+    fn program_stamp(&self) -> Option<Stamp> {
+        let exe = std::env::current_exe().ok()?;
+        std::fs::metadata(exe).ok().map(|m| stamp_of(&m))
+    }
+
+    fn current_exe(&self) -> Option<String> {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.into_os_string().into_string().ok())
+    }
+
+    fn now(&self) -> std::time::SystemTime {
+        std::time::SystemTime::now()
+    }
+
+    fn read_dir(&self, path: &Utf8Path) -> io::Result<Vec<DirEntry>> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(path)? {
+            let entry = entry?;
+            let ft = entry.file_type()?;
+            let name = match entry.file_name().into_string() {
+                Ok(name) => name,
+                Err(raw) => {
+                    out.push(DirEntry {
+                        name: raw.to_string_lossy().into_owned(),
+                        kind: EntryKind::NotUtf8,
+                    });
+                    continue;
+                }
+            };
+            let kind = if ft.is_symlink() {
+                EntryKind::Symlink {
+                    to_dir: std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
+                }
+            } else if ft.is_dir() {
+                EntryKind::Dir
+            } else if let Some(what) = special_kind(&ft) {
+                EntryKind::Special { what }
+            } else {
+                EntryKind::File
+            };
+            out.push(DirEntry { name, kind });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn is_file(&self, path: &Utf8Path) -> bool {
+        path.is_file()
+    }
+
+    fn is_dir(&self, path: &Utf8Path) -> bool {
+        path.is_dir()
+    }
+
+    fn env_var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+
+    fn stderr_is_terminal(&self) -> bool {
+        use std::io::IsTerminal;
+        io::stderr().is_terminal()
+    }
+
+    fn interactive_stdin(&self) -> Option<Box<dyn io::BufRead + '_>> {
+        use std::io::IsTerminal;
+        let stdin = io::stdin();
+        if !stdin.is_terminal() {
+            return None;
+        }
+        Some(Box::new(stdin.lock()))
+    }
+
+    fn create_dir_all(&self, path: &Utf8Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn remove_file(&self, path: &Utf8Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn rename(&self, from: &Utf8Path, to: &Utf8Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn create_output_file(&self, path: &Utf8Path) -> io::Result<std::fs::File> {
+        std::fs::File::create(path)
+    }
+
+    fn current_dir(&self) -> io::Result<Utf8PathBuf> {
+        let dir = std::env::current_dir()?;
+        Utf8PathBuf::from_path_buf(dir)
+            .map_err(|p| io::Error::other(format!("current directory {p:?} is not UTF-8")))
+    }
+
+    fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        self.replace_parts(path, &[bytes])
+    }
+
+    fn replace_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<()> {
+        replace_via_temp(path, |f| write_parts(f, parts))
+    }
+
+    fn replace_streamed(
+        &self,
+        path: &Utf8Path,
+        write: &mut dyn FnMut(&mut super::Sink<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        replace_via_temp(path, |f| write(&mut |piece| f.write_all(piece)))
+    }
+
+    fn append(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        file.write_all(bytes)
+    }
+
+    fn write_atomic_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        // Through a symlink to its target: renaming over the link would replace the link.
+        let resolved;
+        let path = match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                // A dangling link: its target, relative to the link's directory.
+                let target = std::fs::canonicalize(path).or_else(|_| {
+                    let target = std::fs::read_link(path)?;
+                    Ok::<_, io::Error>(
+                        path.parent()
+                            .map_or(target.clone(), |p| p.as_std_path().join(&target)),
+                    )
+                })?;
+                resolved = Utf8PathBuf::from_path_buf(target)
+                    .map_err(|p| io::Error::other(format!("not UTF-8: {}", p.display())))?;
+                resolved.as_path()
+            }
+            // `-o /dev/stdout`, a FIFO, a device: written in place; a rename would put a
+            // regular file where the special file was.
+            Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+                let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+                write_parts(&mut f, parts)?;
+                return Ok(true);
+            }
+            _ => path,
+        };
+        // The file being replaced, held open across the rename: the kernel frees its pages
+        // when the last handle closes, which for a large pipeline costs more than writing
+        // the new one. That close happens on another thread, after the new file is in
+        // place.
+        let mut replaced = None;
+        let mut permissions = None;
+        if let Ok(mut existing) = std::fs::File::open(path) {
+            let meta = existing.metadata();
+            // The new file keeps the old one's mode: a 0600 pipeline stays 0600.
+            permissions = meta.as_ref().ok().map(|m| m.permissions());
+            // Same bytes only if the same length: a changed length needs no read.
+            let same_len = meta.is_ok_and(|m| m.len() == len as u64);
+            if same_len && holds(&mut existing, parts) {
+                return Ok(false);
+            }
+            replaced = Some(existing);
+        }
+        let dir = match path.parent() {
+            Some(p) if !p.as_str().is_empty() => p.to_owned(),
+            _ => Utf8PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&dir)?;
+        let file_name = path.file_name().unwrap_or("output");
+        let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+        let result = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            if let Some(permissions) = permissions {
+                f.set_permissions(permissions)?;
+            }
+            // No fsync: the rename is what keeps readers from a half-written file, and
+            // syncing a 13 MB pipeline cost more than generating it.
+            write_parts(&mut f, parts)?;
+            std::fs::rename(&tmp, path)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        if let Some(replaced) = replaced {
+            // If no thread can be started, the handle is closed here, with the closure.
+            let _ = std::thread::Builder::new().spawn(move || drop(replaced));
+        }
+        result.map(|()| true)
+    }
+}
+
+/// Whether `bytes` is the concatenation of `parts`.
+fn holds(file: &mut std::fs::File, parts: &[&[u8]]) -> bool {
+    // Compared a block at a time: reading a 20 MB pipeline whole to compare it doubled
+    // the memory the run needed at its end.
+    let mut block = vec![0u8; 1 << 16];
+    let (mut filled, mut at) = (0, 0);
+    for part in parts {
+        let mut part = *part;
+        while !part.is_empty() {
+            if at == filled {
+                match read_some(file, &mut block) {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => (filled, at) = (n, 0),
+                }
+            }
+            let n = part.len().min(filled - at);
+            if block[at..at + n] != part[..n] {
+                return false;
+            }
+            (part, at) = (&part[n..], at + n);
+        }
+    }
+    at == filled && matches!(read_some(file, &mut block), Ok(0))
+}
+
+fn read_some(file: &mut std::fs::File, block: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match file.read(block) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Writes `parts` in order with as few system calls as the kernel allows (`writev`), not
+/// copying them into one buffer first.
+/// Replaces `path` with what `write` writes to a temp file beside it (then renamed over
+/// it), creating missing parent directories; on an error the temp file is removed and
+/// `path` left as it was.
+fn replace_via_temp(
+    path: &Utf8Path,
+    write: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_str().is_empty() => p.to_owned(),
+        _ => Utf8PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let file_name = path.file_name().unwrap_or("output");
+    // Unique per process and thread: concurrent writers never share a temp file.
+    let tmp = dir.join(format!(
+        ".{file_name}.{}.{:?}.tmp",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| write(&mut f))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn write_parts(f: &mut std::fs::File, parts: &[&[u8]]) -> io::Result<()> {
+    // The kernel takes at most 1024 pieces per call (IOV_MAX).
+    const IOV_MAX: usize = 1024;
+    let mut slices: Vec<io::IoSlice<'_>> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| io::IoSlice::new(p))
+        .collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        let n = rest.len().min(IOV_MAX);
+        let written = f.write_vectored(&rest[..n])?;
+        if written == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        io::IoSlice::advance_slices(&mut rest, written);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> (tempfile::TempDir, Utf8PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = Utf8PathBuf::from_path_buf(tmp.path().to_owned()).unwrap();
+        (tmp, path)
+    }
+
+    #[test]
+    fn read_stamped_returns_every_byte() {
+        let (_tmp, dir) = dir();
+        for len in [0usize, 1, 4095, 4096, 70_000] {
+            let path = dir.join(format!("f{len}.tf"));
+            let text: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            std::fs::write(&path, &text).unwrap();
+            let (bytes, stamp) = OsSystem.read_stamped(&path).unwrap();
+            assert_eq!(bytes, text, "{len} bytes");
+            assert!(stamp.is_some());
+        }
+        assert!(OsSystem.read_stamped(&dir.join("missing.tf")).is_err());
+    }
+
+    #[test]
+    fn a_file_is_replaced_unless_it_holds_the_same_bytes() {
+        let (_tmp, dir) = dir();
+        let out = dir.join("out.yml");
+        assert!(OsSystem.write_atomic(&out, b"a: 1\n").unwrap());
+        // Someone reading the old file keeps reading the old file.
+        let mut reader = std::fs::File::open(&out).unwrap();
+        // Same length, other bytes: compared, then replaced.
+        assert!(OsSystem.write_atomic(&out, b"a: 2\n").unwrap());
+        assert!(!OsSystem.write_atomic(&out, b"a: 2\n").unwrap());
+        // Another length: replaced without reading.
+        assert!(OsSystem.write_atomic(&out, b"a: 10\n").unwrap());
+        assert_eq!(OsSystem.read(&out).unwrap(), b"a: 10\n");
+        let mut old = String::new();
+        reader.read_to_string(&mut old).unwrap();
+        assert_eq!(old, "a: 1\n");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["out.yml"], "no temp file is left behind");
+    }
+
+    #[test]
+    fn confined_reads_take_regular_files_inside_only() {
+        let (_tmp, root) = dir();
+        let (_out, outside) = dir();
+        std::fs::write(outside.join("secret"), "s3cret").unwrap();
+        std::fs::write(root.join("main.tf"), "inside").unwrap();
+        std::fs::write(root.join("big.tf"), "x".repeat(100)).unwrap();
+        std::os::unix::fs::symlink(root.join("main.tf"), root.join("link.tf")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), root.join("out.tf")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero.tf")).unwrap();
+        let fifo = std::ffi::CString::new(root.join("fifo.tf").as_str()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let policy = ReadPolicy::new(&OsSystem, &root, 50);
+        let read = |name: &str, walked| OsSystem.read_confined(&root.join(name), &policy, walked);
+        for walked in [true, false] {
+            assert_eq!(read("main.tf", walked).unwrap().0, b"inside");
+            assert_eq!(read("link.tf", walked).unwrap().0, b"inside");
+            for name in ["out.tf", "zero.tf", "fifo.tf"] {
+                let err = read(name, walked).unwrap_err();
+                assert!(matches!(err, ReadError::Unsafe(_)), "{name}: {err}");
+            }
+            assert!(matches!(
+                read("big.tf", walked),
+                Err(ReadError::TooLarge { limit: 50 })
+            ));
+        }
+        let err = OsSystem
+            .read_confined(&outside.join("secret"), &policy, false)
+            .unwrap_err();
+        assert!(matches!(err, ReadError::Unsafe(_)), "{err}");
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let (_tmp, dir) = dir();
+        let out = dir.join("out.yml");
+        assert!(OsSystem.write_atomic(&out, b"a: 1\n").unwrap());
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(OsSystem.write_atomic(&out, b"a: 22\n").unwrap());
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn pieces_are_written_in_order_past_the_kernels_limit_per_call() {
+        let (_tmp, dir) = dir();
+        let out = dir.join("out.yml");
+        let texts: Vec<String> = (0..3000).map(|i| format!("job-{i}\n")).collect();
+        let mut parts: Vec<&[u8]> = vec![b"head\n", b""];
+        parts.extend(texts.iter().map(|t| t.as_bytes()));
+        assert!(OsSystem.write_atomic_parts(&out, &parts).unwrap());
+        assert_eq!(OsSystem.read(&out).unwrap(), parts.concat());
+        assert!(!OsSystem.write_atomic_parts(&out, &parts).unwrap());
+        // Same length, one byte moved between pieces: the same bytes, not rewritten.
+        let (a, b) = (b"head\njob-0".as_slice(), b"\n".as_slice());
+        let mut shifted = vec![a, b];
+        shifted.extend(parts[3..].iter().copied());
+        assert!(!OsSystem.write_atomic_parts(&out, &shifted).unwrap());
+        // Same length, other bytes.
+        let mut changed = parts.clone();
+        changed[2] = b"jxb-0\n";
+        assert!(OsSystem.write_atomic_parts(&out, &changed).unwrap());
+        assert_eq!(OsSystem.read(&out).unwrap(), changed.concat());
+    }
+
+    #[test]
+    fn writing_through_a_symlink_keeps_the_link_and_updates_its_target() {
+        let (_tmp, dir) = dir();
+        std::fs::create_dir(dir.join("real")).unwrap();
+        std::os::unix::fs::symlink(dir.join("real/out.yml"), dir.join("out.yml")).unwrap();
+        assert!(OsSystem
+            .write_atomic(&dir.join("out.yml"), b"a: 1\n")
+            .unwrap());
+        let link = std::fs::symlink_metadata(dir.join("out.yml")).unwrap();
+        assert!(link.file_type().is_symlink());
+        assert_eq!(OsSystem.read(&dir.join("real/out.yml")).unwrap(), b"a: 1\n");
+        assert!(!OsSystem
+            .write_atomic(&dir.join("out.yml"), b"a: 1\n")
+            .unwrap());
+    }
+
+    #[test]
+    fn a_fifo_is_written_in_place_not_replaced_by_a_regular_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let (_tmp, dir) = dir();
+        let fifo = dir.join("pipe");
+        let c_path = std::ffi::CString::new(fifo.as_str()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || OsSystem.read(&fifo).unwrap())
+        };
+        OsSystem.write_atomic(&fifo, b"jobs\n").unwrap();
+        assert_eq!(reader.join().unwrap(), b"jobs\n");
+        let meta = std::fs::symlink_metadata(&fifo).unwrap();
+        assert!(meta.file_type().is_fifo(), "the FIFO is still a FIFO");
+    }
+}

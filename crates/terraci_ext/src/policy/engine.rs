@@ -1,0 +1,405 @@
+//! Rego evaluation in process (regorus), with OPA/Conftest rule conventions.
+//!
+//! Input: the `.rego` files of the policy sources (path shown in messages, text) and a
+//! module's plan JSON. Output: the findings of the decision rules of the configured
+//! namespaces, or a [`PolicyError`] naming the file and line of a bad policy.
+//!
+//! Decision rules are the rules of a package named `deny`, `violation` or `warn`, or with
+//! one of those names and a `_suffix` (`deny_public_bucket`), as Conftest reads them;
+//! `deny` and `violation` results are deny decisions. A rule's value is a set (or array)
+//! of strings or of objects with `msg` (or `message`); a single string or object counts
+//! as one result. Every rule evaluation is bounded in wall-clock time (regorus checks its
+//! timer while it works), so a rule that loops ends as a `policy-limit` error.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+use terraci_db::diagnostic::Code;
+
+use regorus::unstable::{Rule, RuleHead};
+use regorus::Value;
+
+/// Deny (`deny`, `violation`) or warn (`warn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Deny,
+    Warn,
+}
+
+/// One result of a decision rule.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Finding {
+    /// The package (`terraform`).
+    pub namespace: String,
+    /// The rule that produced it (`deny`, `warn_tags`).
+    pub rule: String,
+    #[serde(skip)]
+    pub kind: Kind,
+    #[serde(rename = "msg")]
+    pub message: String,
+    /// The result object's other fields.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, serde_json::Value>,
+}
+
+/// A policy that cannot be loaded or evaluated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    /// `policy-syntax`, `policy-runtime` or `policy-limit`.
+    pub code: terraci_db::diagnostic::Code,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub message: String,
+}
+
+impl std::fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{file}:{line}: {}", self.message),
+            (Some(file), None) => write!(f, "{file}: {}", self.message),
+            _ => f.write_str(&self.message),
+        }
+    }
+}
+
+/// A decision rule: where it is declared, for messages.
+#[derive(Debug, Clone)]
+struct DecisionRule {
+    name: String,
+    kind: Kind,
+}
+
+/// Policies parsed once, evaluated for many plans.
+#[derive(Clone)]
+pub struct Policies {
+    engine: regorus::Engine,
+    /// Package path -> its decision rules (sorted, each once).
+    rules: BTreeMap<String, Vec<DecisionRule>>,
+    limit: Duration,
+}
+
+/// The kind of a decision rule name, `None` for other rules.
+pub fn decision_kind(name: &str) -> Option<Kind> {
+    for (prefix, kind) in [
+        ("deny", Kind::Deny),
+        ("violation", Kind::Deny),
+        ("warn", Kind::Warn),
+    ] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            if rest.is_empty() || (rest.starts_with('_') && rest.len() > 1) {
+                return Some(kind);
+            }
+        }
+    }
+    None
+}
+
+impl Policies {
+    /// Parses `files` (display path, text), Rego v1 as OPA 1.x reads it. `limit` bounds
+    /// each rule evaluation.
+    pub fn load(files: &[(String, String)], limit: Duration) -> Result<Policies, PolicyError> {
+        let mut engine = regorus::Engine::new();
+        engine.set_rego_v0(false);
+        for (path, text) in files {
+            engine
+                .add_policy(path.clone(), text.clone())
+                .map_err(|e| located(Code::PolicySyntax, &e, Some(path)))?;
+        }
+        let mut rules: BTreeMap<String, Vec<DecisionRule>> = BTreeMap::new();
+        for module in engine.get_modules() {
+            let package = module.package.refr.span().text().trim().to_owned();
+            let entry = rules.entry(package).or_default();
+            for rule in &module.policy {
+                let refr = match rule.as_ref() {
+                    Rule::Spec {
+                        head: RuleHead::Compr { refr, .. } | RuleHead::Set { refr, .. },
+                        ..
+                    } => refr,
+                    Rule::Default { refr, .. } => refr,
+                    Rule::Spec {
+                        head: RuleHead::Func { .. },
+                        ..
+                    } => continue,
+                };
+                // `deny contains msg`, `deny[msg]`: the name is the head's first part.
+                let text = refr.span().text();
+                let name: String = text
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if let Some(kind) = decision_kind(&name) {
+                    if !entry.iter().any(|r| r.name == name) {
+                        entry.push(DecisionRule { name, kind });
+                    }
+                }
+            }
+            entry.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        Ok(Policies {
+            engine,
+            rules,
+            limit,
+        })
+    }
+
+    /// The packages the policies declare.
+    pub fn packages(&self) -> impl Iterator<Item = &str> {
+        self.rules.keys().map(String::as_str)
+    }
+
+    /// Evaluates the decision rules of `namespaces` with `input` (plan JSON text). The
+    /// findings are sorted by namespace, rule and message.
+    pub fn evaluate(
+        &self,
+        input: &str,
+        namespaces: &[String],
+    ) -> Result<Vec<Finding>, PolicyError> {
+        let mut engine = self.engine.clone();
+        engine.set_input_json(input).map_err(|e| PolicyError {
+            code: Code::PolicyInput,
+            file: None,
+            line: None,
+            message: format!("the plan is not valid JSON: {e}"),
+        })?;
+        engine.set_execution_timer_config(regorus::utils::limits::ExecutionTimerConfig {
+            limit: self.limit,
+            check_interval: std::num::NonZeroU32::MIN,
+        });
+        let mut out = Vec::new();
+        for namespace in namespaces {
+            let Some(rules) = self.rules.get(namespace) else {
+                continue;
+            };
+            for rule in rules {
+                let path = format!("data.{namespace}.{}", rule.name);
+                let value = engine.eval_rule(path.clone()).map_err(|e| {
+                    let code = if is_limit(&e) {
+                        Code::PolicyLimit
+                    } else {
+                        Code::PolicyRuntime
+                    };
+                    let mut err = located(code, &e, None);
+                    if code == Code::PolicyLimit {
+                        err.message = format!(
+                            "{path} did not finish within {} s (a rule that loops or does too much work): {}",
+                            self.limit.as_secs_f64(),
+                            err.message
+                        );
+                    }
+                    err
+                })?;
+                collect(&value, namespace, &rule.name, rule.kind, &mut out);
+            }
+        }
+        out.sort_by(|a, b| {
+            (&a.namespace, &a.rule, &a.message).cmp(&(&b.namespace, &b.rule, &b.message))
+        });
+        Ok(out)
+    }
+}
+
+fn is_limit(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| c.downcast_ref::<regorus::LimitError>().is_some())
+        || e.to_string().contains("execution exceeded time limit")
+}
+
+/// The results of one rule's value.
+fn collect(value: &Value, namespace: &str, rule: &str, kind: Kind, out: &mut Vec<Finding>) {
+    let finding = |message: String, metadata| Finding {
+        namespace: namespace.to_owned(),
+        rule: rule.to_owned(),
+        kind,
+        message,
+        metadata,
+    };
+    match value {
+        Value::Set(items) => {
+            for item in items.iter() {
+                if let Some((m, meta)) = result_of(item) {
+                    out.push(finding(m, meta));
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items.iter() {
+                if let Some((m, meta)) = result_of(item) {
+                    out.push(finding(m, meta));
+                }
+            }
+        }
+        Value::String(_) | Value::Object(_) => {
+            if let Some((m, meta)) = result_of(value) {
+                out.push(finding(m, meta));
+            }
+        }
+        Value::Bool(true) => out.push(finding(
+            format!("data.{namespace}.{rule} is true"),
+            BTreeMap::new(),
+        )),
+        _ => {}
+    }
+}
+
+type Result1 = (String, BTreeMap<String, serde_json::Value>);
+
+/// A result's message and metadata: a string is the message; an object's `msg` (or
+/// `message`) is, its other fields the metadata (without either, the object as JSON).
+fn result_of(item: &Value) -> Option<Result1> {
+    match item {
+        Value::String(s) => Some((s.to_string(), BTreeMap::new())),
+        Value::Object(_) => {
+            let json = serde_json::to_value(item).ok()?;
+            let map = json.as_object()?;
+            let message = ["msg", "message"]
+                .iter()
+                .find_map(|k| map.get(*k).and_then(|v| v.as_str()).map(str::to_owned));
+            let metadata = map
+                .iter()
+                .filter(|(k, _)| *k != "msg" && *k != "message")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Some((message.unwrap_or_else(|| json.to_string()), metadata))
+        }
+        _ => None,
+    }
+}
+
+/// A regorus error as a [`PolicyError`]. Its text has the place on a `--> file:line:col`
+/// line (then the source line and a caret) and the reason on an `error: ...` line.
+fn located(
+    code: terraci_db::diagnostic::Code,
+    e: &anyhow::Error,
+    fallback_file: Option<&String>,
+) -> PolicyError {
+    let text = format!("{e:#}");
+    let mut file = None;
+    let mut line = None;
+    let mut message = None;
+    for l in text.lines() {
+        let l = l.trim();
+        if let Some(place) = l.strip_prefix("--> ") {
+            if file.is_none() {
+                let mut parts = place.rsplitn(3, ':');
+                let _col = parts.next();
+                let ln = parts.next().and_then(|n| n.parse::<u32>().ok());
+                if let (Some(ln), Some(f)) = (ln, parts.next()) {
+                    file = Some(f.to_owned());
+                    line = Some(ln);
+                }
+            }
+        } else if let Some(m) = l.strip_prefix("error: ") {
+            message.get_or_insert_with(|| m.to_owned());
+        }
+    }
+    let message = message.unwrap_or_else(|| {
+        text.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("evaluation failed")
+            .to_owned()
+    });
+    PolicyError {
+        code,
+        file: file.or_else(|| fallback_file.cloned()),
+        line,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policies(files: &[(&str, &str)]) -> Result<Policies, PolicyError> {
+        let files: Vec<(String, String)> = files
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect();
+        Policies::load(&files, Duration::from_secs(2))
+    }
+
+    #[test]
+    fn decision_rule_names_follow_conftest() {
+        assert_eq!(decision_kind("deny"), Some(Kind::Deny));
+        assert_eq!(decision_kind("violation_tags"), Some(Kind::Deny));
+        assert_eq!(decision_kind("warn_x"), Some(Kind::Warn));
+        assert_eq!(decision_kind("denylist"), None);
+        assert_eq!(decision_kind("deny_"), None);
+        assert_eq!(decision_kind("allow"), None);
+    }
+
+    #[test]
+    fn strings_and_objects_are_findings_of_their_rule() {
+        let p = policies(&[(
+            "p/main.rego",
+            "package terraform\n\
+             deny contains msg if { some r in input.rs; msg := sprintf(\"bad %s\", [r]) }\n\
+             warn_tags contains {\"msg\": \"no tags\", \"severity\": \"low\"} if { input.tags == null }\n\
+             helper := 1\n",
+        )])
+        .unwrap();
+        let out = p
+            .evaluate(r#"{"rs": ["b", "a"], "tags": null}"#, &["terraform".into()])
+            .unwrap();
+        let got: Vec<(&str, &str, Kind)> = out
+            .iter()
+            .map(|f| (f.rule.as_str(), f.message.as_str(), f.kind))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("deny", "bad a", Kind::Deny),
+                ("deny", "bad b", Kind::Deny),
+                ("warn_tags", "no tags", Kind::Warn)
+            ]
+        );
+        assert_eq!(out[2].metadata["severity"], "low");
+        // Another namespace: nothing.
+        assert!(p.evaluate("{}", &["compliance".into()]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_syntax_error_names_file_and_line() {
+        let err = policies(&[(
+            "pol/bad.rego",
+            "package terraform\n\ndeny contains msg if {\n  msg := \n}\n",
+        )])
+        .err()
+        .unwrap();
+        assert_eq!(err.code, Code::PolicySyntax);
+        assert_eq!(err.file.as_deref(), Some("pol/bad.rego"));
+        assert!(err.line.is_some_and(|l| (3..=5).contains(&l)), "{err:?}");
+    }
+
+    #[test]
+    fn a_runtime_error_names_file_and_line() {
+        // Two values for one complete rule: an error in OPA too.
+        let p = policies(&[(
+            "pol/conflict.rego",
+            "package terraform\n\nname := \"a\" if { input.x }\nname := \"b\" if { input.x }\n\ndeny contains name if { name }\n",
+        )])
+        .unwrap();
+        let err = p
+            .evaluate(r#"{"x": true}"#, &["terraform".into()])
+            .unwrap_err();
+        assert_eq!(err.code, Code::PolicyRuntime, "{err:?}");
+        assert_eq!(err.file.as_deref(), Some("pol/conflict.rego"), "{err:?}");
+        assert!(err.line.is_some(), "{err:?}");
+    }
+
+    #[test]
+    fn a_rule_that_loops_is_stopped_by_the_time_bound() {
+        let files = vec![(
+            "pol/loop.rego".to_string(),
+            "package terraform\n\ndeny contains msg if {\n  n := count([1 | some a in numbers.range(1, 20000); some b in numbers.range(1, 20000); a * b == -1])\n  msg := sprintf(\"%d\", [n])\n}\n"
+                .to_string(),
+        )];
+        let p = Policies::load(&files, Duration::from_millis(300)).unwrap();
+        let started = std::time::Instant::now();
+        let err = p.evaluate("{}", &["terraform".into()]).unwrap_err();
+        assert_eq!(err.code, Code::PolicyLimit, "{err:?}");
+        assert!(err.message.contains("data.terraform.deny"), "{err:?}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+}

@@ -1,0 +1,282 @@
+//! Git policy sources, fetched in process with gix.
+//!
+//! Input: a repository URL (`https://`, `ssh://`, `git://`, `file://` or a local path)
+//! and a ref (a branch, a tag or a full commit id; default the remote's HEAD). Output:
+//! the commit the ref resolves to and the policy files (`.rego`) of its tree. The objects
+//! are kept in a bare repository per URL under the cache (`<cache>/.git-store/<hash>`), so
+//! a commit already fetched is read without the network. gix reads and writes that store
+//! itself; the policy files go to disk through the `System` (see `sources`).
+//!
+//! HTTPS speaks git's smart protocol over this build's HTTP client (`git_http`); plain
+//! `http://` only to this machine. Credentials: the URL's user-info, or a line of
+//! `TERRACI_POLICY_GIT_CREDENTIALS` (the `~/.git-credentials` format, one
+//! `https://user:token@host` per line) for the URL's host. The URL comes from the
+//! repository under review, so a credential is bound to the host its owner named, never
+//! to whatever host a merge request writes; git's credential helpers and prompts are never
+//! run.
+
+use std::sync::atomic::AtomicBool;
+
+use gix::error::ErrorExt as _;
+
+use camino::Utf8Path;
+
+pub(super) struct Fetched {
+    /// Full hex id.
+    pub commit: String,
+    /// (repository path, bytes), the policy files of the commit's tree.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+fn store_name(url: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, url.as_bytes());
+    digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn is_commit_id(r: &str) -> bool {
+    r.len() == 40 && r.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// Why a git source cannot be fetched (the caller names the source). gix's errors are
+/// kept as their text (with their causes where the message shows them).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum GitError {
+    #[error("git over plain http:// is only spoken to this machine: use https://")]
+    PlainHttp,
+    #[error("cannot create the git cache {path}: {why}")]
+    Store {
+        path: camino::Utf8PathBuf,
+        why: String,
+    },
+    #[error("not a repository URL: {0}")]
+    NotAUrl(String),
+    #[error("refspecs: {0}")]
+    Refspecs(String),
+    #[error("credentials: {0}")]
+    Credentials(String),
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    #[error("cannot list the repository's refs: {0}")]
+    ListRefs(String),
+    #[error("fetch failed: {0}")]
+    Fetch(String),
+    #[error("`{wanted}`: {why}")]
+    BadCommitId { wanted: String, why: String },
+    #[error("the repository has no branch or tag `{0}`")]
+    NoSuchRef(String),
+    #[error("`{wanted}` ({oid}): {source}")]
+    Tree {
+        wanted: String,
+        oid: gix::ObjectId,
+        source: TreeError,
+    },
+}
+
+/// Why a commit's policy files cannot be read from the repository.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum TreeError {
+    #[error("not in the repository: {0}")]
+    NotInRepository(String),
+    #[error("not a commit: {0}")]
+    NotACommit(String),
+    #[error("no tree: {0}")]
+    NoTree(String),
+    #[error("cannot walk the tree: {0}")]
+    Walk(String),
+    #[error("{path}: {why}")]
+    Blob { path: String, why: String },
+}
+
+const STORE_README: &str =
+    "Objects of the git policy sources, one bare repository per URL (terraci policy pull).\n";
+
+pub(super) fn fetch(
+    system: &dyn terraci_db::system::System,
+    store: &Utf8Path,
+    url: &str,
+    reference: Option<&str>,
+) -> Result<Fetched, GitError> {
+    let http = url.starts_with("http://") || url.starts_with("https://");
+    if url.starts_with("http://") && !crate::http::is_local_http(url) {
+        return Err(GitError::PlainHttp);
+    }
+    let dir = store.join(store_name(url));
+    let repo = match gix::open(dir.as_std_path()) {
+        Ok(repo) => repo,
+        Err(_) => {
+            // The store's directory, made through the System (gix wants its parent).
+            system
+                .write_atomic(&store.join("README"), STORE_README.as_bytes())
+                .map_err(|e| GitError::Store {
+                    path: store.to_owned(),
+                    why: e.to_string(),
+                })?;
+            gix::init_bare(dir.as_std_path()).map_err(|e| GitError::Store {
+                path: dir.clone(),
+                why: e.to_string(),
+            })?
+        }
+    };
+    // A commit already fetched: no network.
+    if let Some(id) = reference.filter(|r| is_commit_id(r)) {
+        if let Ok(oid) = gix::ObjectId::from_hex(id.to_ascii_lowercase().as_bytes()) {
+            if let Ok(fetched) = tree_files(&repo, oid) {
+                return Ok(fetched);
+            }
+        }
+    }
+    let remote = repo
+        .remote_at(url)
+        .map_err(|e| GitError::NotAUrl(e.to_string()))?
+        .with_fetch_tags(gix::remote::fetch::Tags::None)
+        .with_refspecs(
+            [
+                "+refs/heads/*:refs/remotes/origin/*",
+                "+refs/tags/*:refs/tags/*",
+            ],
+            gix::remote::Direction::Fetch,
+        )
+        .map_err(|e| GitError::Refspecs(e.to_string()))?;
+    let outcome = if http {
+        let parsed = gix::url::parse(gix::bstr::BStr::new(url))
+            .map_err(|e| GitError::NotAUrl(e.to_string()))?;
+        let has_user_info = parsed.user().is_some();
+        let mut transport = gix_transport::client::blocking_io::http::connect_http(
+            super::git_http::UreqHttp::new(),
+            parsed,
+            gix_transport::Protocol::V2,
+            false,
+        );
+        if !has_user_info {
+            let bound = url
+                .starts_with("https://")
+                .then(|| {
+                    crate::http::bound_credentials(system, "TERRACI_POLICY_GIT_CREDENTIALS", url)
+                })
+                .flatten();
+            if let Some((username, password)) = bound {
+                let account = gix::sec::identity::Account {
+                    username,
+                    password,
+                    oauth_refresh_token: None,
+                };
+                gix_transport::client::TransportWithoutIO::set_identity(&mut transport, account)
+                    .map_err(|e| GitError::Credentials(e.to_string()))?;
+            }
+        }
+        receive(remote.to_connection_with_transport(transport))?
+    } else {
+        receive(
+            remote
+                .connect(gix::remote::Direction::Fetch)
+                .map_err(|e| GitError::Connect(e.to_string()))?,
+        )?
+    };
+    let refs = &outcome.ref_map.remote_refs;
+    let wanted = reference.unwrap_or("HEAD");
+    let candidates = [
+        wanted.to_owned(),
+        format!("refs/heads/{wanted}"),
+        format!("refs/tags/{wanted}"),
+    ];
+    let found = candidates.iter().find_map(|name| {
+        refs.iter().find_map(|r| {
+            let (n, target, peeled) = r.unpack();
+            (n == name.as_str()).then(|| peeled.or(target).map(ToOwned::to_owned))?
+        })
+    });
+    let oid = match found {
+        Some(oid) => oid,
+        None if is_commit_id(wanted) => {
+            gix::ObjectId::from_hex(wanted.to_ascii_lowercase().as_bytes()).map_err(|e| {
+                GitError::BadCommitId {
+                    wanted: wanted.to_owned(),
+                    why: e.to_string(),
+                }
+            })?
+        }
+        None => return Err(GitError::NoSuchRef(wanted.to_owned())),
+    };
+    tree_files(&repo, oid).map_err(|source| GitError::Tree {
+        wanted: wanted.to_owned(),
+        oid,
+        source,
+    })
+}
+
+/// Lists the remote's refs and receives the pack, over `connection`'s transport, with
+/// git's credential helpers replaced by a refusal.
+fn receive<T>(
+    connection: gix::remote::Connection<'_, '_, '_, T>,
+) -> Result<gix::remote::fetch::Outcome, GitError>
+where
+    T: gix_transport::client::blocking_io::Transport,
+{
+    connection
+        .with_credentials(|action| match action {
+            gix::credentials::helper::Action::Get(_) => Err(gix::error::message(
+                "the repository needs credentials: put them in TERRACI_POLICY_GIT_CREDENTIALS (https://user:token@host)",
+            )
+            .raise()),
+            _ => Ok(None),
+        })
+        .prepare_fetch(gix::progress::Discard, Default::default())
+        .map_err(|e| GitError::ListRefs(chain(&e)))?
+        .receive(gix::progress::Discard, &AtomicBool::new(false))
+        .map_err(|e| GitError::Fetch(chain(&e)))
+}
+
+/// An error and its causes on one line (`a: b: c`), each said once.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = vec![error.to_string()];
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let text = e.to_string();
+        if parts.last() != Some(&text) {
+            parts.push(text);
+        }
+        cause = e.source();
+    }
+    parts.join(": ")
+}
+
+/// The commit `oid` is (or a tag points to) and the policy files of its tree.
+fn tree_files(repo: &gix::Repository, oid: gix::ObjectId) -> Result<Fetched, TreeError> {
+    let object = repo
+        .find_object(oid)
+        .map_err(|e| TreeError::NotInRepository(e.to_string()))?;
+    let commit = object
+        .peel_to_commit()
+        .map_err(|e| TreeError::NotACommit(e.to_string()))?;
+    let tree = commit
+        .tree()
+        .map_err(|e| TreeError::NoTree(e.to_string()))?;
+    let mut recorder = gix::traverse::tree::Recorder::default();
+    tree.traverse()
+        .breadthfirst(&mut recorder)
+        .map_err(|e| TreeError::Walk(e.to_string()))?;
+    let mut out = Vec::new();
+    for entry in recorder.records {
+        if !entry.mode.is_blob() {
+            continue;
+        }
+        let path = entry.filepath.to_string();
+        let name = path.rsplit('/').next().unwrap_or(&path);
+        if !super::sources::is_policy_file(name) {
+            continue;
+        }
+        let blob = repo.find_object(entry.oid).map_err(|e| TreeError::Blob {
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
+        out.push((path, blob.data.clone()));
+    }
+    out.sort();
+    Ok(Fetched {
+        commit: commit.id.to_string(),
+        files: out,
+    })
+}

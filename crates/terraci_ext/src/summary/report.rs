@@ -1,0 +1,91 @@
+//! Reports of other producers (policy checks, cost): `<service_dir>/<producer>-report.json`.
+//!
+//! Input: the service directory. Output: the reports sorted by producer, and a warning
+//! for each file that cannot be read or parsed (that report is left out).
+
+use camino::Utf8Path;
+use serde::Deserialize;
+
+use terraci_db::system::{EntryKind, ReadPolicy, System};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportStatus {
+    Pass,
+    Warn,
+    Fail,
+}
+
+impl ReportStatus {
+    pub fn word(self) -> &'static str {
+        match self {
+            ReportStatus::Pass => "pass",
+            ReportStatus::Warn => "warn",
+            ReportStatus::Fail => "fail",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    pub producer: String,
+    pub title: String,
+    pub status: ReportStatus,
+    #[serde(default)]
+    pub summary: String,
+    #[serde(default)]
+    pub modules: Vec<ModuleReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleReport {
+    pub module: String,
+    pub status: ReportStatus,
+    #[serde(default)]
+    pub summary: String,
+    #[serde(default)]
+    pub details: Vec<String>,
+}
+
+/// The reports in `dir` (absolute), sorted by producer, then file name.
+pub fn read_reports(
+    system: &dyn System,
+    policy: &ReadPolicy,
+    dir: &Utf8Path,
+) -> (Vec<Report>, Vec<String>) {
+    let mut reports = Vec::new();
+    let mut warnings = Vec::new();
+    let Ok(entries) = system.read_dir(dir) else {
+        return (reports, warnings);
+    };
+    for entry in entries {
+        if entry.kind != EntryKind::File && !matches!(entry.kind, EntryKind::Symlink { .. }) {
+            continue;
+        }
+        if !entry.name.ends_with("-report.json") {
+            continue;
+        }
+        let path = dir.join(&entry.name);
+        let shown = path
+            .strip_prefix(&policy.root)
+            .map(|p| p.to_string())
+            .unwrap_or_else(|_| path.to_string());
+        let parsed = system
+            .read_confined(&path, policy, false)
+            .map_err(|e| e.to_string())
+            .and_then(|(bytes, _)| {
+                serde_json::from_slice::<Report>(&bytes).map_err(|e| e.to_string())
+            });
+        match parsed {
+            Ok(report) => reports.push(report),
+            Err(why) => warnings.push(format!(
+                "the report {} is left out: {why}",
+                terraci_db::escape::printable(&shown)
+            )),
+        }
+    }
+    reports.sort_by(|a, b| a.producer.cmp(&b.producer));
+    (reports, warnings)
+}

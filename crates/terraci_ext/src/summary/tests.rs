@@ -1,0 +1,512 @@
+//! The comment's text, its escaping, labels, the CI environment and the posting flow (on
+//! a fake transport). The full comment of a multi-module change is a CLI snapshot
+//! (`tests/cli/summary.rs`).
+
+use std::sync::{Arc, Mutex};
+
+use camino::Utf8Path;
+
+use super::markdown::{code, fenced, html, render, text, RenderOptions, MAX_COMMENT_CHARS};
+use super::plan::{parse_plan, Counts, ResourceChange};
+use super::post::{detect, find_existing, post, Existing, GitLabTarget, Target};
+use super::*;
+use crate::http::{Client, Method, Request, Response, RetryPolicy, Transport};
+use terraci_db::config::CommentProvider;
+use terraci_db::system::MemorySystem;
+
+fn plan_with(resources: &[(&str, Action)]) -> Plan {
+    let mut counts = Counts::default();
+    for (_, a) in resources {
+        match a {
+            Action::Create => counts.add += 1,
+            Action::Update => counts.change += 1,
+            Action::Delete => counts.destroy += 1,
+            _ => {}
+        }
+    }
+    Plan {
+        terraform_version: None,
+        resources: resources
+            .iter()
+            .map(|(address, action)| ResourceChange {
+                address: (*address).to_owned(),
+                resource_type: address.split('.').next().unwrap_or("").to_owned(),
+                name: address.split('.').nth(1).unwrap_or("").to_owned(),
+                mode: "managed".into(),
+                action: action.clone(),
+            })
+            .collect(),
+        outputs: Vec::new(),
+        counts,
+        errored: false,
+    }
+}
+
+fn module(id: &str, status: Status, plan: Option<Plan>) -> ModuleResult {
+    let parts: Vec<&str> = id.split('/').collect();
+    let components = ["service", "environment", "region", "module"]
+        .iter()
+        .zip(&parts)
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    ModuleResult {
+        id: id.to_owned(),
+        components,
+        status,
+        stale: false,
+        commit: "1111111111111111111111111111111111111111".into(),
+        plan,
+        error: None,
+    }
+}
+
+fn details() -> RenderOptions {
+    RenderOptions {
+        include_details: true,
+        ..RenderOptions::default()
+    }
+}
+
+#[test]
+fn code_spans_hold_backticks_pipes_and_line_breaks_on_one_line() {
+    for (value, span) in [
+        ("a/b", "`a/b`"),
+        ("x`y", "``x`y``"),
+        ("`x", "`` `x ``"),
+        ("a|b", "`a\\|b`"),
+        ("a\nb", "`a\\nb`"),
+    ] {
+        assert_eq!(code(value), span, "{value:?}");
+    }
+}
+
+#[test]
+fn text_disarms_markup_links_html_and_mentions() {
+    let t = text("**bold** [x](javascript:alert(1)) <img src=x> @admin #12");
+    // Each sign is escaped (a backslash before it) or broken (a zero-width space after).
+    for raw in ["**", "](", "<img", "@admin", "#12"] {
+        let bare = t.match_indices(raw).any(|(at, _)| !t[..at].ends_with('\\'));
+        assert!(!bare, "{raw} in {t}");
+    }
+    assert!(t.starts_with("\\*\\*bold\\*\\*"), "{t}");
+    assert_eq!(text("line\nnext"), "line\\\\nnext");
+}
+
+#[test]
+fn html_escapes_for_the_summary_line() {
+    assert_eq!(
+        html("<script>&\"'@x"),
+        "&lt;script&gt;&amp;&quot;&#39;@\u{200b}x"
+    );
+}
+
+#[test]
+fn a_fence_is_longer_than_any_backtick_run_inside() {
+    let block = fenced("```\n</details>\n````", "text");
+    assert!(block.starts_with("`````text\n"), "{block}");
+    assert!(block.ends_with("\n`````\n"), "{block}");
+}
+
+#[test]
+fn only_changed_failed_and_stale_modules_get_rows_grouped_by_environment() {
+    let mut stale = module("app/stage/eu/dns", Status::NoChanges, Some(plan_with(&[])));
+    stale.stale = true;
+    let summary = Summary {
+        modules: vec![
+            module(
+                "app/prod/eu/vpc",
+                Status::Changes,
+                Some(plan_with(&[("aws_vpc.main", Action::Create)])),
+            ),
+            module("app/prod/eu/idle", Status::NoChanges, Some(plan_with(&[]))),
+            stale,
+        ],
+        head: Some("2222222222222222222222222222222222222222".into()),
+        ..Summary::default()
+    };
+    let text = render(&summary, &details());
+    assert!(
+        text.contains(
+            "**3** modules planned: **1** with changes, **2** without changes, **1** stale"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("app/prod/eu/idle"), "{text}");
+    let prod = text.find("### Environment `prod`").expect("prod");
+    let stage = text.find("### Environment `stage`").expect("stage");
+    assert!(prod < stage, "environments sorted");
+    assert!(
+        text.contains("| `app/stage/eu/dns` | ✅ no changes, ⏳ stale |"),
+        "{text}"
+    );
+    assert!(text.contains("made for commit `11111111`"), "{text}");
+    assert!(text.contains("for commit <code>22222222</code>"), "{text}");
+    // Two affected modules, no edge between them: the graph still shows both.
+    assert!(text.contains("```mermaid\nflowchart LR\n"), "{text}");
+}
+
+#[test]
+fn without_details_there_is_no_details_section() {
+    let summary = Summary {
+        modules: vec![module(
+            "app/prod/eu/vpc",
+            Status::Changes,
+            Some(plan_with(&[("aws_vpc.main", Action::Create)])),
+        )],
+        ..Summary::default()
+    };
+    let text = render(&summary, &RenderOptions::default());
+    assert!(!text.contains("<details>"), "{text}");
+    assert!(
+        text.contains("| `app/prod/eu/vpc` | 🔄 changes | 1 | 0 | 0 | 0 |"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_hostile_module_id_stays_inside_its_cell() {
+    let id = "app/prod/eu/x|<img src=x>@all`";
+    let summary = Summary {
+        modules: vec![module(id, Status::Failed, None)],
+        ..Summary::default()
+    };
+    let text = render(&summary, &details());
+    let row = text
+        .lines()
+        .find(|l| l.contains("img"))
+        .expect("a row for the module");
+    // Seven cell borders: the id's own `|` is escaped.
+    assert_eq!(
+        row.matches('|').count() - row.matches("\\|").count(),
+        7,
+        "{row}"
+    );
+    assert!(
+        text.contains(
+            "<summary>❌ failed <code>app/prod/eu/x|&lt;img src=x&gt;@\u{200b}all`</code>"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_comment_over_the_limit_leaves_the_details_out() {
+    let resources: Vec<(String, Action)> = (0..90)
+        .map(|i| {
+            (
+                format!("terraform_data.resource_with_a_long_name_{i}"),
+                Action::Create,
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, Action)> = resources
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.clone()))
+        .collect();
+    let modules = (0..20)
+        .map(|i| {
+            module(
+                &format!("app/prod/eu/m{i:02}"),
+                Status::Changes,
+                Some(plan_with(&refs)),
+            )
+        })
+        .collect();
+    let summary = Summary {
+        modules,
+        ..Summary::default()
+    };
+    let text = render(&summary, &details());
+    assert!(text.chars().count() < MAX_COMMENT_CHARS, "{}", text.len());
+    assert!(!text.contains("<details>"));
+    assert!(text.contains("details are left out"), "{text}");
+    assert_eq!(text.matches("| 🔄 changes |").count(), 20);
+}
+
+#[test]
+fn labels_static_per_module_and_per_resource() {
+    let modules = vec![
+        module(
+            "platform/prod/eu/vpc",
+            Status::Changes,
+            Some(plan_with(&[
+                ("aws_vpc.main", Action::Create),
+                ("aws_subnet.a", Action::NoOp),
+            ])),
+        ),
+        module("platform/stage/eu/db", Status::Failed, None),
+        module(
+            "platform/dev/eu/db",
+            Status::NoChanges,
+            Some(plan_with(&[])),
+        ),
+    ];
+    let templates: Vec<String> = [
+        "terraform",
+        "env:{environment}",
+        "{resource_type}:{resource_action}",
+        "team:{team}",
+        "a,b",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (got, warnings) = labels::resolve(&templates, &modules);
+    assert_eq!(
+        got,
+        ["aws_vpc:create", "env:prod", "env:stage", "terraform"]
+    );
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(warnings[0].contains("no value for {team}"), "{warnings:?}");
+    assert!(warnings[2].contains("comma"), "{warnings:?}");
+}
+
+#[test]
+fn managed_labels_round_trip_through_the_comment() {
+    let recorded = vec!["env:prod".to_owned(), "x -->".to_owned()];
+    let body = render(
+        &Summary::default(),
+        &RenderOptions {
+            managed_labels: Some(recorded.clone()),
+            ..RenderOptions::default()
+        },
+    );
+    assert!(body.starts_with(MARKER));
+    assert_eq!(labels::decode_managed(&body), recorded);
+    assert!(labels::decode_managed("<!-- terraci-labels: zz -->").is_empty());
+    let (add, remove) = labels::diff(&recorded, &["env:prod".into(), "new".into()]);
+    assert_eq!(
+        (add, remove),
+        (vec!["new".to_owned()], vec!["x -->".to_owned()])
+    );
+}
+
+#[test]
+fn only_a_comment_that_starts_with_the_marker_is_ours() {
+    let comments = vec![
+        Existing {
+            id: 5,
+            body: format!("> {MARKER}\n> quoted by a reviewer"),
+        },
+        Existing {
+            id: 9,
+            body: format!("{MARKER}\nnewer duplicate"),
+        },
+        Existing {
+            id: 7,
+            body: format!("\n{MARKER}\nours"),
+        },
+    ];
+    assert_eq!(find_existing(&comments).map(|c| c.id), Some(7));
+}
+
+/// Serves GitLab notes in pages and records requests.
+struct FakeGitLab {
+    sent: Arc<Mutex<Vec<Request>>>,
+}
+
+impl Transport for FakeGitLab {
+    fn send(&self, request: &Request) -> Result<Response, String> {
+        self.sent.lock().expect("lock").push(request.clone());
+        let (body, next) = match (request.method, request.url.contains("page=2")) {
+            (Method::Get, false) => (
+                serde_json::json!([{"id": 1, "body": "hello", "system": false}]).to_string(),
+                "2",
+            ),
+            (Method::Get, true) => (
+                serde_json::json!([
+                    {"id": 2, "body": format!("{MARKER}\nold"), "system": false},
+                    {"id": 3, "body": MARKER, "system": true}
+                ])
+                .to_string(),
+                "",
+            ),
+            _ => ("{\"id\": 2}".to_owned(), ""),
+        };
+        Ok(Response {
+            status: 200,
+            headers: vec![("x-next-page".into(), next.into())],
+            body,
+        })
+    }
+}
+
+#[test]
+fn gitlab_notes_are_read_page_by_page_and_ours_is_edited() {
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let client = Client::new(
+        Box::new(FakeGitLab { sent: sent.clone() }),
+        RetryPolicy::default(),
+    );
+    let target = Target::GitLab(GitLabTarget {
+        api: "https://gitlab.example.com/api/v4".into(),
+        project: "group/infra".into(),
+        merge_request: "7".into(),
+        auth: ("JOB-TOKEN", "job-token".into()),
+    });
+    let posted = post(&client, &target, &|_| format!("{MARKER}\nnew"), &[], true).expect("posts");
+    assert_eq!((posted.action, posted.comment_id), ("updated", Some(2)));
+    let sent = sent.lock().expect("lock");
+    let urls: Vec<String> = sent
+        .iter()
+        .map(|r| format!("{} {}", r.method.as_str(), r.endpoint()))
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "GET https://gitlab.example.com/api/v4/projects/group%2Finfra/merge_requests/7/notes",
+            "GET https://gitlab.example.com/api/v4/projects/group%2Finfra/merge_requests/7/notes",
+            "PUT https://gitlab.example.com/api/v4/projects/group%2Finfra/merge_requests/7/notes/2",
+        ]
+    );
+    assert!(sent.iter().all(|r| r
+        .headers
+        .contains(&("JOB-TOKEN".into(), "job-token".into()))));
+}
+
+#[test]
+fn the_environment_decides_where_the_comment_goes() {
+    let system = MemorySystem::new();
+    assert!(detect(&system).target.is_err());
+    assert_eq!(detect(&system).provider, None);
+
+    system.set_env("GITLAB_CI", "true");
+    system.set_env("CI_SERVER_URL", "https://gitlab.example.com/");
+    system.set_env("CI_PROJECT_ID", "42");
+    system.set_env("CI_COMMIT_SHA", "aaa");
+    let context = detect(&system);
+    assert_eq!(context.provider, Some(CommentProvider::GitLab));
+    let reason = context.target.expect_err("no MR");
+    assert!(reason.contains("CI_MERGE_REQUEST_IID"), "{reason}");
+    system.set_env("CI_MERGE_REQUEST_IID", "7");
+    system.set_env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", "bbb");
+    system.set_env("CI_JOB_TOKEN", "job");
+    assert_eq!(detect(&system).commits, ["bbb", "aaa"]);
+    let Ok(Target::GitLab(t)) = detect(&system).target else {
+        panic!("a GitLab merge request")
+    };
+    assert_eq!(t.api, "https://gitlab.example.com/api/v4");
+    assert_eq!(t.auth, ("JOB-TOKEN", "job".to_owned()));
+    system.set_env("GITLAB_TOKEN", "personal");
+    let Ok(Target::GitLab(t)) = detect(&system).target else {
+        panic!("a GitLab merge request")
+    };
+    assert_eq!(t.auth.0, "PRIVATE-TOKEN");
+}
+
+#[test]
+fn github_reads_the_pull_request_from_the_event() {
+    let system = MemorySystem::new();
+    system.write_file(
+        "/event.json",
+        r#"{"pull_request": {"number": 12, "head": {"sha": "cafe"}}}"#,
+    );
+    system.set_env("GITHUB_ACTIONS", "true");
+    system.set_env("GITHUB_EVENT_PATH", "/event.json");
+    system.set_env("GITHUB_REPOSITORY", "acme/infra");
+    system.set_env("GITHUB_TOKEN", "ghs_x");
+    let context = detect(&system);
+    assert_eq!(context.commits, ["cafe"]);
+    let Ok(Target::GitHub(t)) = context.target else {
+        panic!("a GitHub pull request")
+    };
+    assert_eq!(
+        (t.api.as_str(), t.pull_request),
+        ("https://api.github.com", 12)
+    );
+    // A push event has no pull request.
+    system.write_file("/event.json", r#"{"ref": "refs/heads/main"}"#);
+    assert!(detect(&system).target.is_err());
+}
+
+fn collect_from(system: &MemorySystem, head: Option<&str>) -> Summary {
+    let policy = terraci_db::system::ReadPolicy::new(system, Utf8Path::new("/repo"), 1 << 20);
+    let modules: Vec<ModuleRef> = [
+        "a/prod/eu/one",
+        "a/prod/eu/two",
+        "a/prod/eu/three",
+        "a/prod/eu/none",
+    ]
+    .iter()
+    .map(|id| ModuleRef {
+        id: (*id).to_owned(),
+        components: IndexMap::new(),
+    })
+    .collect();
+    let edges = vec![
+        ("a/prod/eu/two".to_owned(), "a/prod/eu/one".to_owned()),
+        ("a/prod/eu/none".to_owned(), "a/prod/eu/one".to_owned()),
+    ];
+    let current: Vec<String> = head.into_iter().map(str::to_owned).collect();
+    collect(
+        system,
+        &policy,
+        &modules,
+        &edges,
+        Utf8Path::new(".terraci"),
+        &current,
+    )
+}
+
+#[test]
+fn results_come_from_the_files_each_module_has() {
+    let system = MemorySystem::new();
+    let plan = r#"{"format_version": "1.2", "resource_changes": [{"address": "a.b", "mode": "managed", "type": "a", "name": "b", "change": {"actions": ["delete"]}}]}"#;
+    // plan.json alone: the status comes from the plan.
+    system.write_file("/repo/a/prod/eu/one/plan.json", plan);
+    // A result that is not JSON: failed, saying so.
+    system.write_file("/repo/a/prod/eu/two/plan.result.json", "exit 2");
+    // A failed plan with its output.
+    system.write_file(
+        "/repo/a/prod/eu/three/plan.result.json",
+        r#"{"exit_code": 1, "commit": "old"}"#,
+    );
+    system.write_file(
+        "/repo/a/prod/eu/three/plan.txt",
+        "\u{1b}[31mnoise\n\u{1b}[0m│ Error: Unsupported argument\n│ \n│   on main.tf line 3\n",
+    );
+    system.write_file(
+        "/repo/.terraci/policy-report.json",
+        r#"{"producer": "policy", "title": "Policy", "status": "warn"}"#,
+    );
+    system.write_file("/repo/.terraci/cost-report.json", "{broken");
+    let summary = collect_from(&system, Some("new"));
+    let ids: Vec<(&str, Status, bool)> = summary
+        .modules
+        .iter()
+        .map(|m| (m.id.as_str(), m.status, m.stale))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("a/prod/eu/one", Status::Changes, false),
+            ("a/prod/eu/three", Status::Failed, true),
+            ("a/prod/eu/two", Status::Failed, false),
+        ]
+    );
+    assert_eq!(
+        summary.modules[1].error.as_deref(),
+        Some("Error: Unsupported argument\n\n  on main.tf line 3")
+    );
+    let two = summary.modules[2].error.as_deref().unwrap_or("");
+    assert!(two.starts_with("a/prod/eu/two/plan.result.json: "), "{two}");
+    assert_eq!(
+        summary.edges,
+        [("a/prod/eu/two".to_owned(), "a/prod/eu/one".to_owned())]
+    );
+    assert_eq!(summary.reports.len(), 1);
+    assert_eq!(summary.warnings.len(), 1);
+    assert!(
+        summary.warnings[0].contains(".terraci/cost-report.json"),
+        "{:?}",
+        summary.warnings
+    );
+    assert!(summary.has_reportable_changes());
+}
+
+#[test]
+fn the_plan_parser_takes_what_terraform_writes() {
+    // The schema subset the comment needs, on one of terraform's own plans.
+    let bytes = include_bytes!("../../../../fixtures/summary/plans/delete/plan.json");
+    let plan = parse_plan(bytes).expect("parses");
+    assert_eq!(plan.counts.destroy, 1);
+}

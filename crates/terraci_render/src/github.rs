@@ -1,0 +1,658 @@
+//! GitHub Actions renderer [spec 7.3].
+//!
+//! Input: a [`JobPlan`] and `extensions.github`. Output: a workflow file. Key order is
+//! fixed: header, `name`, `on`, `permissions`, `env`, `jobs`; each job as `needs`,
+//! `runs-on`, `container`, `environment`, `if`, `concurrency`, `env`, `steps`.
+//!
+//! The plan file travels from plan to apply as an artifact named after the plan job
+//! (`terraci-plan-<module>`), unique per module because job names are.
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use serde_yaml::{Mapping, Value};
+
+use super::yaml::{push_spaced_entry, write_document, Style};
+use super::{
+    job_commands, job_variables, string, string_map, strings, to_value, Header, RenderError,
+    Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
+};
+use terraci_db::config::{
+    Binary, Config, GitHub, GitHubJobConfig, GitHubStep, Image, OverwriteType,
+};
+use terraci_db::diagnostic::{Code, Diagnostic};
+use terraci_db::escape::sh_word;
+use terraci_engine::contrib::When;
+use terraci_engine::ir::{ContributedJob, Job, JobKind, JobPlan};
+
+/// GitHub rejects workflow files larger than this.
+pub const GITHUB_MAX_BYTES: usize = 512_000;
+
+const DEFAULT_NAME: &str = "Terraform";
+const DEFAULT_RUNS_ON: &str = "ubuntu-latest";
+const DEFAULT_BRANCH: &str = "main";
+
+/// Renders a GitHub Actions workflow. Over [`GITHUB_MAX_BYTES`] it is an error unless
+/// `force`, then a warning.
+pub fn render_github(
+    plan: &JobPlan,
+    config: &Config,
+    header: &Header,
+    force: bool,
+) -> Result<Rendered, RenderError> {
+    let github = config.extensions.github.clone().unwrap_or_default();
+    let mut warnings = Vec::new();
+
+    let mut doc = Mapping::new();
+    doc.insert(
+        string("name"),
+        string(github.name.as_deref().unwrap_or(DEFAULT_NAME)),
+    );
+    doc.insert(string("on"), triggers(&github));
+    let permissions = if github.permissions.is_empty() {
+        IndexMap::from([("contents".to_owned(), "read".to_owned())])
+    } else {
+        github.permissions.clone()
+    };
+    doc.insert(string("permissions"), string_map(&permissions));
+    let mut env = IndexMap::new();
+    // TerraCi's scripts run `${TERRAFORM_BINARY}`; users' own steps may still do.
+    env.insert(
+        "TERRAFORM_BINARY".to_owned(),
+        plan.binary.command().to_owned(),
+    );
+    if plan.plan_results && !plan.is_empty() {
+        // Written once for every plan job (a workflow is limited in size): the commit a
+        // plan is made for (a pull request's head, not its merge commit) and the script
+        // that keeps the plan as data, which each plan step evaluates.
+        env.insert(
+            "TERRACI_COMMIT".to_owned(),
+            "${{ github.event.pull_request.head.sha || github.sha }}".to_owned(),
+        );
+        let mut script = String::new();
+        for line in job_commands(plan, JobKind::Plan, "TERRACI_COMMIT")
+            .into_iter()
+            .skip(usize::from(plan.init_enabled))
+        {
+            script.push_str(&line);
+            script.push('\n');
+        }
+        env.insert(PLAN_SCRIPT_VAR.to_owned(), script);
+    }
+    env.extend(github.env.clone());
+    doc.insert(string("env"), string_map(&env));
+
+    let ids = if plan.is_empty() {
+        None
+    } else {
+        Some(job_ids(plan, &mut warnings)?)
+    };
+    warnings.extend(super::unknown_overwrite_types(
+        "extensions.github.overwrites",
+        github.overwrites.iter().map(|o| &o.job_type),
+        plan,
+    ));
+    let style = Style {
+        plain_keys: &["on"],
+        spaced_children: &["jobs"],
+    };
+    let mut text = write_document(&header.comment_lines(), &doc, &style);
+    // The jobs, the document's last entry, are written one by one: as one value tree
+    // they were most of a run's memory at 10,000 modules.
+    push_spaced_entry(&mut text, "jobs", &style, |put| match &ids {
+        None => put(&string(NO_CHANGES_JOB), &no_changes_job(&github)),
+        Some(ids) => {
+            for job in plan.jobs.iter() {
+                let value = render_job(plan, job, &github, ids);
+                put(&string(ids[&*job.name].as_str()), &value);
+            }
+            for job in &plan.contributed {
+                let value = render_contributed(plan, job, &github, ids);
+                put(&string(&*job.name), &value);
+            }
+        }
+    });
+    if text.len() > GITHUB_MAX_BYTES {
+        if !force {
+            return Err(RenderError::TooLarge {
+                size: text.len(),
+                limit: GITHUB_MAX_BYTES,
+            });
+        }
+        warnings.push(Diagnostic::warning(
+            Code::PipelineLimit,
+            format!(
+                "the workflow is {} bytes, over GitHub's limit of {GITHUB_MAX_BYTES} bytes; \
+                 GitHub will refuse to run it",
+                text.len()
+            ),
+        ));
+    }
+    Ok(Rendered { text, warnings })
+}
+
+/// The workflow variable holding the plan script of plan jobs that keep plan results.
+const PLAN_SCRIPT_VAR: &str = "TERRACI_PLAN_SCRIPT";
+
+/// The environment apply jobs run in unless `job_defaults`/`overwrites` name one.
+pub(super) const DEFAULT_APPLY_ENVIRONMENT: &str = "terraform";
+
+/// A job's `if:`. On `pull_request` every affected module plans, in dependency order, and
+/// nothing applies; on `push` (the default branch) and `workflow_dispatch` plans and
+/// applies run in order. A skipped job makes GitHub skip the jobs that need it unless
+/// their `if:` says otherwise, so both kinds run when nothing they need failed or was
+/// cancelled (`!cancelled() && !failure()`), and applies also need an event other than
+/// a pull request. A user's `if:` is added to that, never replaces it.
+pub(super) fn job_condition(kind: JobKind, user: Option<&str>) -> String {
+    let mut condition = String::from("!cancelled() && !failure()");
+    if kind == JobKind::Apply {
+        condition.push_str(" && github.event_name != 'pull_request'");
+    }
+    if let Some(user) = user {
+        // `${{ ... }}` around a whole `if:` is optional; inside another expression it is
+        // not allowed.
+        let user = user.trim();
+        let user = user
+            .strip_prefix("${{")
+            .and_then(|u| u.strip_suffix("}}"))
+            .unwrap_or(user)
+            .trim();
+        condition.push_str(&format!(" && ({user})"));
+    }
+    condition
+}
+
+/// `on:` from the config, else pull requests, pushes to the default branch and manual runs.
+fn triggers(github: &GitHub) -> Value {
+    if let Some(on) = &github.on {
+        return on.clone();
+    }
+    let mut push = Mapping::new();
+    push.insert(
+        string("branches"),
+        strings(&[github.default_branch.as_deref().unwrap_or(DEFAULT_BRANCH)]),
+    );
+    let mut on = Mapping::new();
+    on.insert(string("pull_request"), Value::Null);
+    on.insert(string("push"), Value::Mapping(push));
+    on.insert(string("workflow_dispatch"), Value::Null);
+    Value::Mapping(on)
+}
+
+/// Job ids are the job names; GitHub allows only letters, digits, `-` and `_` in them, so
+/// any other character (a `.` in a directory name) becomes `_`.
+fn job_ids<'a>(
+    plan: &'a JobPlan,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<BTreeMap<&'a str, String>, RenderError> {
+    let mut ids = BTreeMap::new();
+    let mut owners: BTreeMap<String, &str> = BTreeMap::new();
+    for job in plan.jobs.iter() {
+        let id: String = job
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if *id != *job.name {
+            warnings.push(
+                Diagnostic::warning(
+                    Code::JobRenamed,
+                    format!(
+                        "job `{}` is named `{id}` in the GitHub workflow: job ids may only hold \
+                     letters, digits, `-` and `_`",
+                        job.name
+                    ),
+                )
+                .with_module(&*job.module),
+            );
+        }
+        if let Some(first) = owners.insert(id.clone(), &job.name) {
+            return Err(RenderError::Config(format!(
+                "jobs `{first}` and `{}` both become the GitHub job id `{id}`; rename one \
+                 of the directories",
+                job.name
+            )));
+        }
+        ids.insert(&*job.name, id);
+    }
+    Ok(ids)
+}
+
+fn no_changes_job(github: &GitHub) -> Value {
+    let runs_on = github
+        .job_defaults
+        .as_ref()
+        .and_then(|d| d.runs_on.clone())
+        .or_else(|| github.runs_on.clone())
+        .unwrap_or_else(|| DEFAULT_RUNS_ON.to_owned());
+    let mut step = Mapping::new();
+    step.insert(string("name"), string("No Terraform changes"));
+    step.insert(
+        string("run"),
+        string(format!("echo \"{NO_CHANGES_MESSAGE}\"")),
+    );
+    let mut job = Mapping::new();
+    job.insert(string("runs-on"), string(runs_on));
+    job.insert(string("steps"), Value::Sequence(vec![Value::Mapping(step)]));
+    Value::Mapping(job)
+}
+
+/// The job after `job_defaults` and the matching `overwrites` ([`apply_overwrites`]).
+fn effective_config(github: &GitHub, kind: JobKind) -> GitHubJobConfig {
+    let mut out = github.job_defaults.clone().unwrap_or_default();
+    let wanted = match kind {
+        JobKind::Plan => OverwriteType::Plan,
+        JobKind::Apply => OverwriteType::Apply,
+    };
+    apply_overwrites(&mut out, github, &wanted);
+    out
+}
+
+/// Layers the `overwrites` of type `wanted` over `out`, in order: a key an entry sets
+/// replaces, `env` merges key by key, and `steps_before` / `steps_after` append (as in
+/// TerraCi: an overwrite's steps run after the defaults' ones, which often set up
+/// credentials).
+fn apply_overwrites(out: &mut GitHubJobConfig, github: &GitHub, wanted: &OverwriteType) {
+    for overwrite in github.overwrites.iter().filter(|o| &o.job_type == wanted) {
+        let layer = overwrite.job_config();
+        macro_rules! replace {
+            ($($field:ident),*) => {$(
+                if layer.$field.is_some() {
+                    out.$field = layer.$field.clone();
+                }
+            )*};
+        }
+        replace!(runs_on, container, if_, environment);
+        for (steps, more) in [
+            (&mut out.steps_before, layer.steps_before),
+            (&mut out.steps_after, layer.steps_after),
+        ] {
+            if let Some(more) = more {
+                steps.get_or_insert_with(Vec::new).extend(more);
+            }
+        }
+        out.env.extend(layer.env);
+    }
+}
+
+fn artifact_name(job: &Job) -> String {
+    format!(
+        "terraci-{}",
+        terraci_engine::ir::job_name(JobKind::Plan, &job.module)
+    )
+}
+
+fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, String>) -> Value {
+    let user = effective_config(github, job.kind);
+    let mut m = Mapping::new();
+    if !job.needs.is_empty() {
+        let needs: Vec<&str> = job
+            .needs
+            .iter()
+            .map(|n| ids.get(&*n.job).map_or(&*n.job, String::as_str))
+            .collect();
+        m.insert(string("needs"), strings(&needs));
+    }
+    let runs_on = user
+        .runs_on
+        .clone()
+        .or_else(|| github.runs_on.clone())
+        .unwrap_or_else(|| DEFAULT_RUNS_ON.to_owned());
+    m.insert(string("runs-on"), string(runs_on));
+    if let Some(container) = user.container.as_ref().or(github.container.as_ref()) {
+        // GitHub starts job containers with its own entrypoint, so only the image counts.
+        let name = match container {
+            Image::Name(name) | Image::Full { name, .. } => name,
+        };
+        m.insert(string("container"), string(name.as_str()));
+    }
+    // Applies run behind an environment that can be protected (required reviewers).
+    let environment = match (&user.environment, job.kind) {
+        (Some(environment), _) => Some(environment.as_str()),
+        (None, JobKind::Apply) => Some(DEFAULT_APPLY_ENVIRONMENT),
+        (None, JobKind::Plan) => None,
+    };
+    if let Some(environment) = environment {
+        m.insert(string("environment"), string(environment));
+    }
+    m.insert(
+        string("if"),
+        string(job_condition(job.kind, user.if_.as_deref())),
+    );
+    // Plans of one ref queue behind each other; an apply is never cancelled (a pending
+    // job of a concurrency group is, when another is queued), so applies have no group:
+    // Terraform's state lock keeps two applies of one module apart.
+    if job.kind == JobKind::Plan {
+        let mut concurrency = Mapping::new();
+        concurrency.insert(
+            string("group"),
+            string(format!(
+                "terraci-${{{{ github.workflow }}}}-${{{{ github.ref }}}}-{}",
+                job.module
+            )),
+        );
+        concurrency.insert(string("cancel-in-progress"), Value::Bool(false));
+        m.insert(string("concurrency"), Value::Mapping(concurrency));
+    }
+
+    let mut env = job_variables(plan, job);
+    env.extend(user.env.clone());
+    m.insert(string("env"), string_map(&env));
+
+    let mut steps = vec![step(&[
+        ("name", "Checkout"),
+        ("uses", "actions/checkout@v4"),
+    ])];
+    if github.setup_step.unwrap_or(true) {
+        steps.push(setup_step(
+            plan.binary,
+            github.terraform_version.as_deref(),
+            plan.plan_results,
+        ));
+    }
+    if job.kind == JobKind::Apply {
+        let mut s = step(&[
+            ("name", "Download plan"),
+            ("uses", "actions/download-artifact@v4"),
+        ]);
+        let mut with = Mapping::new();
+        with.insert(string("name"), string(artifact_name(job)));
+        with.insert(string("path"), string(&*job.module));
+        s.insert(string("with"), Value::Mapping(with));
+        steps.push(s);
+    }
+    steps.extend(user_steps(user.steps_before.as_deref()));
+    let verb = match job.kind {
+        JobKind::Plan => "Plan",
+        JobKind::Apply => "Apply",
+    };
+    let mut run = String::new();
+    if job.kind == JobKind::Plan && plan.plan_results {
+        if plan.init_enabled {
+            run.push_str(&format!("{} init\n", plan.binary.command()));
+        }
+        run.push_str(&format!("eval \"${PLAN_SCRIPT_VAR}\"\n"));
+    } else {
+        for command in job_commands(plan, job.kind, "TERRACI_COMMIT") {
+            run.push_str(&command);
+            run.push('\n');
+        }
+    }
+    let mut run_step = step(&[("name", &format!("{verb} {}", job.module))]);
+    run_step.insert(string("working-directory"), string(&*job.module));
+    run_step.insert(string("run"), string(run));
+    steps.push(run_step);
+    steps.extend(user_steps(user.steps_after.as_deref()));
+    if job.kind == JobKind::Plan {
+        let mut s = step(&[
+            ("name", "Upload plan"),
+            ("uses", "actions/upload-artifact@v4"),
+        ]);
+        let mut with = Mapping::new();
+        with.insert(string("name"), string(artifact_name(job)));
+        // `plan.*`: the plan file and, kept as data, plan.txt, plan.json, plan.result.json.
+        let files = if plan.plan_results {
+            "plan.*"
+        } else {
+            PLAN_FILE
+        };
+        with.insert(string("path"), string(format!("{}/{files}", job.module)));
+        // Plan results are kept also when the plan failed: the review must see it.
+        with.insert(
+            string("if-no-files-found"),
+            string(if plan.plan_results { "warn" } else { "error" }),
+        );
+        with.insert(string("retention-days"), Value::Number(1.into()));
+        s.insert(string("with"), Value::Mapping(with));
+        if plan.plan_results {
+            s.insert(string("if"), string("always()"));
+        }
+        steps.push(s);
+    }
+    m.insert(
+        string("steps"),
+        Value::Sequence(steps.into_iter().map(Value::Mapping).collect()),
+    );
+    Value::Mapping(m)
+}
+
+/// A contributed job's settings: `job_defaults` but `if` and `environment`, the summary
+/// job's `pr.summary_job.runs_on`, then the `overwrites` of its name.
+fn contributed_config(github: &GitHub, job: &ContributedJob) -> GitHubJobConfig {
+    let mut out = github.job_defaults.clone().unwrap_or_default();
+    out.if_ = None;
+    out.environment = None;
+    if let Some(runs_on) = summary_runs_on(github, job) {
+        out.runs_on = Some(runs_on);
+    }
+    let wanted = OverwriteType::Job(job.name.to_string());
+    apply_overwrites(&mut out, github, &wanted);
+    out
+}
+
+/// `extensions.github.pr.summary_job.runs_on` for the summary job.
+fn summary_runs_on(github: &GitHub, job: &ContributedJob) -> Option<String> {
+    if &*job.name != terraci_engine::contrib::SUMMARY_JOB {
+        return None;
+    }
+    github.pr.as_ref()?.summary_job.as_ref()?.runs_on.clone()
+}
+
+/// The artifact of a report producer.
+fn report_artifact(producer: &str) -> String {
+    format!("terraci-report-{producer}")
+}
+
+/// A contributed job: it downloads the artifacts of the jobs it needs (each plan into its
+/// module directory; a plan that did not run has none, so that step may fail), runs its
+/// commands from the repository root with the workflow token, and uploads its report.
+/// Review jobs run on pull requests once the plans finished, whatever their outcome;
+/// others when nothing they need failed.
+fn render_contributed(
+    plan: &JobPlan,
+    job: &ContributedJob,
+    github: &GitHub,
+    ids: &BTreeMap<&str, String>,
+) -> Value {
+    let user = contributed_config(github, job);
+    let mut m = Mapping::new();
+    if !job.needs.is_empty() {
+        let needs: Vec<&str> = job
+            .needs
+            .iter()
+            .map(|n| ids.get(&*n.job).map_or(&*n.job, String::as_str))
+            .collect();
+        m.insert(string("needs"), strings(&needs));
+    }
+    let runs_on = user
+        .runs_on
+        .clone()
+        .or_else(|| github.runs_on.clone())
+        .unwrap_or_else(|| DEFAULT_RUNS_ON.to_owned());
+    m.insert(string("runs-on"), string(runs_on));
+    if let Some(container) = user.container.as_ref().or(github.container.as_ref()) {
+        m.insert(string("container"), string(container.name()));
+    }
+    if let Some(environment) = &user.environment {
+        m.insert(string("environment"), string(environment.as_str()));
+    }
+    let mut condition = match job.spec.when {
+        When::ReviewAlways => "!cancelled() && github.event_name == 'pull_request'".to_owned(),
+        When::OnSuccess => "!cancelled() && !failure()".to_owned(),
+    };
+    if let Some(extra) = user.if_.as_deref() {
+        let extra = extra.trim();
+        let extra = extra
+            .strip_prefix("${{")
+            .and_then(|u| u.strip_suffix("}}"))
+            .unwrap_or(extra)
+            .trim();
+        condition.push_str(&format!(" && ({extra})"));
+    }
+    m.insert(string("if"), string(condition));
+    let mut permissions = IndexMap::from([("contents".to_owned(), "read".to_owned())]);
+    permissions.extend(job.spec.permissions.iter().cloned());
+    m.insert(string("permissions"), string_map(&permissions));
+    let mut env = IndexMap::from([(
+        "GITHUB_TOKEN".to_owned(),
+        "${{ secrets.GITHUB_TOKEN }}".to_owned(),
+    )]);
+    env.extend(user.env.clone());
+    m.insert(string("env"), string_map(&env));
+
+    let mut steps = vec![step(&[
+        ("name", "Checkout"),
+        ("uses", "actions/checkout@v4"),
+    ])];
+    // Plans: every plan artifact in one step (each into a directory of its name), then
+    // each put into its module directory; a plan that did not run has none.
+    let planned: Vec<&Job> = job.needs.iter().filter_map(|n| plan.job(&n.job)).collect();
+    if !planned.is_empty() {
+        let into = format!("{}/plans", plan.service_dir.trim_end_matches('/'));
+        let mut s = step(&[
+            ("name", "Download plans"),
+            ("uses", "actions/download-artifact@v4"),
+        ]);
+        let mut with = Mapping::new();
+        with.insert(string("pattern"), string("terraci-plan-*"));
+        with.insert(string("path"), string(into.as_str()));
+        s.insert(string("with"), Value::Mapping(with));
+        s.insert(string("continue-on-error"), Value::Bool(true));
+        steps.push(s);
+        let mut run = format!(
+            "put() {{ if [ -d {}/\"$1\" ]; then cp -R {}/\"$1\"/. \"$2\"/; fi; }}\n",
+            sh_word(&into),
+            sh_word(&into)
+        );
+        for planned in &planned {
+            // A directory named `-x` must not read as an option of `cp`.
+            let module = if planned.module.starts_with('-') {
+                format!("./{}", planned.module)
+            } else {
+                planned.module.to_string()
+            };
+            run.push_str(&format!(
+                "put {} {}\n",
+                sh_word(&artifact_name(planned)),
+                sh_word(&module)
+            ));
+        }
+        let mut s = step(&[("name", "Put the plans into their modules")]);
+        s.insert(string("run"), string(run));
+        steps.push(s);
+    }
+    for need in &job.needs {
+        let report = plan
+            .contributed_job(&need.job)
+            .and_then(|c| c.spec.produces.as_deref());
+        if let Some(producer) = report {
+            let mut s = step(&[
+                ("name", &format!("Download {producer} report")),
+                ("uses", "actions/download-artifact@v4"),
+            ]);
+            let mut with = Mapping::new();
+            with.insert(string("name"), string(report_artifact(producer)));
+            with.insert(string("path"), string(plan.service_dir.as_str()));
+            s.insert(string("with"), Value::Mapping(with));
+            s.insert(string("continue-on-error"), Value::Bool(true));
+            steps.push(s);
+        }
+    }
+    steps.extend(user_steps(user.steps_before.as_deref()));
+    let hint = if &*job.name == terraci_engine::contrib::SUMMARY_JOB {
+        format!(
+            "add a step that installs it (steps_before in an overwrites entry of type {}) or a container that has it",
+            job.name
+        )
+    } else {
+        format!(
+            "add a step that installs it (steps_before in an overwrites entry of type {})",
+            job.name
+        )
+    };
+    let mut run = String::new();
+    // A review job without terraci (no image was chosen for it) warns and passes: the
+    // comment is an aid, not a gate; the jobs it reads still fail on their own.
+    let review = job.spec.when == When::ReviewAlways;
+    for line in super::contributed_commands(job, &hint, review) {
+        run.push_str(&line);
+        run.push('\n');
+    }
+    let mut run_step = step(&[("name", &format!("Run {}", job.name))]);
+    run_step.insert(string("run"), string(run));
+    steps.push(run_step);
+    steps.extend(user_steps(user.steps_after.as_deref()));
+    if let (Some(producer), Some(path)) = (
+        job.spec.produces.as_deref(),
+        job.spec.report_path(&plan.service_dir),
+    ) {
+        let mut s = step(&[
+            ("name", &format!("Upload {producer} report")),
+            ("uses", "actions/upload-artifact@v4"),
+        ]);
+        let mut with = Mapping::new();
+        with.insert(string("name"), string(report_artifact(producer)));
+        with.insert(string("path"), string(path));
+        with.insert(string("if-no-files-found"), string("warn"));
+        with.insert(string("retention-days"), Value::Number(1.into()));
+        s.insert(string("with"), Value::Mapping(with));
+        s.insert(string("if"), string("always()"));
+        steps.push(s);
+    }
+    m.insert(
+        string("steps"),
+        Value::Sequence(steps.into_iter().map(Value::Mapping).collect()),
+    );
+    Value::Mapping(m)
+}
+
+fn step(pairs: &[(&str, &str)]) -> Mapping {
+    pairs
+        .iter()
+        .map(|(k, v)| (string(*k), string(*v)))
+        .collect()
+}
+
+/// The setup action. Keeping plan results turns its wrapper off: the wrapper prints
+/// lines of its own into `show -json`'s output.
+fn setup_step(binary: Binary, version: Option<&str>, plan_results: bool) -> Mapping {
+    let (name, uses, input, wrapper) = match binary {
+        Binary::Terraform => (
+            "Setup Terraform",
+            "hashicorp/setup-terraform@v3",
+            "terraform_version",
+            "terraform_wrapper",
+        ),
+        Binary::Tofu => (
+            "Setup OpenTofu",
+            "opentofu/setup-opentofu@v1",
+            "tofu_version",
+            "tofu_wrapper",
+        ),
+    };
+    let mut s = step(&[("name", name), ("uses", uses)]);
+    let mut with = Mapping::new();
+    if let Some(version) = version {
+        with.insert(string(input), string(version));
+    }
+    if plan_results {
+        with.insert(string(wrapper), Value::Bool(false));
+    }
+    if !with.is_empty() {
+        s.insert(string("with"), Value::Mapping(with));
+    }
+    s
+}
+
+fn user_steps(steps: Option<&[GitHubStep]>) -> impl Iterator<Item = Mapping> + '_ {
+    steps.unwrap_or_default().iter().map(|s| match to_value(s) {
+        Value::Mapping(m) => m,
+        _ => Mapping::new(),
+    })
+}
