@@ -48,7 +48,7 @@ fn workload(n: usize) -> Utf8PathBuf {
         let _ = std::fs::remove_dir_all(&dir);
         let script = std::env::var("TERRACI_BENCH_GEN").unwrap_or_else(|_| {
             concat!(
-                env!("CARGO_MANIFEST_DIR"),
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../.."),
                 "/../shared/bench/gen_monorepo.py"
             )
             .into()

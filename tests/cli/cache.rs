@@ -9,7 +9,8 @@ use crate::support::Project;
 
 /// The standard workload of spec §11, `N` modules, if the generator is available.
 fn standard_workload(n: usize) -> Option<Project> {
-    let generator = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen_monorepo.py");
+    let generator = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("../shared/bench/gen_monorepo.py");
     if !generator.exists() {
         eprintln!("skipped: {} not found", generator.display());
         return None;

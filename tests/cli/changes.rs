@@ -322,8 +322,10 @@ fn filters_apply_after_propagation() {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn nothing_affected_gives_a_valid_no_op_pipeline_for_both_providers() {
     let repo = Repo::example();
     repo.write("README.md", "# infra\n");

@@ -36,8 +36,10 @@ fn unconfigured_repo() -> Project {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn init_writes_a_gitlab_config_that_generates_without_edits() {
     for binary in ["terraform", "tofu"] {
         let p = unconfigured_repo();
@@ -67,8 +69,10 @@ fn init_writes_a_gitlab_config_that_generates_without_edits() {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn init_writes_a_github_config_that_generates_without_edits() {
     for binary in ["terraform", "tofu"] {
         let p = unconfigured_repo();
@@ -185,7 +189,7 @@ fn completion_scripts() {
 /// text users copy, so the two cannot drift.
 fn recipe(name: &str) -> String {
     let doc = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/recipes.md"),
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("docs/recipes.md"),
     )
     .expect("docs/recipes.md");
     let marker = format!("<!-- recipe: {name} -->\n```yaml\n");
@@ -195,8 +199,10 @@ fn recipe(name: &str) -> String {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn gitlab_parent_pipeline_recipe_is_valid() {
     let recipe = recipe("gitlab-parent");
     let jobs = gitlab_ci_local_list(&recipe).expect("gitlab-ci-local accepts the recipe");
@@ -224,8 +230,10 @@ fn gitlab_parent_pipeline_recipe_is_valid() {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn github_check_recipe_is_valid() {
     assert_eq!(actionlint(&recipe("github-check")), "");
 }
@@ -233,7 +241,8 @@ fn github_check_recipe_is_valid() {
 #[test]
 fn pre_commit_hooks_run_terraci() {
     let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".pre-commit-hooks.yaml"),
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .join(".pre-commit-hooks.yaml"),
     )
     .expect(".pre-commit-hooks.yaml");
     let hooks: Vec<serde_yaml::Value> = serde_yaml::from_str(&text).expect("a list of hooks");

@@ -82,8 +82,10 @@ fn with_status(status: &BTreeMap<String, Status>, want: Status) -> Vec<&str> {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn pull_requests_plan_every_module_and_apply_nothing_pushes_apply_in_order() {
     let p = Project::fixture("example");
     let out = p.run_env(&["generate"], &[("TERRACI_PROVIDER", "github")]);

@@ -2,8 +2,10 @@ use crate::snap;
 use crate::support::{actionlint, gitlab_ci_local_list, Project};
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn gitlab_pipeline_of_the_example() {
     let p = Project::fixture("example");
     let out = p.run(&["generate"]);
@@ -17,8 +19,10 @@ fn gitlab_pipeline_of_the_example() {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn github_workflow_of_the_example() {
     let p = Project::fixture("example");
     let out = p.run_env(&["generate"], &[("TERRACI_PROVIDER", "github")]);

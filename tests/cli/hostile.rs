@@ -309,8 +309,10 @@ fn pwned(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn gitlab_ci_local_cds_into_exactly_each_directory() {
     let h = hostile();
     let run = terraci(&h, &["generate", "--no-cache"]);
@@ -425,8 +427,10 @@ fn gitlab_variable(name: &str) -> bool {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn github_workflow_passes_actionlint_without_expressions_terraci_did_not_write() {
     let h = hostile();
     let run = terraci(&h, &["generate", "--no-cache", "--provider", "github"]);
@@ -553,7 +557,10 @@ const SHELL_BYTES: &[u8] = b"$`'\"\\;&|<>(){}[]*?!#~ \t\n=%";
 /// Random bytes as directory names: the `cd` line terraci writes for each is one that
 /// `sh -n` accepts and that enters exactly that directory.
 #[test]
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn random_directory_names_give_sound_cd_lines() {
     let h = Project::empty();
     h.write(".terraci.yaml", PATTERN);

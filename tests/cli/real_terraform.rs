@@ -119,8 +119,10 @@ fn applied_input(state: &Path, name: &str) -> Option<String> {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn the_gitlab_pipeline_plans_and_applies_with_real_terraform() {
     let work = tempfile::tempdir().expect("temp dir");
     let state = work.path().join("state");
@@ -216,8 +218,10 @@ fn job_log(output: &str, job: &str) -> String {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn local_exec_runs_real_terraform_in_a_terminal() {
     let work = tempfile::tempdir().expect("temp dir");
     let state = work.path().join("state");
@@ -246,8 +250,10 @@ fn local_exec_runs_real_terraform_in_a_terminal() {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn local_exec_plan_keeps_the_plans_as_data_and_prints_the_summary() {
     let work = tempfile::tempdir().expect("temp dir");
     let state = work.path().join("state");
@@ -319,7 +325,10 @@ fn denying_repository(state: &Path) -> Project {
 /// apply job checks its own module's plan first (here in `local-exec run`, the same
 /// commands the generated GitLab and GitHub apply jobs run), and fails without applying.
 #[test]
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn a_blocking_policy_stops_the_apply_of_the_module_it_denies() {
     let work = tempfile::tempdir().expect("temp dir");
     let state = work.path().join("state");
@@ -354,7 +363,10 @@ fn a_blocking_policy_stops_the_apply_of_the_module_it_denies() {
 /// The same gate in the generated GitLab pipeline, run by gitlab-ci-local: app's apply
 /// job runs `terraci policy check` over its plan artifact and fails before applying.
 #[test]
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn a_blocking_policy_stops_the_gitlab_apply_job_of_the_module_it_denies() {
     let work = tempfile::tempdir().expect("temp dir");
     let state = work.path().join("state");

@@ -528,8 +528,8 @@ fn terraci_example_library_modules() {
 #[test]
 fn generated_workload_resolves_completely() {
     let p = Project::empty();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/gen_monorepo.py");
+    let script = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("../shared/bench/gen_monorepo.py");
     if !script.exists() {
         eprintln!("skipped: gen_monorepo.py is not available");
         return;

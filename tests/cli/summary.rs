@@ -397,7 +397,7 @@ fn project() -> Project {
 }
 
 fn copy_plan(p: &Project, module: &str, plan: &str) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let from = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("fixtures/summary/plans")
         .join(plan);
     for file in ["plan.json", "plan.txt", "plan.result.json"] {
@@ -728,7 +728,8 @@ fn plan_facts(dir: &Path) -> Vec<String> {
 fn the_plan_fixtures_are_what_terraform_makes() {
     // regen.sh writes beside itself: run a copy in a temp dir and compare with the
     // committed fixtures.
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/summary/plans");
+    let fixtures =
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures/summary/plans");
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::copy(fixtures.join("regen.sh"), dir.path().join("regen.sh")).expect("copy");
     let out = std::process::Command::new("bash")

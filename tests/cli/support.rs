@@ -8,7 +8,7 @@ pub(crate) struct Project {
 impl Project {
     /// A copy of `fixtures/<name>`.
     pub(crate) fn fixture(name: &str) -> Project {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        let src = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
             .join("fixtures")
             .join(name);
         let dir = tempfile::tempdir().expect("temp dir");
@@ -115,7 +115,7 @@ fn copy_dir(src: &Path, dst: &Path) {
 
 /// The crate's CI client binary `name` (installed by `.ci/clients.sh`).
 pub(crate) fn client(name: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("tools/ci-clients/node_modules/.bin")
         .join(name);
     assert!(

@@ -23,19 +23,19 @@ pub struct GlobalArgs {
     pub config: Option<Utf8PathBuf>,
     /// Project directory
     #[arg(short = 'd', long, global = true, env = "TERRACI_DIR")]
-    pub dir: Option<Utf8PathBuf>,
+    pub(crate) dir: Option<Utf8PathBuf>,
     /// More output (repeat for more)
     #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
+    pub(crate) verbose: u8,
     /// Only errors on stderr
     #[arg(short = 'q', long, global = true)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Colour in diagnostics
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
-    pub color: ColorChoice,
+    pub(crate) color: ColorChoice,
     /// Log level: debug (as -v), info, warn (the default), error (as -q)
     #[arg(short = 'l', long, global = true, value_name = "LEVEL", default_value = "warn", value_parser = parse_log_level)]
-    pub log_level: LogLevel,
+    pub(crate) log_level: LogLevel,
     /// Neither read nor write the fact cache
     // From the environment, `0`, `false`, `no`, `off` or an empty value keep the cache and
     // any other value (`1`, `true`, `yes`) turns it off.
@@ -45,18 +45,18 @@ pub struct GlobalArgs {
         env = "TERRACI_NO_CACHE",
         value_parser = clap::builder::FalseyValueParser::new()
     )]
-    pub no_cache: bool,
+    pub(crate) no_cache: bool,
     /// Fact cache directory (default: .terraci/cache in the project dir)
     #[arg(long, global = true, env = "TERRACI_CACHE_DIR", value_name = "DIR")]
-    pub cache_dir: Option<Utf8PathBuf>,
+    pub(crate) cache_dir: Option<Utf8PathBuf>,
     /// Largest file terraci reads, in bytes; larger ones are a `file-too-large` error
     #[arg(long, global = true, env = "TERRACI_MAX_FILE_SIZE", value_name = "BYTES", default_value_t = terraci_db::system::DEFAULT_MAX_FILE_SIZE)]
-    pub max_file_size: u64,
+    pub(crate) max_file_size: u64,
 }
 
 /// `--log-level`: what reaches stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogLevel {
+pub(crate) enum LogLevel {
     Debug,
     Info,
     Warn,
@@ -78,10 +78,10 @@ fn parse_log_level(s: &str) -> Result<LogLevel, InvalidLogLevel> {
 /// A `--log-level` that is none of TerraCi's level names (clap reports it, exit 2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid log level `{0}`: expected debug, info, warn or error")]
-pub struct InvalidLogLevel(String);
+pub(crate) struct InvalidLogLevel(String);
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum ColorChoice {
+pub(crate) enum ColorChoice {
     Auto,
     Always,
     Never,
@@ -139,40 +139,40 @@ comment. Exit 0 on success or when there is nothing to post, 1 on error."
 pub struct SelectArgs {
     /// Exclude modules matching this glob (repeatable)
     #[arg(short = 'x', long = "exclude")]
-    pub exclude: Vec<String>,
+    pub(crate) exclude: Vec<String>,
     /// Include only modules matching this glob (repeatable)
     #[arg(short = 'i', long = "include")]
-    pub include: Vec<String>,
+    pub(crate) include: Vec<String>,
     /// Keep modules whose pattern segment KEY equals VALUE (repeatable)
     #[arg(short = 'f', long = "filter", value_name = "KEY=VALUE")]
-    pub filter: Vec<String>,
+    pub(crate) filter: Vec<String>,
 }
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct EvalArgs {
     /// A tfvars file applied to every module that declares its variables (repeatable)
     #[arg(long = "var-file", value_name = "FILE")]
-    pub var_file: Vec<Utf8PathBuf>,
+    pub(crate) var_file: Vec<Utf8PathBuf>,
     /// A variable value applied to every module that declares it (repeatable)
     #[arg(long = "var", value_name = "NAME=VALUE")]
-    pub var: Vec<String>,
+    pub(crate) var: Vec<String>,
     /// Value of terraform.workspace
     #[arg(long, default_value = "default")]
-    pub workspace: String,
+    pub(crate) workspace: String,
 }
 
-pub use terraci_render::report::OutputFormat;
+pub(crate) use terraci_render::report::OutputFormat;
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct GenerateArgs {
     /// Write to FILE (atomically; an unchanged file is left untouched)
     #[arg(short = 'o', long)]
-    pub output: Option<Utf8PathBuf>,
+    pub(crate) output: Option<Utf8PathBuf>,
     #[command(flatten)]
     pub changes: ChangeArgs,
     /// Say why each module is in the pipeline
     #[arg(long)]
-    pub explain: bool,
+    pub(crate) explain: bool,
     #[command(flatten)]
     pub pipeline: PipelineArgs,
 }
@@ -181,27 +181,27 @@ pub struct GenerateArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct PipelineArgs {
     #[command(flatten)]
-    pub select: SelectArgs,
+    pub(crate) select: SelectArgs,
     #[command(flatten)]
     pub eval: EvalArgs,
     /// Plan jobs only
     #[arg(long)]
-    pub plan_only: bool,
+    pub(crate) plan_only: bool,
     /// With --plan-only: plans do not wait for each other
     #[arg(long)]
-    pub parallel_plans: bool,
+    pub(crate) parallel_plans: bool,
     /// gitlab or github
     #[arg(long)]
-    pub provider: Option<String>,
+    pub(crate) provider: Option<String>,
     /// Print modules, affected, levels and jobs instead of the pipeline
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Yaml)]
-    pub format: OutputFormat,
+    pub(crate) format: OutputFormat,
     /// Write a GitHub workflow even over GitHub's size limit
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -209,9 +209,9 @@ pub struct WatchArgs {
     /// Write to FILE (default: .gitlab-ci.yml, or .github/workflows/terraci.yml for
     /// github, in the project dir); rewritten atomically, only when its bytes change
     #[arg(short = 'o', long)]
-    pub output: Option<Utf8PathBuf>,
+    pub(crate) output: Option<Utf8PathBuf>,
     #[command(flatten)]
-    pub pipeline: PipelineArgs,
+    pub(crate) pipeline: PipelineArgs,
     /// `--changed-only`: the merge-request pipeline, kept current on every save, commit
     /// and checkout
     #[command(flatten)]
@@ -223,20 +223,20 @@ pub struct WatchArgs {
 pub struct ChangeArgs {
     /// Only modules affected by the change against the base ref
     #[arg(long)]
-    pub changed_only: bool,
+    pub(crate) changed_only: bool,
     /// Base ref for --changed-only
     #[arg(long)]
-    pub base_ref: Option<String>,
+    pub(crate) base_ref: Option<String>,
     /// Ignore uncommitted and untracked files
     #[arg(long)]
-    pub committed_only: bool,
+    pub(crate) committed_only: bool,
     /// Also include the changed modules' dependencies
     #[arg(long)]
-    pub include_dependencies: bool,
+    pub(crate) include_dependencies: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum ExecMode {
+pub(crate) enum ExecMode {
     /// init + plan per module
     Plan,
     /// apply the saved plans
@@ -248,50 +248,50 @@ pub enum ExecMode {
 #[derive(Debug, Args, Clone)]
 pub struct LocalExecArgs {
     #[arg(value_enum)]
-    pub mode: ExecMode,
+    pub(crate) mode: ExecMode,
     #[command(flatten)]
     pub changes: ChangeArgs,
     #[command(flatten)]
-    pub select: SelectArgs,
+    pub(crate) select: SelectArgs,
     #[command(flatten)]
-    pub eval: EvalArgs,
+    pub(crate) eval: EvalArgs,
     /// Only this module (repeatable)
     #[arg(short = 'm', long = "module")]
-    pub module: Vec<String>,
+    pub(crate) module: Vec<String>,
     /// Modules run at once (default: execution.parallelism)
     #[arg(long)]
-    pub parallelism: Option<usize>,
+    pub(crate) parallelism: Option<usize>,
     /// Print the commands instead of running them
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// terraform or tofu binary to run (default: execution.binary)
     #[arg(long)]
-    pub binary: Option<String>,
+    pub(crate) binary: Option<String>,
 }
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct ValidateArgs {
     /// Exit 3 on any warning
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// Output format: the summary as text (diagnostics on stderr), or one JSON document
     #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
-    pub format: ValidateFormat,
+    pub(crate) format: ValidateFormat,
     #[command(flatten)]
-    pub select: SelectArgs,
+    pub(crate) select: SelectArgs,
     #[command(flatten)]
-    pub eval: EvalArgs,
+    pub(crate) eval: EvalArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
-pub enum ValidateFormat {
+pub(crate) enum ValidateFormat {
     #[default]
     Text,
     Json,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
-pub enum GraphFormat {
+pub(crate) enum GraphFormat {
     #[default]
     Dot,
     Plantuml,
@@ -304,40 +304,40 @@ pub enum GraphFormat {
 #[derive(Debug, Args, Clone, Default)]
 pub struct GraphArgs {
     #[arg(short = 'F', long, value_enum, default_value_t = GraphFormat::Dot)]
-    pub format: GraphFormat,
+    pub(crate) format: GraphFormat,
     /// Only the modules these filters select (and the edges between them)
     #[command(flatten)]
-    pub select: SelectArgs,
+    pub(crate) select: SelectArgs,
     /// Print counts: modules, edges, levels, cycles
     #[arg(long)]
-    pub stats: bool,
+    pub(crate) stats: bool,
     /// Only this module and its dependencies
     #[arg(short = 'm', long)]
-    pub module: Option<String>,
+    pub(crate) module: Option<String>,
     /// With -m: its dependents instead
     #[arg(long, requires = "module")]
-    pub dependents: bool,
+    pub(crate) dependents: bool,
     /// Write to FILE
     #[arg(short = 'o', long)]
-    pub output: Option<Utf8PathBuf>,
+    pub(crate) output: Option<Utf8PathBuf>,
     #[command(flatten)]
-    pub eval: EvalArgs,
+    pub(crate) eval: EvalArgs,
 }
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct SummaryArgs {
     #[command(flatten)]
-    pub eval: EvalArgs,
+    pub(crate) eval: EvalArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum InitProvider {
+pub(crate) enum InitProvider {
     Gitlab,
     Github,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum InitBinary {
+pub(crate) enum InitBinary {
     Terraform,
     Tofu,
 }
@@ -346,16 +346,16 @@ pub enum InitBinary {
 pub struct InitArgs {
     /// Do not ask; use the flags and defaults
     #[arg(long)]
-    pub ci: bool,
+    pub(crate) ci: bool,
     /// Overwrite an existing config file
     #[arg(short = 'f', long)]
-    pub force: bool,
+    pub(crate) force: bool,
     /// CI provider to configure (default: gitlab, or github when only .github/ exists)
     #[arg(long, value_enum)]
-    pub provider: Option<InitProvider>,
+    pub(crate) provider: Option<InitProvider>,
     /// Terraform-compatible binary (default: terraform)
     #[arg(long, value_enum)]
-    pub binary: Option<InitBinary>,
+    pub(crate) binary: Option<InitBinary>,
     /// Directory pattern (default: {service}/{environment}/{region}/{module})
     #[arg(long)]
     pub pattern: Option<String>,
@@ -365,7 +365,7 @@ pub struct InitArgs {
 pub struct SchemaArgs {
     /// Write to FILE
     #[arg(short = 'o', long)]
-    pub output: Option<Utf8PathBuf>,
+    pub(crate) output: Option<Utf8PathBuf>,
 }
 
 #[derive(Debug, Subcommand, Clone)]
@@ -382,17 +382,17 @@ pub enum PolicyCommand {
 pub struct PolicyCheckArgs {
     /// Check only this module (its id, the directory relative to the project)
     #[arg(short = 'm', long)]
-    pub module: Option<String>,
+    pub(crate) module: Option<String>,
     /// Output format
     #[arg(short = 'o', long = "format", alias = "output", value_enum, default_value_t = PolicyFormat::Text)]
-    pub format: PolicyFormat,
+    pub(crate) format: PolicyFormat,
     /// Bound on the evaluation of one rule for one module, in seconds
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub timeout: f64,
+    pub(crate) timeout: f64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum PolicyFormat {
+pub(crate) enum PolicyFormat {
     Text,
     Json,
 }
@@ -400,5 +400,5 @@ pub enum PolicyFormat {
 #[derive(Debug, Args, Clone)]
 pub struct CompletionArgs {
     #[arg(value_enum)]
-    pub shell: clap_complete::Shell,
+    pub(crate) shell: clap_complete::Shell,
 }

@@ -12,7 +12,7 @@ use terraci_db::config::{find_config_file, Binary, Pattern, Structure};
 use terraci_db::system::System;
 
 #[derive(Debug, thiserror::Error)]
-pub enum InitError {
+pub(crate) enum InitError {
     #[error("config file already exists: {0} (use --force to overwrite)")]
     Exists(String),
     #[error("--pattern `{pattern}` is invalid: {reason}")]
@@ -41,16 +41,16 @@ impl terraci_db::exit::Coded for InitError {
 
 /// What the written file configures.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Choices {
-    pub provider: InitProvider,
-    pub binary: Binary,
+pub(crate) struct Choices {
+    pub(crate) provider: InitProvider,
+    pub(crate) binary: Binary,
     pub pattern: String,
 }
 
 /// Writes the config file of `dir`: `-c FILE` if given, else the config file the other
 /// commands would load, else `.terraci.yaml`. Asks on a terminal unless `--ci` or a
 /// choice flag is given (as TerraCi does).
-pub fn init(
+pub(crate) fn init(
     system: &dyn System,
     dir: &Utf8Path,
     global: &GlobalArgs,
@@ -173,7 +173,7 @@ fn propose(system: &dyn System, dir: &Utf8Path) -> (String, Option<String>) {
 
 /// Asks the three questions; an empty answer (or end of input) keeps the default shown in
 /// brackets, an answer that is not a choice asks again.
-pub fn ask(
+pub(crate) fn ask(
     input: &mut dyn BufRead,
     out: &mut dyn Write,
     defaults: Choices,
@@ -257,7 +257,7 @@ fn ask_line(
 }
 
 /// The config text: the chosen keys, the defaults worth seeing, and a comment on each.
-pub fn render_config(choices: &Choices) -> String {
+pub(crate) fn render_config(choices: &Choices) -> String {
     let binary = choices.binary.command();
     let provider = match choices.provider {
         InitProvider::Gitlab => format!(

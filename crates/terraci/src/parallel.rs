@@ -28,7 +28,7 @@ use terraci_db::files::Project;
 /// summary is made, or is read from the cache ([`terraci_db::files::UnreadText::release`]):
 /// after that only a diagnostic's source line (or an edge's, for the JSON views) reads a
 /// text, and reads it anew.
-pub fn warm_up(db: &mut Database, project: Project, keep_texts: bool) {
+pub(crate) fn warm_up(db: &mut Database, project: Project, keep_texts: bool) {
     let chunks = terraci_engine::chunk::chunk_count(db, project) as u32;
     // Two passes: the second (`resolved_dependencies`) needs the index of every module's
     // state identity, which the first pass fills in parallel; in one pass, one worker
@@ -85,7 +85,7 @@ pub fn warm_up(db: &mut Database, project: Project, keep_texts: bool) {
 
 /// `f` of every item, in order, computed in parallel: each worker has its own clone of
 /// `db` and its own `W` (a cache of the worker's, say), made by `W::default()`.
-pub fn map_ordered<T: Send, W: Default, R: Send>(
+pub(crate) fn map_ordered<T: Send, W: Default, R: Send>(
     db: &Database,
     items: Vec<T>,
     f: impl Fn(&Database, &mut W, T) -> R + Sync,

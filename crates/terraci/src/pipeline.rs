@@ -15,7 +15,7 @@ use terraci_db::system::System;
 use terraci_engine::ir::{job_plan, PlanOptions};
 
 /// The generated file's header: terraci's version and the command line.
-pub fn header(argv: &[String]) -> terraci_render::Header {
+pub(crate) fn header(argv: &[String]) -> terraci_render::Header {
     terraci_render::Header {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         command_line: argv.join(" "),
@@ -42,39 +42,39 @@ pub fn plan_options(
 
 /// What a pipeline is built from besides the workspace: decided once by `generate`,
 /// once per regeneration by `watch`.
-pub struct PipelineRequest<'a> {
-    pub args: &'a PipelineArgs,
-    pub provider: terraci_render::Provider,
-    pub selection: Selection,
+pub(crate) struct PipelineRequest<'a> {
+    pub(crate) args: &'a PipelineArgs,
+    pub(crate) provider: terraci_render::Provider,
+    pub(crate) selection: Selection,
     /// `--explain` (ignored with `--dry-run`, whose output already says it).
-    pub explain: bool,
-    pub header: &'a terraci_render::Header,
+    pub(crate) explain: bool,
+    pub(crate) header: &'a terraci_render::Header,
     /// Job texts of the previous render, kept by `watch` (GitLab only).
-    pub job_texts: Option<&'a terraci_render::JobTexts>,
+    pub(crate) job_texts: Option<&'a terraci_render::JobTexts>,
 }
 
 /// A pipeline built from a workspace, before anything is printed or written.
-pub struct Generation {
+pub(crate) struct Generation {
     /// Every diagnostic, sorted: printed first.
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
     /// `--explain` text for stderr, printed after the diagnostics.
-    pub explain: Option<String>,
+    pub(crate) explain: Option<String>,
     /// The text to write, or why there is none (clashing job names, a config value that
     /// cannot be rendered, GitHub's size limit).
-    pub output: anyhow::Result<Pipeline>,
+    pub(crate) output: anyhow::Result<Pipeline>,
 }
 
-pub struct Pipeline {
-    pub text: terraci_render::PipelineText,
+pub(crate) struct Pipeline {
+    pub(crate) text: terraci_render::PipelineText,
     /// Renderer warnings (`needs-limit`, `config-warning`...), in the renderer's order:
     /// printed after the diagnostics and `--explain`, unless `-q`.
-    pub warnings: Vec<Diagnostic>,
+    pub(crate) warnings: Vec<Diagnostic>,
 }
 
 /// The pure part of `generate`: affected modules, job plan and rendered text (or the
 /// `--dry-run` report) of a loaded workspace. `diagnostics` are the project's
 /// ([`Workspace::all_diagnostics`]); the caller has refused a graph with cycles.
-pub fn build_pipeline(
+pub(crate) fn build_pipeline(
     ws: &Workspace,
     mut diagnostics: Vec<Diagnostic>,
     request: &PipelineRequest<'_>,
@@ -263,7 +263,7 @@ fn json_of_pieces(text: terraci_render::PipelineText) -> anyhow::Result<String> 
 
 /// Provider order of spec §7.4; with both providers configured and no flag or CI
 /// environment to choose, an error (exit 2).
-pub fn select_provider(
+pub(crate) fn select_provider(
     system: &dyn System,
     flag: Option<&str>,
     config: &terraci_db::config::Config,
@@ -293,7 +293,7 @@ pub fn select_provider(
 /// `--changed-only`: git's change set, computed on another thread from the start of a
 /// run, so that the status walk and the tree diff overlap discovery and fact extraction.
 /// Joined where the change set is first needed ([`PendingChanges::wait`]).
-pub struct PendingChanges {
+pub(crate) struct PendingChanges {
     state: ChangesState,
     /// What the fingerprint check found, sent before git is asked (taken by the first
     /// [`PendingChanges::verdict`]).
@@ -314,7 +314,7 @@ enum ChangesState {
 
 /// Why no pipeline is built: an error of the driver, with its exit code.
 #[derive(Debug, thiserror::Error)]
-pub enum PipelineError {
+pub(crate) enum PipelineError {
     /// Printed after the contributed job's own diagnostic.
     #[error("no pipeline was written: a contributed job is invalid (see above)")]
     InvalidContribution,
@@ -350,17 +350,17 @@ impl exit::Coded for PipelineError {
 
 /// A recorded change set and the fingerprint it was taken with: git is not asked when
 /// the fingerprint is still the repository's.
-pub struct Recorded {
-    pub fingerprint: Vec<u8>,
+pub(crate) struct Recorded {
+    pub(crate) fingerprint: Vec<u8>,
     pub files: Vec<String>,
-    pub submodules: Vec<String>,
+    pub(crate) submodules: Vec<String>,
 }
 
 impl PendingChanges {
     /// Starts change detection for `args`; `None` without `--changed-only` (and a usage
     /// error for its companions without it). The CI variables are read here, once
     /// ([`terraci_vcs::ENV_VARS`]).
-    pub fn start(
+    pub(crate) fn start(
         system: &dyn System,
         root: &Utf8Path,
         args: &ChangeArgs,
@@ -371,7 +371,7 @@ impl PendingChanges {
     /// [`PendingChanges::start`], fingerprinting the repository first
     /// ([`terraci_vcs::changed_files_unless`]): when `recorded`'s fingerprint is still the
     /// repository's, its change set is the answer.
-    pub fn start_fingerprinted(
+    pub(crate) fn start_fingerprinted(
         system: &dyn System,
         root: &Utf8Path,
         args: &ChangeArgs,
@@ -431,7 +431,7 @@ impl PendingChanges {
     /// What the fingerprint check found (waits for it, not for git's answer);
     /// [`terraci_vcs::Verdict::Other`] when no check was made or it failed, and after
     /// the first call.
-    pub fn verdict(&mut self) -> terraci_vcs::Verdict {
+    pub(crate) fn verdict(&mut self) -> terraci_vcs::Verdict {
         self.verdict
             .take()
             .and_then(|r| r.recv().ok())
@@ -439,18 +439,18 @@ impl PendingChanges {
     }
 
     /// The change set, waiting for it if it is still being computed.
-    pub fn wait(&mut self) -> anyhow::Result<&terraci_vcs::ChangeSet> {
+    pub(crate) fn wait(&mut self) -> anyhow::Result<&terraci_vcs::ChangeSet> {
         self.answer().map(|(set, _)| set)
     }
 
     /// Whether the change set is the recorded one because the repository's fingerprint
     /// was unchanged (waits for it); `false` when git failed.
-    pub fn is_recorded(&mut self) -> bool {
+    pub(crate) fn is_recorded(&mut self) -> bool {
         self.answer().is_ok_and(|(_, recorded)| *recorded)
     }
 
     /// The fingerprint the change set was taken with, if one could be.
-    pub fn fingerprint(&mut self) -> Option<Vec<u8>> {
+    pub(crate) fn fingerprint(&mut self) -> Option<Vec<u8>> {
         self.answer().ok()?.0.fingerprint.clone()
     }
 
@@ -478,7 +478,7 @@ impl PendingChanges {
     /// The changed paths and the submodules among them. Paths inside `cache_dir` (the
     /// caches being written while git looked: their `.gitignore` may not exist yet) are
     /// left out.
-    pub fn paths(
+    pub(crate) fn paths(
         &mut self,
         cache_dir: Option<&Utf8Path>,
     ) -> anyhow::Result<(Vec<String>, Vec<String>)> {
@@ -492,7 +492,7 @@ impl PendingChanges {
     }
 
     /// The change set as the selection's input (see [`PendingChanges::paths`]).
-    pub fn input(
+    pub(crate) fn input(
         &mut self,
         args: &ChangeArgs,
         config: &terraci_db::config::Config,
@@ -533,7 +533,7 @@ fn change_request(
 }
 
 /// `--changed-only`: the changed files from git, as an input value; `None` without it.
-pub fn change_input(
+pub(crate) fn change_input(
     system: &dyn System,
     root: &Utf8Path,
     args: &ChangeArgs,

@@ -59,7 +59,7 @@ fn record_name(command: &str) -> String {
 /// each of them to be here. (The git variables, `HOME` and `XDG_CONFIG_HOME`, which
 /// decide what git reads, are in the repository's fingerprint instead, which a
 /// `--changed-only` record holds and checks: [`terraci_vcs::Fingerprinting`].)
-pub const ENV_VARS: [&str; 7] = [
+pub(crate) const ENV_VARS: [&str; 7] = [
     "TERRACI_PROVIDER",
     "GITHUB_ACTIONS",
     "GITLAB_CI",
@@ -72,7 +72,7 @@ pub const ENV_VARS: [&str; 7] = [
 
 /// Everything a `generate` run depends on besides the project's files, in full.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunKey {
+pub(crate) struct RunKey {
     bytes: Vec<u8>,
     /// Stamps of the config and `--var-file`s, which must have settled like the files.
     inputs: Vec<Stamp>,
@@ -82,7 +82,7 @@ pub struct RunKey {
 
 /// What [`RunKey::lookup`] found.
 #[derive(Debug)]
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// The run to replay, if its change set (`--changed-only`) is the current one; the
     /// walk of the project, for discovery when it is not.
     Hit(Record, Layout),
@@ -92,7 +92,7 @@ pub enum Lookup {
 
 /// A recorded run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub(crate) struct Record {
     /// Project-relative path and stamp of every file the run read, sorted by path.
     pub files: Vec<(String, Stamp)>,
     /// `--changed-only`: the change set the run used ([`encode_changes`]); the run
@@ -100,18 +100,18 @@ pub struct Record {
     pub changes: Option<Vec<u8>>,
     /// `--changed-only`: the repository's fingerprint when git computed that change set
     /// ([`terraci_vcs::changed_files_unless`]); while it is unchanged, git is not asked.
-    pub fingerprint: Option<Vec<u8>>,
+    pub(crate) fingerprint: Option<Vec<u8>>,
     /// `--changed-only` with a fingerprint: the walk of the project the run used (no
     /// walk diagnostics), which is the walk again while the fingerprint check finds only
     /// files' contents changed ([`terraci_vcs::Moved`]).
-    pub layout: Option<terraci_engine::discover::ModuleDirs>,
-    pub output: String,
-    pub stderr: Vec<u8>,
+    pub(crate) layout: Option<terraci_engine::discover::ModuleDirs>,
+    pub(crate) output: String,
+    pub(crate) stderr: Vec<u8>,
 }
 
 /// A change set's paths as a record holds them (what else the selection takes from the
 /// change flags and the config is in the key).
-pub fn encode_changes(files: &[String], submodules: &[String]) -> Vec<u8> {
+pub(crate) fn encode_changes(files: &[String], submodules: &[String]) -> Vec<u8> {
     let mut out = Vec::new();
     for list in [files, submodules] {
         put_u64(&mut out, list.len() as u64);
@@ -123,7 +123,7 @@ pub fn encode_changes(files: &[String], submodules: &[String]) -> Vec<u8> {
 }
 
 /// The paths [`encode_changes`] wrote: (files, submodules).
-pub fn decode_changes(bytes: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
+pub(crate) fn decode_changes(bytes: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
     let mut r = terraci_engine::cache::Reader::over(bytes);
     let mut lists = [Vec::new(), Vec::new()];
     for list in &mut lists {
@@ -144,7 +144,7 @@ impl RunKey {
     /// the output's header shows. `extra`: what else the command's output depends on
     /// (the checked-out commit of a `local-exec --dry-run`).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(crate) fn new(
         system: &dyn System,
         settings: &CacheSettings,
         command: &str,
@@ -217,12 +217,12 @@ impl RunKey {
     }
 
     /// Where the record is kept.
-    pub fn record_path(&self) -> &Utf8Path {
+    pub(crate) fn record_path(&self) -> &Utf8Path {
         &self.record
     }
 
     /// The cache directory the record lives in.
-    pub fn cache_dir(&self) -> &Utf8Path {
+    pub(crate) fn cache_dir(&self) -> &Utf8Path {
         self.record.parent().unwrap_or(&self.record)
     }
 
@@ -230,7 +230,7 @@ impl RunKey {
     /// has changed since (stamps compared on all cores); otherwise the walk of the
     /// project when one was made, for discovery to reuse. `Err` is a notice: a record was
     /// there but damaged.
-    pub fn lookup(&self, system: &dyn System) -> Result<Lookup, String> {
+    pub(crate) fn lookup(&self, system: &dyn System) -> Result<Lookup, String> {
         Ok(match self.read(system)? {
             Some(record) => self.check(system, record),
             None => Lookup::Miss(None),
@@ -239,7 +239,7 @@ impl RunKey {
 
     /// The recorded run of this key, if there is one, unchecked. `Err` is a notice: a
     /// record was there but damaged.
-    pub fn read(&self, system: &dyn System) -> Result<Option<Record>, String> {
+    pub(crate) fn read(&self, system: &dyn System) -> Result<Option<Record>, String> {
         let Ok(blob) = system.read(&self.record) else {
             return Ok(None);
         };
@@ -253,7 +253,7 @@ impl RunKey {
     }
 
     /// [`RunKey::lookup`] of a record already read: walks the project and compares.
-    pub fn check(&self, system: &dyn System, record: Record) -> Lookup {
+    pub(crate) fn check(&self, system: &dyn System, record: Record) -> Lookup {
         let layout = walk(system, &self.root);
         if !layout.diagnostics.is_empty() {
             return Lookup::Miss(Some(layout));
@@ -281,7 +281,7 @@ impl RunKey {
     /// cores), without walking the project: enough when the repository's fingerprint
     /// ([`terraci_vcs::changed_files_unless`]), which covers every directory of the
     /// project, is unchanged too.
-    pub fn files_unchanged(&self, system: &dyn System, record: &Record) -> bool {
+    pub(crate) fn files_unchanged(&self, system: &dyn System, record: &Record) -> bool {
         record
             .files
             .par_iter()
@@ -292,7 +292,7 @@ impl RunKey {
     /// Records a successful run. `files` are the project-relative paths the run read with
     /// their stamps; a run with a missing or unsettled stamp is not recorded. `started`
     /// must precede every stamp: the moment before the key was made.
-    pub fn save(
+    pub(crate) fn save(
         &self,
         system: &dyn System,
         started: std::time::SystemTime,
@@ -355,9 +355,9 @@ pub struct ChangedOnly<'a> {
     /// The change set ([`encode_changes`]).
     pub changes: &'a [u8],
     /// The repository's fingerprint that change set was taken with.
-    pub fingerprint: Option<&'a [u8]>,
+    pub(crate) fingerprint: Option<&'a [u8]>,
     /// The walk of the project (kept only with a fingerprint).
-    pub layout: Option<&'a terraci_engine::discover::ModuleDirs>,
+    pub(crate) layout: Option<&'a terraci_engine::discover::ModuleDirs>,
 }
 
 /// Each directory with its files' paths; a file's kind follows from its name.

@@ -45,7 +45,7 @@ use terraci_engine::ir::PlanOptions;
 use terraci_render::{Header, Provider};
 
 /// The pipeline file when `-o` is not given, relative to the project directory.
-pub fn default_output(provider: Provider) -> &'static str {
+pub(crate) fn default_output(provider: Provider) -> &'static str {
     match provider {
         Provider::Gitlab => ".gitlab-ci.yml",
         Provider::Github => ".github/workflows/terraci.yml",
@@ -54,7 +54,7 @@ pub fn default_output(provider: Provider) -> &'static str {
 
 /// What happened to a path in a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Change {
+pub(crate) enum Change {
     Changed,
     Added,
     Removed,
@@ -72,11 +72,11 @@ impl fmt::Display for Change {
 
 /// How the graph moved between two regenerations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct GraphDelta {
-    pub modules_added: usize,
-    pub modules_removed: usize,
+pub(crate) struct GraphDelta {
+    pub(crate) modules_added: usize,
+    pub(crate) modules_removed: usize,
     /// Size of the symmetric difference of the edge sets.
-    pub edges_changed: usize,
+    pub(crate) edges_changed: usize,
 }
 
 impl fmt::Display for GraphDelta {
@@ -93,7 +93,7 @@ impl fmt::Display for GraphDelta {
 
 /// What became of the output file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The file (as displayed) got new bytes.
     Written(String),
     /// The new text is what the file already holds.
@@ -104,17 +104,17 @@ pub enum Outcome {
 
 /// One regeneration, as its line on stderr tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
+pub(crate) struct Report {
     /// What set it off: `eks/main.tf changed`, `2 files removed`.
-    pub trigger: String,
+    pub(crate) trigger: String,
     /// `None` when nothing was regenerated (an invalid config).
-    pub graph: Option<GraphDelta>,
-    pub outcome: Outcome,
+    pub(crate) graph: Option<GraphDelta>,
+    pub(crate) outcome: Outcome,
 }
 
 impl Report {
     /// `eks/main.tf changed -> 2 edges changed -> .gitlab-ci.yml rewritten in 4 ms`.
-    pub fn line(&self, elapsed: Duration) -> String {
+    pub(crate) fn line(&self, elapsed: Duration) -> String {
         let mut line = format!("{} -> ", self.trigger);
         if let Some(graph) = &self.graph {
             line.push_str(&format!("{graph} -> "));
@@ -134,7 +134,7 @@ impl Report {
 type ErrorKey = (&'static str, Option<String>, String);
 
 /// The watch session: the workspace, the last regeneration, the last written file.
-pub struct Watch<'a> {
+pub(crate) struct Watch<'a> {
     system: &'a dyn System,
     global: GlobalArgs,
     args: WatchArgs,
@@ -192,7 +192,7 @@ impl<'a> Watch<'a> {
     /// Loads the project and writes the first pipeline. What stops `generate` before it
     /// has a graph (a bad config, bad flags) stops watch too; a cycle or a broken file
     /// only keeps the file from being written.
-    pub fn start(
+    pub(crate) fn start(
         system: &'a dyn System,
         global: &GlobalArgs,
         args: &WatchArgs,
@@ -272,7 +272,11 @@ impl<'a> Watch<'a> {
     }
 
     /// Regenerates once per batch until the events end (SIGINT, SIGTERM).
-    pub fn run(&mut self, events: &mut dyn ChangeEvents, err: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn run(
+        &mut self,
+        events: &mut dyn ChangeEvents,
+        err: &mut dyn Write,
+    ) -> io::Result<()> {
         while let Some(batch) = events.next_batch()? {
             self.handle_batch(&batch, err)?;
         }
@@ -281,7 +285,7 @@ impl<'a> Watch<'a> {
 
     /// Applies one batch of changed paths (absolute) and regenerates if any input
     /// changed; prints the diagnostics and the line. `None`: nothing changed.
-    pub fn handle_batch(
+    pub(crate) fn handle_batch(
         &mut self,
         batch: &[Utf8PathBuf],
         err: &mut dyn Write,
@@ -332,8 +336,9 @@ impl<'a> Watch<'a> {
         Ok(Some(report))
     }
 
-    /// The workspace, for tests and for callers that want to query it between batches.
-    pub fn workspace(&self) -> &Workspace {
+    /// The workspace, for tests that query it between batches.
+    #[cfg(test)]
+    pub(crate) fn workspace(&self) -> &Workspace {
         &self.ws
     }
 

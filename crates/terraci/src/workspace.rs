@@ -32,47 +32,47 @@ pub struct Workspace {
     pub project: Project,
     pub root: Utf8PathBuf,
     /// What discovery may read: regular files inside `root`.
-    pub policy: terraci_db::system::ReadPolicy,
+    pub(crate) policy: terraci_db::system::ReadPolicy,
     pub config: LoadedConfig,
     /// Module id -> module input (the files are in the database's registry:
     /// [`Database::module_file`]).
     pub modules: BTreeMap<String, Module>,
     /// Discovery and config diagnostics (outside queries).
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
     /// Notes for stderr that are not diagnostics (an unusable fact cache).
-    pub notices: Vec<String>,
+    pub(crate) notices: Vec<String>,
     /// Every file read, project-relative, with the version read where the system can
     /// stamp it (for [`crate::replay`]).
-    pub stamps: Arc<FileStamps>,
+    pub(crate) stamps: Arc<FileStamps>,
     /// The walk discovery used, when [`Start::keep_layout`] asked for it and it had no
     /// diagnostics.
-    pub walked: Option<terraci_engine::discover::ModuleDirs>,
+    pub(crate) walked: Option<terraci_engine::discover::ModuleDirs>,
     /// `-v`: info diagnostics (notes) are reported too.
-    pub notes: bool,
+    pub(crate) notes: bool,
     /// `--color`: diagnostics' labels in colour.
-    pub color: bool,
+    pub(crate) color: bool,
     saving: PendingSave,
 }
 
 /// What a command already knows of the project when it loads the workspace.
 #[derive(Default)]
-pub struct Start {
+pub(crate) struct Start {
     /// A walk of the project directory already made (by the replay check), or the one
     /// a run record holds while the fingerprint check finds it current.
-    pub layout: Option<terraci_engine::discover::Layout>,
+    pub(crate) layout: Option<terraci_engine::discover::Layout>,
     /// The fingerprint check's stamps: a file it stamped unchanged is not stamped again.
-    pub moved: Option<Arc<terraci_vcs::Moved>>,
+    pub(crate) moved: Option<Arc<terraci_vcs::Moved>>,
     /// Keep the walk for the run record ([`Workspace::walked`]).
-    pub keep_layout: bool,
+    pub(crate) keep_layout: bool,
     /// Keep the texts discovery read: the JSON views locate every edge's source in them,
     /// which would read most files again (see [`crate::parallel::warm_up`]). They are then plain
     /// [`terraci_db::files::FileContents::Text`], not held.
-    pub keep_texts: bool,
+    pub(crate) keep_texts: bool,
 }
 
 impl Start {
     /// A start with a walk already made, if there is one.
-    pub fn walked(layout: Option<terraci_engine::discover::Layout>) -> Start {
+    pub(crate) fn walked(layout: Option<terraci_engine::discover::Layout>) -> Start {
         Start {
             layout,
             ..Start::default()
@@ -82,9 +82,9 @@ impl Start {
 
 /// Project-relative paths of the files read, with the version read where the system can
 /// stamp it.
-pub type FileStamps = Vec<(String, Option<terraci_db::system::Stamp>)>;
+pub(crate) type FileStamps = Vec<(String, Option<terraci_db::system::Stamp>)>;
 
-pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<Utf8PathBuf> {
+pub(crate) fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<Utf8PathBuf> {
     let dir = global.dir.clone().unwrap_or_else(|| Utf8PathBuf::from("."));
     let abs = system.absolute(&dir)?;
     if !system.is_dir(&abs) {
@@ -100,7 +100,7 @@ pub fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<U
 /// cores, and starts writing the fact cache on another thread: the caller goes on with
 /// the graph meanwhile and calls [`Workspace::wait_for_cache`] before printing notices.
 /// `start` holds what the caller already knows of the project (see [`Start`]).
-pub fn load_workspace_overlapped(
+pub(crate) fn load_workspace_overlapped(
     system: &dyn System,
     global: &GlobalArgs,
     eval: &EvalArgs,
@@ -252,7 +252,7 @@ pub fn load_workspace_overlapped(
 }
 
 /// `--color`: `auto` colours a terminal's stderr unless `NO_COLOR` is set.
-pub fn use_color(system: &dyn System, choice: crate::cli::ColorChoice) -> bool {
+pub(crate) fn use_color(system: &dyn System, choice: crate::cli::ColorChoice) -> bool {
     use crate::cli::ColorChoice;
     match choice {
         ColorChoice::Always => true,
@@ -277,7 +277,7 @@ pub fn load_workspace(
 /// The fact cache being written on another thread; joined by
 /// [`Workspace::wait_for_cache`], by [`Workspace::dismiss`] or when dropped, so the
 /// process never exits halfway through the write.
-pub struct PendingSave(Option<std::thread::JoinHandle<Option<String>>>);
+pub(crate) struct PendingSave(Option<std::thread::JoinHandle<Option<String>>>);
 
 impl PendingSave {
     /// Waits for the writer; its notice if the cache could not be written.
@@ -297,7 +297,7 @@ impl Drop for PendingSave {
 }
 
 /// The config's warnings as diagnostics.
-pub fn config_diagnostics(config: &LoadedConfig) -> Vec<Diagnostic> {
+pub(crate) fn config_diagnostics(config: &LoadedConfig) -> Vec<Diagnostic> {
     config
         .warnings
         .iter()
@@ -412,7 +412,7 @@ fn set_module_inputs(
 impl Workspace {
     /// Ends a one-shot command without tearing the database down: the process exits
     /// next, and freeing every memo one by one cost a sixth of a cold run.
-    pub fn dismiss(mut self) {
+    pub(crate) fn dismiss(mut self) {
         self.wait_for_cache();
         std::mem::forget(self);
     }
@@ -420,7 +420,7 @@ impl Workspace {
     /// What a run record of this run needs ([`crate::replay`]): the stamps of the files
     /// read, unless a query read files outside the modules' (`file()`, `fileset()`), and
     /// the cache notices printed. Waits for the fact cache first.
-    pub fn take_run_inputs(&mut self) -> (Option<FileStamps>, Vec<String>) {
+    pub(crate) fn take_run_inputs(&mut self) -> (Option<FileStamps>, Vec<String>) {
         self.wait_for_cache();
         let replayable = !self.db.reads_outside_modules();
         // The cache writer, joined above, has let go of its handle.
@@ -432,14 +432,14 @@ impl Workspace {
     }
 
     /// Waits until the fact cache is written; a failure becomes a notice.
-    pub fn wait_for_cache(&mut self) {
+    pub(crate) fn wait_for_cache(&mut self) {
         if let Some(notice) = self.saving.join() {
             self.notices.push(notice);
         }
     }
 
     /// Resolves anchors to positions, sorts and deduplicates.
-    pub fn finish_diagnostics(
+    pub(crate) fn finish_diagnostics(
         &self,
         diags: impl IntoIterator<Item = Diagnostic>,
     ) -> Vec<Diagnostic> {
@@ -464,7 +464,7 @@ impl Workspace {
     }
 
     /// Every diagnostic of the project: discovery, facts, scopes, resolution.
-    pub fn all_diagnostics(&self) -> Vec<Diagnostic> {
+    pub(crate) fn all_diagnostics(&self) -> Vec<Diagnostic> {
         let db = &self.db;
         let mut all = self.diagnostics.clone();
         for chunk in terraci_engine::chunk::chunks(db, self.project) {
@@ -491,7 +491,7 @@ impl Workspace {
     /// found"): a pattern deeper than the tree would otherwise give an empty pipeline
     /// that passes CI while planning nothing. The message names the pattern and the
     /// deepest directories that hold Terraform files.
-    pub fn require_modules(&self) -> anyhow::Result<()> {
+    pub(crate) fn require_modules(&self) -> anyhow::Result<()> {
         let infos: Vec<&ModuleInfo> = self
             .project
             .modules(&self.db)
@@ -553,7 +553,7 @@ impl Workspace {
     /// Refuses filters that leave no root module (TerraCi refuses an `--include` that
     /// matches nothing too): an empty pipeline would pass CI while planning nothing. The
     /// message names the filters and how many modules they were applied to.
-    pub fn require_selected(&self, filters: &Filters) -> anyhow::Result<()> {
+    pub(crate) fn require_selected(&self, filters: &Filters) -> anyhow::Result<()> {
         let db = &self.db;
         let roots: Vec<&ModuleInfo> = self
             .project
@@ -601,7 +601,7 @@ impl Workspace {
         text.lines().nth(line.checked_sub(1)?).map(str::to_owned)
     }
 
-    pub fn print_diagnostics(
+    pub(crate) fn print_diagnostics(
         &self,
         diags: &[Diagnostic],
         quiet: bool,
@@ -627,7 +627,10 @@ impl Workspace {
 
     /// An `unsafe-name` error for each root module that gets no jobs because its path is
     /// one the provider cannot write safely ([`terraci_engine::ir::PlanOptions::refuses`]).
-    pub fn refused_for_names(&self, options: terraci_engine::ir::PlanOptions) -> Vec<Diagnostic> {
+    pub(crate) fn refused_for_names(
+        &self,
+        options: terraci_engine::ir::PlanOptions,
+    ) -> Vec<Diagnostic> {
         let db = &self.db;
         self.project
             .modules(db)
@@ -656,7 +659,7 @@ impl Workspace {
     /// reference's source block with its file and line, which only the JSON formats
     /// print; finding a line parses the file with spans (the full parser, which nothing
     /// else of a run needs), so the text formats go without.
-    pub fn graph_view(&self, diagnostics: Vec<Diagnostic>, sources: bool) -> GraphView {
+    pub(crate) fn graph_view(&self, diagnostics: Vec<Diagnostic>, sources: bool) -> GraphView {
         let db = &self.db;
         let with_sources = sources;
         let graph = dependency_graph(db, self.project);

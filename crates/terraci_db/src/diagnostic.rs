@@ -217,9 +217,9 @@ impl Diagnostic {
 }
 
 /// The widest window of a source line that a printed diagnostic shows.
-pub const SNIPPET_CHARS: usize = 160;
+pub(crate) const SNIPPET_CHARS: usize = 160;
 /// The longest message printed; the rest is cut (values from files can be long).
-pub const MESSAGE_CHARS: usize = 1000;
+pub(crate) const MESSAGE_CHARS: usize = 1000;
 
 /// `s` cut to `max` characters, with `...` where it was cut.
 fn bounded(s: &str, max: usize) -> std::borrow::Cow<'_, str> {

@@ -81,7 +81,7 @@ pub fn printable(s: &str) -> Cow<'_, str> {
 /// [`printable`] of `s` (tabs kept), cut to at most `max` characters around character
 /// `at` (0-based) with `...` marking what was left out, and the padding that puts a
 /// caret under `at` (tabs where the shown text has tabs).
-pub fn snippet(s: &str, at: usize, max: usize) -> (String, String) {
+pub(crate) fn snippet(s: &str, at: usize, max: usize) -> (String, String) {
     let count = s.chars().count();
     let (start, end) = if count <= max {
         (0, count)

@@ -43,8 +43,8 @@ pub enum FileContents {
 /// were 27 MB of a run's peak heap, for nothing after that). A text not held is read on first
 /// use, from `source`, and kept: only the files a diagnostic points into are.
 pub struct UnreadText {
-    pub len: u64,
-    pub hash: u64,
+    pub(crate) len: u64,
+    pub(crate) hash: u64,
     /// Absolute.
     path: Utf8PathBuf,
     source: Arc<TextSource>,
@@ -91,7 +91,7 @@ impl UnreadText {
     }
 
     /// A file discovery read: `text` is held until [`UnreadText::release`].
-    pub fn held(text: String, path: Utf8PathBuf, source: Arc<TextSource>) -> UnreadText {
+    pub(crate) fn held(text: String, path: Utf8PathBuf, source: Arc<TextSource>) -> UnreadText {
         UnreadText {
             len: text.len() as u64,
             hash: content_hash(text.as_bytes()),
@@ -103,13 +103,13 @@ impl UnreadText {
     }
 
     /// Lets go of the text discovery read, if it holds one.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         self.held.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 
     /// The text, read now if it is not held and was not read yet: `None` when it cannot
     /// be read or is no longer the version known (the file changed during the run).
-    pub fn text(&self) -> Option<TextRef<'_>> {
+    pub(crate) fn text(&self) -> Option<TextRef<'_>> {
         if let Some(text) = &*self.held.lock().unwrap_or_else(|e| e.into_inner()) {
             return Some(TextRef::Shared(text.clone()));
         }

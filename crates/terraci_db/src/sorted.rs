@@ -26,7 +26,7 @@ impl<K: Ord, V> SortedMap<K, V> {
     }
 
     /// From entries already in strictly increasing key order (a `BTreeMap`'s).
-    pub fn from_sorted(entries: impl IntoIterator<Item = (K, V)>) -> Self {
+    pub(crate) fn from_sorted(entries: impl IntoIterator<Item = (K, V)>) -> Self {
         let entries: Vec<(K, V)> = entries.into_iter().collect();
         debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
         SortedMap(entries)
@@ -181,7 +181,7 @@ impl<K, V> IntoIterator for SortedMap<K, V> {
 }
 
 /// What iterating a borrowed [`SortedMap`] gives: key and value, in key order.
-pub type Iter<'a, K, V> =
+pub(crate) type Iter<'a, K, V> =
     std::iter::Map<std::slice::Iter<'a, (K, V)>, fn(&'a (K, V)) -> (&'a K, &'a V)>;
 
 impl<'a, K, V> IntoIterator for &'a SortedMap<K, V> {

@@ -16,7 +16,7 @@ use terraci_db::system::normalize;
 /// the plan results a plan job keeps, `.terraci/` logs and caches): never a change of the
 /// module, ignored or not by git. After one local run every module would otherwise be
 /// "changed".
-pub fn is_run_output(path: &str) -> bool {
+pub(crate) fn is_run_output(path: &str) -> bool {
     // The plan results of `local-exec plan` and of the pipelines' plan jobs (the IR's
     // `contrib::PLAN_RESULT_FILES`, named here: this stage comes first).
     const PLAN_RESULTS: [&str; 3] = ["plan.txt", "plan.json", "plan.result.json"];
@@ -69,7 +69,7 @@ pub fn library_links(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet
 
 /// Library directory -> root modules that use it, directly or through other libraries.
 #[salsa::tracked(returns(ref))]
-pub fn library_users(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet<String>> {
+pub(crate) fn library_users(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet<String>> {
     let calls = library_links(db, project);
     let mut users: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for &m in project.modules(db) {
@@ -147,7 +147,7 @@ pub struct Affected {
     /// Affected module -> reasons (before filters).
     pub affected: BTreeMap<String, Vec<String>>,
     /// Every root module is affected (no change set): `affected` lists them all.
-    pub all_roots: bool,
+    pub(crate) all_roots: bool,
     pub diagnostics: Vec<Diagnostic>,
 }
 

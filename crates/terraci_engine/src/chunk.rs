@@ -27,9 +27,9 @@ pub const CHUNK_SIZE: usize = 64;
 #[salsa::interned(debug)]
 pub struct ModuleChunk<'db> {
     #[returns(copy)]
-    pub project: Project,
+    pub(crate) project: Project,
     #[returns(copy)]
-    pub index: u32,
+    pub(crate) index: u32,
 }
 
 /// Every chunk of the project's module list, in order.

@@ -79,13 +79,13 @@ impl Contribution {
     }
 
     /// Whether it reads the plan results of the target modules.
-    pub fn consumes_plans(&self) -> bool {
+    pub(crate) fn consumes_plans(&self) -> bool {
         self.consumes.contains(&Input::PlanResults)
     }
 }
 
 /// `<service_dir>/<producer>-report.json`.
-pub fn report_path(service_dir: &str, producer: &str) -> String {
+pub(crate) fn report_path(service_dir: &str, producer: &str) -> String {
     format!(
         "{}/{producer}-report.json",
         service_dir.trim_end_matches('/')
@@ -96,8 +96,8 @@ pub fn report_path(service_dir: &str, producer: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ContributionError {
-    pub code: terraci_db::diagnostic::Code,
-    pub message: String,
+    pub(crate) code: terraci_db::diagnostic::Code,
+    pub(crate) message: String,
 }
 
 impl ContributionError {
@@ -105,7 +105,7 @@ impl ContributionError {
         ContributionError { code, message }
     }
 
-    pub fn diagnostic(&self) -> terraci_db::diagnostic::Diagnostic {
+    pub(crate) fn diagnostic(&self) -> terraci_db::diagnostic::Diagnostic {
         terraci_db::diagnostic::Diagnostic::error(self.code, self.message.clone())
     }
 }
@@ -249,21 +249,21 @@ impl ContributionSet {
         })
     }
 
-    pub fn jobs(&self) -> &[Contribution] {
+    pub(crate) fn jobs(&self) -> &[Contribution] {
         &self.jobs
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.jobs.is_empty()
     }
 
     /// The set with `checks` run in every apply job before it applies.
-    pub fn with_apply_checks(mut self, checks: Vec<Vec<String>>) -> Self {
+    pub(crate) fn with_apply_checks(mut self, checks: Vec<Vec<String>>) -> Self {
         self.apply_checks = checks;
         self
     }
 
-    pub fn apply_checks(&self) -> &[Vec<String>] {
+    pub(crate) fn apply_checks(&self) -> &[Vec<String>] {
         &self.apply_checks
     }
 
@@ -272,7 +272,7 @@ impl ContributionSet {
     }
 
     /// Whether any job reads the plan results: plan jobs then keep them as data.
-    pub fn consumes_plans(&self) -> bool {
+    pub(crate) fn consumes_plans(&self) -> bool {
         self.jobs.iter().any(Contribution::consumes_plans)
     }
 }
@@ -309,7 +309,7 @@ pub fn summary_contribution() -> Contribution {
 /// `terraci policy check` over the plan results of every target module, in review
 /// pipelines (merge and pull requests) once the plans finished; its report is a section
 /// of the summary comment. It does not hold the applies back (see [`apply_checks`]).
-pub fn policy_contribution(config: &Config) -> Option<Contribution> {
+pub(crate) fn policy_contribution(config: &Config) -> Option<Contribution> {
     let job = pipeline_job(config)?;
     Some(Contribution {
         name: job.name.to_owned(),
@@ -328,7 +328,7 @@ pub fn policy_contribution(config: &Config) -> Option<Contribution> {
 /// --module <its module>`), so a module whose plan a policy blocks is never applied and
 /// its dependents wait. Per apply, not one job for all: that job would read every plan,
 /// and the plans of modules that read others wait for those modules' applies.
-pub fn apply_checks(config: &Config) -> Vec<Vec<String>> {
+pub(crate) fn apply_checks(config: &Config) -> Vec<Vec<String>> {
     match pipeline_job(config) {
         Some(job) if job.gates_applies => {
             let terraci = |args: &[&str]| {
@@ -362,7 +362,7 @@ pub struct PipelineJob {
     /// Program and arguments of each command, run from the repository root.
     pub commands: Vec<Vec<String>>,
     /// The producer of the report it writes (`policy`).
-    pub produces: &'static str,
+    pub(crate) produces: &'static str,
     /// Some decision is `block`: the apply jobs wait for the check (a failing module
     /// stops them).
     pub gates_applies: bool,
@@ -393,7 +393,7 @@ pub fn pipeline_job(config: &Config) -> Option<PipelineJob> {
 /// Whether the summary job is part of pipelines for `runner`: on unless
 /// `extensions.summary.enabled: false`, or for GitLab `extensions.gitlab.mr.comment.enabled:
 /// false`, for GitHub `extensions.github.pr.comment.enabled: false`.
-pub fn summary_enabled(config: &Config, runner: Runner) -> bool {
+pub(crate) fn summary_enabled(config: &Config, runner: Runner) -> bool {
     use terraci_db::config::CommentProvider;
     let provider = match runner {
         Runner::Local => return config.extensions.summary_enabled(),

@@ -131,7 +131,7 @@ pub fn discover_in(
 }
 
 /// The diagnostic for a file [`System::read_confined`] did not read.
-pub fn read_diagnostic(err: &ReadError) -> Diagnostic {
+pub(crate) fn read_diagnostic(err: &ReadError) -> Diagnostic {
     match err {
         ReadError::Unsafe(why) => Diagnostic::error(
             Code::UnsafePath,

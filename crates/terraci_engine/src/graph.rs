@@ -50,7 +50,7 @@ pub struct DependencyGraph {
 
 impl DependencyGraph {
     /// The index of `id` in [`Self::modules`].
-    pub fn index_of(&self, id: &str) -> Option<usize> {
+    pub(crate) fn index_of(&self, id: &str) -> Option<usize> {
         self.modules.binary_search_by(|m| m.as_str().cmp(id)).ok()
     }
 
@@ -70,7 +70,7 @@ impl DependencyGraph {
 
     /// Direct dependencies of the module at `index` (indices into [`Self::modules`]),
     /// sorted.
-    pub fn dependency_indices(&self, index: usize) -> &[u32] {
+    pub(crate) fn dependency_indices(&self, index: usize) -> &[u32] {
         adjacent(&self.forward_at, &self.forward, index)
     }
 
@@ -82,7 +82,7 @@ impl DependencyGraph {
     }
 
     /// Every edge as (dependent, dependency) indices, sorted.
-    pub fn edge_indices(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+    pub(crate) fn edge_indices(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         (0..self.modules.len()).flat_map(move |i| {
             self.dependency_indices(i)
                 .iter()
@@ -357,7 +357,7 @@ fn kahn(forward_at: &[u32], backward_at: &[u32], backward: &[u32]) -> (Vec<u32>,
 
 /// The `dependency-cycle` error of a graph with cycles: `circular dependency detected`,
 /// then one `a -> b -> a` line per cycle.
-pub fn cycle_diagnostic(cycles: &[Vec<String>]) -> Option<Diagnostic> {
+pub(crate) fn cycle_diagnostic(cycles: &[Vec<String>]) -> Option<Diagnostic> {
     if cycles.is_empty() {
         return None;
     }
@@ -505,7 +505,7 @@ mod tests {
     }
 }
 
-pub use crate::resolve::ChunkDependencies;
+pub(crate) use crate::resolve::ChunkDependencies;
 
 #[salsa::tracked(returns(ref))]
 pub fn chunk_dependencies<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> ChunkDependencies {

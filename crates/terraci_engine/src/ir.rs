@@ -205,11 +205,11 @@ struct PlanSettings {
 
 /// What a module's jobs are called, built once per module set (see [`module_names`]).
 #[derive(Debug, Clone)]
-pub struct ModuleNames {
-    pub module: Arc<str>,
-    pub plan: Arc<str>,
-    pub apply: Arc<str>,
-    pub components: Arc<IndexMap<String, String>>,
+pub(crate) struct ModuleNames {
+    pub(crate) module: Arc<str>,
+    pub(crate) plan: Arc<str>,
+    pub(crate) apply: Arc<str>,
+    pub(crate) components: Arc<IndexMap<String, String>>,
 }
 
 impl ModuleNames {
@@ -237,13 +237,16 @@ impl Eq for ModuleNames {}
 /// The job names of every root module, in graph order ([`crate::chunk::roots`]), and
 /// whether two of them share a job name. Recomputed only when the module set changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RootNames {
+pub(crate) struct RootNames {
     pub modules: Vec<ModuleNames>,
-    pub collisions: bool,
+    pub(crate) collisions: bool,
 }
 
 #[salsa::tracked(returns(ref))]
-pub fn module_names(db: &dyn terraci_db::db::Db, project: terraci_db::files::Project) -> RootNames {
+pub(crate) fn module_names(
+    db: &dyn terraci_db::db::Db,
+    project: terraci_db::files::Project,
+) -> RootNames {
     use rayon::prelude::*;
     let roots = crate::chunk::roots(db, project);
     // Made on every core from plain values (no database access there): at 10,000

@@ -36,14 +36,14 @@ mod skim;
 
 /// A syntax error with its 1-based position.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyntaxError {
-    pub line: u32,
-    pub column: u32,
-    pub message: String,
+pub(crate) struct SyntaxError {
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+    pub(crate) message: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum ParsedFile {
+pub(crate) enum ParsedFile {
     /// Native syntax.
     Native(Arc<NativeTree>),
     /// JSON syntax (`*.tf.json`, `*.tfvars.json`).
@@ -58,8 +58,8 @@ pub enum ParsedFile {
 
 /// A native file's syntax tree.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NativeTree {
-    pub body: Body,
+pub(crate) struct NativeTree {
+    pub(crate) body: Body,
     /// Object keys that repeat an earlier key of their object, which Terraform accepts
     /// (the later value wins) and hcl-edit refuses: each was replaced in the text given to
     /// hcl-edit by a placeholder of the same length, so spans are unchanged. Lowering puts
@@ -67,7 +67,7 @@ pub struct NativeTree {
     renamed_keys: Vec<(usize, String)>,
     /// The file's syntax error, when the tree holds only the top-level blocks that parse
     /// without it (see [`recover`]).
-    pub error: Option<SyntaxError>,
+    pub(crate) error: Option<SyntaxError>,
 }
 
 /// The parse tree of `file`, or its syntax error, kept for [`locate`].
@@ -77,12 +77,12 @@ pub struct NativeTree {
 /// file with something to point at (a diagnostic, an edge's source line) is parsed again
 /// here, and that tree is the same because parsing is deterministic.
 #[salsa::tracked(returns(ref), no_eq)]
-pub fn parsed_file(db: &dyn Db, file: File) -> ParsedFile {
+pub(crate) fn parsed_file(db: &dyn Db, file: File) -> ParsedFile {
     parse_file(db, file)
 }
 
 /// Parses `file` outside any memo (see [`parsed_file`]).
-pub fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
+pub(crate) fn parse_file(db: &dyn Db, file: File) -> ParsedFile {
     let contents = file.contents(db);
     match contents {
         FileContents::Text(_) | FileContents::Unread(_) => {
@@ -426,7 +426,7 @@ fn nesting_too_deep(text: &str, limit: usize) -> Option<SyntaxError> {
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (u32, u32) {
     let offset = offset.min(text.len());
     let before = &text[..floor_char_boundary(text, offset)];
     let line = before.matches('\n').count() as u32 + 1;
@@ -518,7 +518,7 @@ fn block_matches(block: &Block, path: &[Name]) -> bool {
             .all(|(l, want)| label_str(l) == want)
 }
 
-pub fn label_str(label: &BlockLabel) -> &str {
+pub(crate) fn label_str(label: &BlockLabel) -> &str {
     match label {
         BlockLabel::Ident(i) => i.as_str(),
         BlockLabel::String(s) => s.as_str(),
@@ -550,7 +550,7 @@ fn item_spans(tree: &NativeTree, item: &ItemPath) -> Option<Vec<Option<Range<usi
 }
 
 /// Lowers one attribute expression; ids start at 0.
-pub fn lower(expr: &Expression) -> Expr {
+pub(crate) fn lower(expr: &Expression) -> Expr {
     Lowerer::default().expr(expr)
 }
 
@@ -862,7 +862,9 @@ fn strip_last(parts: &mut [TemplatePart]) {
 
 /// Parses and lowers template text that exists only at evaluation time (the contents of a
 /// `templatefile` file, a `templatestring` argument). Node ids point into that text.
-pub fn parse_template_text(text: &str) -> Result<Vec<TemplatePart>, hcl_edit::parser::Error> {
+pub(crate) fn parse_template_text(
+    text: &str,
+) -> Result<Vec<TemplatePart>, hcl_edit::parser::Error> {
     let template = hcl_edit::parser::parse_template(text)?;
     Ok(Lowerer::default().template(&template))
 }
@@ -874,7 +876,7 @@ pub fn parse_expr_text(text: &str) -> Result<Expr, hcl_edit::parser::Error> {
 }
 
 /// Lowers a template parsed from a JSON string (`"${local.a}/b"`).
-pub fn lower_template(template: &Template) -> Expr {
+pub(crate) fn lower_template(template: &Template) -> Expr {
     let mut lowerer = Lowerer::default();
     let id = lowerer.next(None);
     Expr {

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// a response body. Every client speaks TLS with rustls and the webpki roots, and goes
 /// through the proxy the usual environment variables name (`HTTPS_PROXY`, `NO_PROXY`...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
+pub(crate) enum Purpose {
     /// The GitLab and GitHub REST APIs: 10 s to connect, 60 s in all, no redirects (one
     /// would carry the token header to wherever it points), 16 MiB responses.
     Api,
@@ -33,7 +33,7 @@ pub enum Purpose {
 
 impl Purpose {
     /// The largest response body read, where the purpose has one.
-    pub fn max_body(self) -> Option<u64> {
+    pub(crate) fn max_body(self) -> Option<u64> {
         match self {
             Purpose::Api => Some(16 << 20),
             Purpose::Registry => None,
@@ -43,7 +43,7 @@ impl Purpose {
 }
 
 /// The HTTP client for `purpose` (see [`Purpose`]). Statuses are answers, not errors.
-pub fn agent(purpose: Purpose) -> ureq::Agent {
+pub(crate) fn agent(purpose: Purpose) -> ureq::Agent {
     let (connect, global) = match purpose {
         Purpose::Api => (Some(10), 60),
         Purpose::Registry => (None, 120),
@@ -63,7 +63,7 @@ pub fn agent(purpose: Purpose) -> ureq::Agent {
 
 /// HTTP methods the APIs need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     Get,
     Post,
     Put,
@@ -72,7 +72,7 @@ pub enum Method {
 }
 
 impl Method {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Method::Get => "GET",
             Method::Post => "POST",
@@ -85,17 +85,17 @@ impl Method {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    pub method: Method,
-    pub url: String,
-    pub headers: Vec<(String, String)>,
+    pub(crate) method: Method,
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
     /// A JSON document (`Content-Type: application/json` is added).
-    pub body: Option<String>,
+    pub(crate) body: Option<String>,
     /// Not sent again once the server may have acted on it (see [`Request::once`]).
-    pub once: bool,
+    pub(crate) once: bool,
 }
 
 impl Request {
-    pub fn new(method: Method, url: impl Into<String>) -> Request {
+    pub(crate) fn new(method: Method, url: impl Into<String>) -> Request {
         Request {
             method,
             url: url.into(),
@@ -108,37 +108,37 @@ impl Request {
     /// A request that must not take effect twice (creating a comment): after a 5xx or no
     /// response the server may have acted on it, so it is an error at once, for the
     /// caller to look before it tries again. A 429 is still retried (nothing was done).
-    pub fn once(mut self) -> Request {
+    pub(crate) fn once(mut self) -> Request {
         self.once = true;
         self
     }
 
-    pub fn header(mut self, name: &str, value: &str) -> Request {
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Request {
         self.headers.push((name.to_owned(), value.to_owned()));
         self
     }
 
-    pub fn json(mut self, body: &serde_json::Value) -> Request {
+    pub(crate) fn json(mut self, body: &serde_json::Value) -> Request {
         self.body = Some(body.to_string());
         self
     }
 
     /// The URL without its query: what messages name.
-    pub fn endpoint(&self) -> &str {
+    pub(crate) fn endpoint(&self) -> &str {
         self.url.split('?').next().unwrap_or(&self.url)
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
-    pub status: u16,
+    pub(crate) status: u16,
     /// Names lower-case.
-    pub headers: Vec<(String, String)>,
-    pub body: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
 }
 
 impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
         self.headers
             .iter()
@@ -158,23 +158,23 @@ pub trait Transport: Send + Sync {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{method} {endpoint}: {what}")]
 pub struct HttpError {
-    pub method: &'static str,
-    pub endpoint: String,
+    pub(crate) method: &'static str,
+    pub(crate) endpoint: String,
     /// `None` when no response came.
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// `401 Unauthorized (the server says: ...)`, or why no response came.
-    pub what: String,
+    pub(crate) what: String,
 }
 
 /// How often and how long to retry.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// Wait before the second attempt; doubled for each further one.
-    pub first_delay: Duration,
+    pub(crate) first_delay: Duration,
     /// The longest wait, also for a server's `Retry-After`.
-    pub max_delay: Duration,
+    pub(crate) max_delay: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -231,7 +231,7 @@ impl Client {
 
     /// Sends `request`; a 2xx response is `Ok`, anything else an error after the retries
     /// that can help (429, 5xx, no response).
-    pub fn send(&self, request: &Request) -> Result<Response, HttpError> {
+    pub(crate) fn send(&self, request: &Request) -> Result<Response, HttpError> {
         let attempts = self.policy.attempts.max(1);
         let mut delay = self.policy.first_delay;
         let mut attempt = 1;
@@ -396,14 +396,14 @@ fn with_headers<B>(
 }
 
 /// A response read as bytes ([`get`]): status, headers (lower-case names) and body.
-pub struct Download {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
+pub(crate) struct Download {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Download {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -413,7 +413,7 @@ impl Download {
 
 /// A [`get`] that got no whole answer; the URL is shown without its credentials.
 #[derive(Debug, thiserror::Error)]
-pub enum FetchError {
+pub(crate) enum FetchError {
     #[error("GET {shown}: {source}")]
     Request { shown: String, source: ureq::Error },
     #[error("GET {shown}: reading the body: {source}")]
@@ -422,7 +422,11 @@ pub enum FetchError {
 
 /// GETs `url` with the [`Purpose::Registry`] client (redirects followed, credentials never
 /// sent to another host); the body is read up to `max_bytes` (more is an error).
-pub fn get(url: &str, headers: &[(&str, &str)], max_bytes: u64) -> Result<Download, FetchError> {
+pub(crate) fn get(
+    url: &str,
+    headers: &[(&str, &str)],
+    max_bytes: u64,
+) -> Result<Download, FetchError> {
     let mut request = agent(Purpose::Registry).get(url);
     for (k, v) in headers {
         request = request.header(*k, *v);
@@ -468,7 +472,7 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// `http://` to this machine (a test server, a local mirror).
-pub fn is_local_http(url: &str) -> bool {
+pub(crate) fn is_local_http(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://") else {
         return false;
     };
@@ -523,7 +527,7 @@ fn percent_decode(text: &str) -> String {
 /// the one whose scheme, host and port are `url`'s is taken. Never for a URL in clear
 /// text to another machine. A repository under review names the URL, so a credential
 /// reaches only the host its owner wrote next to it.
-pub fn bound_credentials(
+pub(crate) fn bound_credentials(
     system: &dyn terraci_db::system::System,
     var: &str,
     url: &str,

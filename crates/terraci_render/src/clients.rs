@@ -133,8 +133,10 @@ fn rendered_cases(provider: Provider) -> Vec<(Case, String)> {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn every_github_workflow_passes_actionlint() {
     let workflows: Vec<(String, String)> = rendered_cases(Provider::Github)
         .into_iter()
@@ -146,8 +148,10 @@ fn every_github_workflow_passes_actionlint() {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn actionlint_catches_a_broken_workflow() {
     let broken = "on: push\njobs:\n  a:\n    needs: [missing]\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo\n";
     let report = actionlint(&[("broken".into(), broken.into())]);
@@ -155,8 +159,10 @@ fn actionlint_catches_a_broken_workflow() {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn every_gitlab_pipeline_passes_gitlab_ci_local() {
     let cases = rendered_cases(Provider::Gitlab);
     assert!(cases.len() > 5);
@@ -192,8 +198,10 @@ fn every_gitlab_pipeline_passes_gitlab_ci_local() {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn gitlab_ci_local_catches_a_broken_pipeline() {
     let dangling_need =
         "stages: [a]\njob:\n  stage: a\n  needs: [{job: missing, artifacts: false}]\n  script: [echo]\n";
@@ -205,7 +213,10 @@ fn gitlab_ci_local_catches_a_broken_pipeline() {
 /// A pipeline with a gate of the applies that writes a report (a policy check) and the
 /// summary reading it: both clients accept what the IR makes of it.
 #[test]
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn a_gate_of_the_applies_and_a_report_pass_both_clients() {
     use terraci_engine::contrib::{
         summary_contribution, Contribution, ContributionSet, Input, When,

@@ -174,8 +174,10 @@ fn run_pipeline_as(pipeline: &str, branch: &str, variables: &[&str]) -> Run {
 }
 
 #[test]
-
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn gitlab_ci_local_runs_the_pipeline_in_dependency_order() {
     let run = run_pipeline(&three_module_pipeline());
     let log_text = &run.log;
@@ -227,7 +229,10 @@ fn gitlab_ci_local_runs_the_pipeline_in_dependency_order() {
 /// The control experiment: without the plan artifact the apply job has no plan file, so
 /// the test above cannot pass by accident through a shared directory.
 #[test]
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn without_the_artifact_the_apply_fails() {
     let pipeline = three_module_pipeline().replace("artifacts: true", "artifacts: false");
     let run = run_pipeline(&pipeline);
@@ -243,7 +248,10 @@ fn without_the_artifact_the_apply_fails() {
 /// and apply nothing: the applies' rules leave them out, and the plans' needs on them are
 /// optional, so the pipeline is still valid.
 #[test]
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn merge_requests_and_other_branches_plan_and_never_apply() {
     for (branch, variables) in [
         ("feature", &["CI_PIPELINE_SOURCE=merge_request_event"][..]),
@@ -266,7 +274,10 @@ fn merge_requests_and_other_branches_plan_and_never_apply() {
 /// terraci (none was chosen for it): the job says so and the pipeline still passes, as
 /// the comment is an aid, not a gate.
 #[test]
-#[cfg_attr(not(feature = "clients"), ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)")]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
 fn a_summary_job_without_terraci_warns_and_the_pipeline_passes() {
     let plan = build_job_plan(
         &[target("eks", &["vpc"]), target("vpc", &[])],

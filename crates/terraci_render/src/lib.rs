@@ -34,13 +34,13 @@ use terraci_db::diagnostic::{Code, Diagnostic};
 
 /// Default image tags, used when `terraform_version` is not configured. Pinned to a
 /// minor version so a pipeline does not change under a user on a new release.
-pub const DEFAULT_TERRAFORM_VERSION: &str = "1.9";
-pub const DEFAULT_TOFU_VERSION: &str = "1.9";
+pub(crate) const DEFAULT_TERRAFORM_VERSION: &str = "1.9";
+pub(crate) const DEFAULT_TOFU_VERSION: &str = "1.9";
 
 /// The job that stands in for an empty pipeline.
-pub const NO_CHANGES_JOB: &str = "terraci-no-changes";
+pub(crate) const NO_CHANGES_JOB: &str = "terraci-no-changes";
 /// What it prints.
-pub const NO_CHANGES_MESSAGE: &str = "no Terraform changes";
+pub(crate) const NO_CHANGES_MESSAGE: &str = "no Terraform changes";
 
 /// The first lines of every generated file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +123,7 @@ impl PipelineText {
             .collect()
     }
 
-    pub fn into_string(self) -> String {
+    pub(crate) fn into_string(self) -> String {
         if self.jobs.is_empty() {
             return self.head;
         }
@@ -214,7 +214,7 @@ pub enum Provider {
 impl Provider {
     pub const ALL: [Provider; 2] = [Provider::Gitlab, Provider::Github];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Provider::Gitlab => "gitlab",
             Provider::Github => "github",
@@ -282,7 +282,7 @@ pub fn default_image(binary: Binary, version: Option<&str>) -> String {
 }
 
 /// The plan file, relative to the module directory.
-pub const PLAN_FILE: &str = "plan.tfplan";
+pub(crate) const PLAN_FILE: &str = "plan.tfplan";
 
 /// `TF_<SEGMENT>`: upper-cased, anything but letters, digits and `_` becomes `_`.
 pub(crate) fn segment_variable(segment: &str) -> String {

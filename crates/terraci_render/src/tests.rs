@@ -26,10 +26,10 @@ pub(crate) fn header() -> Header {
 
 /// One config fixture.
 pub(crate) struct Case {
-    pub name: String,
+    pub(crate) name: String,
     pub config: Config,
-    pub segments: Vec<String>,
-    pub mode: String,
+    pub(crate) segments: Vec<String>,
+    pub(crate) mode: String,
 }
 
 pub(crate) fn cases() -> Vec<Case> {

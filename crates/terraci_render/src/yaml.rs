@@ -15,9 +15,9 @@ use terraci_db::escape::is_unsafe_char;
 /// Formatting choices of one document.
 pub(crate) struct Style<'a> {
     /// Keys written plain even though YAML 1.1 reads them as booleans (GitHub's `on`).
-    pub plain_keys: &'a [&'a str],
+    pub(crate) plain_keys: &'a [&'a str],
     /// Top-level keys whose own entries are separated by a blank line (GitHub's `jobs`).
-    pub spaced_children: &'a [&'a str],
+    pub(crate) spaced_children: &'a [&'a str],
 }
 
 /// Writes `doc` as a YAML document after `comment_lines` (each written as `# line`).

@@ -59,12 +59,12 @@ const GIT_ENV: [&str; 20] = [
 
 /// What is fingerprinted, besides the tree below the project.
 pub(super) struct Header<'a> {
-    pub head: Option<String>,
-    pub base: Option<(String, String)>,
-    pub committed_only: bool,
-    pub git_dir: &'a Utf8Path,
-    pub common_dir: &'a Utf8Path,
-    pub work_dir: &'a Utf8Path,
+    pub(crate) head: Option<String>,
+    pub(crate) base: Option<(String, String)>,
+    pub(crate) committed_only: bool,
+    pub(crate) git_dir: &'a Utf8Path,
+    pub(crate) common_dir: &'a Utf8Path,
+    pub(crate) work_dir: &'a Utf8Path,
 }
 
 /// How to fingerprint one run: when it began, and what it writes (left out).

@@ -16,24 +16,24 @@ use super::{write_output, Io};
 /// What a command made, for its caller to print and for the record.
 pub(super) struct Produced {
     /// The text for `-o` or stdout.
-    pub output: String,
+    pub(crate) output: String,
     /// Its exit code: only a run that exits 0 is recorded.
-    pub code: u8,
+    pub(crate) code: u8,
     /// The stamps of the files read, when the run may be recorded (it read nothing
     /// outside the modules' files).
-    pub stamps: Option<FileStamps>,
+    pub(crate) stamps: Option<FileStamps>,
     /// Cache notices printed, which a replay leaves out.
-    pub notices: Vec<String>,
+    pub(crate) notices: Vec<String>,
 }
 
 /// What the key of a command's run is made of, besides the command line.
 pub(super) struct KeyInputs<'a> {
-    pub command: &'a str,
+    pub(crate) command: &'a str,
     /// `--changed-only` runs depend on git and are never replayed.
-    pub changed_only: bool,
-    pub var_files: &'a [Utf8PathBuf],
+    pub(crate) changed_only: bool,
+    pub(crate) var_files: &'a [Utf8PathBuf],
     /// What else the output depends on (see [`crate::replay::RunKey::new`]).
-    pub extra: Vec<String>,
+    pub(crate) extra: Vec<String>,
 }
 
 impl<'a> KeyInputs<'a> {

@@ -15,14 +15,14 @@ pub(super) const PLAN_FILE: &str = "plan.tfplan";
 
 /// One program invocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandLine {
-    pub program: String,
-    pub args: Vec<String>,
+pub(crate) struct CommandLine {
+    pub(crate) program: String,
+    pub(crate) args: Vec<String>,
 }
 
 impl CommandLine {
     /// The full command line, shell-quoted.
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         std::iter::once(&self.program)
             .chain(&self.args)
             .map(|s| sh_word(s))
@@ -31,7 +31,7 @@ impl CommandLine {
     }
 
     /// `terraform plan`: the program's file name and the subcommand, for messages.
-    pub fn display_short(&self) -> String {
+    pub(crate) fn display_short(&self) -> String {
         let program = self.program.rsplit('/').next().unwrap_or(&self.program);
         match self.args.first() {
             Some(sub) => format!("{program} {sub}"),
@@ -42,25 +42,25 @@ impl CommandLine {
 
 /// A job as local-exec runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Task {
-    pub job: String,
+pub(crate) struct Task {
+    pub(crate) job: String,
     /// `None`: a contributed job (summary, policy...), run from the project directory.
     pub kind: Option<JobKind>,
     /// Empty for a contributed job.
-    pub module: String,
+    pub(crate) module: String,
     /// `project_dir/module`.
-    pub dir: Utf8PathBuf,
+    pub(crate) dir: Utf8PathBuf,
     /// Added to the inherited environment, in order (later wins).
-    pub env: Vec<(String, String)>,
-    pub commands: Vec<CommandLine>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) commands: Vec<CommandLine>,
     /// Indices of the tasks this one waits for.
-    pub needs: Vec<usize>,
+    pub(crate) needs: Vec<usize>,
     /// An apply without its plan in the same run reads the plan file of an earlier one.
-    pub needs_plan_file: bool,
+    pub(crate) needs_plan_file: bool,
     /// The plan keeps its results as data: `plan.txt`, `plan.json`, `plan.result.json`.
-    pub plan_results: bool,
+    pub(crate) plan_results: bool,
     /// Runs once every job it needs finished, whatever their outcome.
-    pub always: bool,
+    pub(crate) always: bool,
 }
 
 fn selected(mode: Mode, kind: JobKind) -> bool {

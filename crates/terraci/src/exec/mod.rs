@@ -74,14 +74,14 @@ use camino::{Utf8Path, Utf8PathBuf};
 use terraci_db::system::System;
 use terraci_engine::ir::{JobKind, JobPlan};
 
-pub use jobs::{CommandLine, Task};
-pub use process::{Exit, Interrupt, OsRunner, ProcessRunner};
+pub(crate) use jobs::{CommandLine, Task};
+pub(crate) use process::{Exit, Interrupt, OsRunner, ProcessRunner};
 
 use schedule::Event;
 
 /// Which jobs of the IR run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Only plan jobs (`plan -out=plan.tfplan`).
     Plan,
     /// Only apply jobs (`apply plan.tfplan`); needs the plan files of an earlier `plan`.
@@ -91,7 +91,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Plan => "plan",
             Mode::Apply => "apply",
@@ -102,7 +102,7 @@ impl Mode {
 
 /// How progress is shown while jobs run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProgressStyle {
+pub(crate) enum ProgressStyle {
     /// A live indicatif bar on stderr.
     Terminal,
     /// One line per event on the output writer (CI logs, pipes, `--quiet`).
@@ -111,7 +111,7 @@ pub enum ProgressStyle {
 
 impl ProgressStyle {
     /// `Terminal` when stderr is a terminal and `plain` is false (pass `quiet || CI`).
-    pub fn detect(plain: bool) -> Self {
+    pub(crate) fn detect(plain: bool) -> Self {
         use std::io::IsTerminal;
         if !plain && io::stderr().is_terminal() {
             ProgressStyle::Terminal
@@ -122,29 +122,29 @@ impl ProgressStyle {
 }
 
 #[derive(Debug, Clone)]
-pub struct ExecOptions {
+pub(crate) struct ExecOptions {
     /// Module ids are relative to this directory.
-    pub project_dir: Utf8PathBuf,
-    pub mode: Mode,
+    pub(crate) project_dir: Utf8PathBuf,
+    pub(crate) mode: Mode,
     /// Worker pool size (`execution.parallelism`); 0 counts as 1.
-    pub parallelism: usize,
-    pub dry_run: bool,
+    pub(crate) parallelism: usize,
+    pub(crate) dry_run: bool,
     /// Overrides `execution.binary` (a name on `PATH` or a path).
-    pub binary: Option<String>,
+    pub(crate) binary: Option<String>,
     /// Per-job logs; a relative path is under `project_dir`.
-    pub log_dir: Utf8PathBuf,
-    pub progress: ProgressStyle,
+    pub(crate) log_dir: Utf8PathBuf,
+    pub(crate) progress: ProgressStyle,
     /// Added to every job's environment after everything else.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// The running terraci, for contributed jobs that run `terraci` (`None`: from PATH).
-    pub terraci: Option<String>,
+    pub(crate) terraci: Option<String>,
     /// The commit plans are made for (`git rev-parse HEAD`), written to
     /// `plan.result.json`; empty when unknown.
-    pub commit: String,
+    pub(crate) commit: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     Succeeded,
     /// `code` is `None` when the command was killed by a signal or never started.
     Failed {
@@ -161,27 +161,27 @@ pub enum Status {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleResult {
-    pub job: String,
+    pub(crate) job: String,
     /// `None`: a contributed job.
     pub kind: Option<JobKind>,
     pub module: String,
-    pub status: Status,
+    pub(crate) status: Status,
     /// Zero for jobs that did not run.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
 }
 
 /// One result per selected job, in IR order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ExecSummary {
-    pub results: Vec<ModuleResult>,
-    pub interrupted: bool,
+pub(crate) struct ExecSummary {
+    pub(crate) results: Vec<ModuleResult>,
+    pub(crate) interrupted: bool,
     /// Wall time of the whole run.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
 }
 
 impl ExecSummary {
     /// True when any job failed or the run was interrupted: exit non-zero.
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.interrupted
             || self
                 .results
@@ -190,13 +190,13 @@ impl ExecSummary {
     }
 
     /// The summary table printed at the end of a run.
-    pub fn table(&self) -> String {
+    pub(crate) fn table(&self) -> String {
         report::summary_table(self)
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ExecError {
+pub(crate) enum ExecError {
     #[error("the pipeline has no apply jobs (it was built with --plan-only)")]
     NoApplyJobs,
     #[error("cannot create the log directory {path}: {source}")]
@@ -212,7 +212,7 @@ pub enum ExecError {
 
 /// Runs (or with `dry_run` prints) the jobs of `plan` selected by `options.mode`, with
 /// the real process runner and a SIGINT/SIGTERM handler installed for the duration.
-pub fn run(
+pub(crate) fn run(
     plan: &JobPlan,
     options: &ExecOptions,
     system: &dyn System,
@@ -252,7 +252,7 @@ fn stale_plans_warning(tasks: &[jobs::Task], out: &mut dyn Write) -> std::io::Re
 }
 
 /// [`run`] with an explicit process runner and interrupt flag (tests, embedding).
-pub fn run_with(
+pub(crate) fn run_with(
     plan: &JobPlan,
     options: &ExecOptions,
     system: &dyn System,

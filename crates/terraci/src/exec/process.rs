@@ -14,14 +14,14 @@ use super::CommandLine;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     Success,
     Code(i32),
     Signal(i32),
 }
 
 /// Runs one command to completion.
-pub trait ProcessRunner: Sync {
+pub(crate) trait ProcessRunner: Sync {
     /// Runs `command` in `dir` with `env` added to the inherited environment, stdin
     /// closed and stdout and stderr appended to `log`. A runner that starts a process
     /// registers it with `interrupt` so Ctrl-C reaches it.
@@ -37,7 +37,7 @@ pub trait ProcessRunner: Sync {
 
 /// The real runner: `std::process::Command`, each child in its own process group.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct OsRunner;
+pub(crate) struct OsRunner;
 
 impl ProcessRunner for OsRunner {
     fn run(
@@ -82,22 +82,22 @@ impl ProcessRunner for OsRunner {
 
 /// The Ctrl-C flag, and the process groups of the running commands to forward it to.
 #[derive(Debug, Default)]
-pub struct Interrupt {
+pub(crate) struct Interrupt {
     set: AtomicBool,
     running: Mutex<BTreeSet<u32>>,
 }
 
 impl Interrupt {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.set.load(Ordering::SeqCst)
     }
 
     /// Stops new jobs from starting and sends SIGINT to every running command.
-    pub fn trigger(&self) {
+    pub(crate) fn trigger(&self) {
         let running = self.lock();
         self.set.store(true, Ordering::SeqCst);
         for &pid in running.iter() {
@@ -107,7 +107,7 @@ impl Interrupt {
 
     /// Records a started process group; if Ctrl-C came while it was starting, it gets
     /// its SIGINT now.
-    pub fn register(&self, pid: u32) {
+    pub(crate) fn register(&self, pid: u32) {
         let mut running = self.lock();
         running.insert(pid);
         if self.is_set() {
@@ -115,7 +115,7 @@ impl Interrupt {
         }
     }
 
-    pub fn unregister(&self, pid: u32) {
+    pub(crate) fn unregister(&self, pid: u32) {
         self.lock().remove(&pid);
     }
 

@@ -20,20 +20,20 @@ use super::{set_module_inputs, Workspace};
 pub struct InputChange {
     /// New contents of known files (an editor's save). Set at `LOW` durability: what the
     /// user edits is what changes next.
-    pub edits: Vec<(File, FileContents)>,
+    pub(crate) edits: Vec<(File, FileContents)>,
     /// A new discovery of the project, reconciled with the inputs by path and id, so
     /// that unchanged files and modules keep their inputs and memos.
-    pub discovered: Option<Vec<DiscoveredModule>>,
+    pub(crate) discovered: Option<Vec<DiscoveredModule>>,
     /// A reloaded config, and its pattern.
     pub config: Option<(Arc<Config>, Pattern)>,
     /// `--workspace`, `--var-file` and `--var`, read again.
     pub eval_settings: Option<EvalSettings>,
     /// Read again what `file()`/`fileset()` read.
-    pub refresh_extra: bool,
+    pub(crate) refresh_extra: bool,
     /// `--changed-only`: a selection's new change set.
     pub changes: Option<(Selection, Option<ChangeInput>)>,
     /// A selection's filters and plan options, from the flags and a reloaded config.
-    pub selection: Option<(
+    pub(crate) selection: Option<(
         Selection,
         terraci_db::filter::Filters,
         terraci_engine::ir::PlanOptions,
@@ -54,11 +54,11 @@ impl InputChange {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Applied {
     /// Some input took a new value.
-    pub changed: bool,
+    pub(crate) changed: bool,
     /// A file or directory read through `file()`/`fileset()` changed.
-    pub extra_changed: bool,
+    pub(crate) extra_changed: bool,
     /// The change set of the selection changed.
-    pub changes_changed: bool,
+    pub(crate) changes_changed: bool,
 }
 
 impl Workspace {

@@ -171,9 +171,9 @@ pub struct Execution {
     /// Run `init` before `plan`/`apply` (default true).
     pub init_enabled: bool,
     /// TerraCi key; accepted, plan jobs are always generated.
-    pub plan_enabled: bool,
+    pub(crate) plan_enabled: bool,
     /// TerraCi key (`standard` or `detailed`); accepted for compatibility.
-    pub plan_mode: Option<String>,
+    pub(crate) plan_mode: Option<String>,
     /// Worker pool size for `local-exec`.
     pub parallelism: usize,
     /// Added to every plan and apply job.
@@ -204,22 +204,22 @@ pub struct Extensions {
     /// GitHub Actions settings.
     pub github: Option<GitHub>,
     /// TerraCi's cost plugin: not implemented by terraci, accepted with a warning.
-    pub cost: Option<Ignored>,
+    pub(crate) cost: Option<Ignored>,
     /// OPA/Rego policy checks on each module's plan (`terraci policy pull|check`).
     pub policy: Option<Policy>,
     /// The merge-request / pull-request comment of `terraci summary` (on by default).
-    pub summary: Option<SummarySettings>,
+    pub(crate) summary: Option<SummarySettings>,
     /// TerraCi's tfupdate plugin: not implemented by terraci, accepted with a warning.
-    pub tfupdate: Option<Ignored>,
+    pub(crate) tfupdate: Option<Ignored>,
     /// TerraCi's update plugin: not implemented by terraci, accepted with a warning.
-    pub update: Option<Ignored>,
+    pub(crate) update: Option<Ignored>,
     /// TerraCi's localexec plugin settings: not used by terraci, accepted with a warning.
-    pub localexec: Option<Ignored>,
+    pub(crate) localexec: Option<Ignored>,
 }
 
 impl Extensions {
     /// Names of configured plugin sections that terraci does not implement.
-    pub fn ignored_sections(&self) -> Vec<&'static str> {
+    pub(crate) fn ignored_sections(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         for (name, present) in [
             ("cost", self.cost.is_some()),
@@ -308,7 +308,7 @@ pub struct PolicyOverride {
 
 /// Any value: accepted so existing files load, and reported as unused.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Ignored(#[schemars(with = "serde_json::Value")] pub serde_yaml::Value);
+pub(crate) struct Ignored(#[schemars(with = "serde_json::Value")] pub serde_yaml::Value);
 
 impl<'de> Deserialize<'de> for Ignored {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -353,7 +353,7 @@ pub enum OverwriteType {
 }
 
 impl OverwriteType {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             OverwriteType::Plan => "plan",
             OverwriteType::Apply => "apply",
@@ -419,7 +419,7 @@ fn scalar_map_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 /// Whether `name` can name an environment variable in every place terraci writes one
 /// (a shell `export`, GitLab `variables`, GitHub `env`): a letter or `_`, then letters,
 /// digits and `_`.
-pub fn is_env_name(name: &str) -> bool {
+pub(crate) fn is_env_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     bytes
         .next()
@@ -428,7 +428,7 @@ pub fn is_env_name(name: &str) -> bool {
 }
 
 /// The message for an invalid variable name.
-pub fn env_name_error(name: &str) -> String {
+pub(crate) fn env_name_error(name: &str) -> String {
     format!(
         "`{}` is not a valid variable name: use letters, digits and `_`, not starting with a digit",
         crate::escape::printable(name)
@@ -480,7 +480,7 @@ pub struct GitLab {
     /// Stage names are `<stages_prefix>-<level>`; default `deploy`.
     pub stages_prefix: Option<String>,
     /// TerraCi key, reserved there too; accepted.
-    pub parallelism: Option<u32>,
+    pub(crate) parallelism: Option<u32>,
     /// Pipeline-level `variables`.
     #[serde(deserialize_with = "env_map")]
     #[schemars(schema_with = "scalar_map_schema")]
@@ -501,11 +501,11 @@ pub struct GitLab {
     /// Merge-request comment and labels of `terraci summary`, and its job.
     pub mr: Option<GitLabMr>,
     /// TerraCi's older spelling of `execution.binary`; when set, it is the binary.
-    pub terraform_binary: Option<Binary>,
+    pub(crate) terraform_binary: Option<Binary>,
     /// TerraCi key; plan jobs are always generated (`false` is a warning).
     pub plan_enabled: Option<bool>,
     /// TerraCi's older spelling of `execution.init_enabled`; when set, it wins.
-    pub init_enabled: Option<bool>,
+    pub(crate) init_enabled: Option<bool>,
     /// TerraCi key: `false` makes apply jobs `when: manual` (unless `overwrites` or
     /// `job_defaults` set `when`); `true` or unset, applies run on their own (on the
     /// default branch, see the README).
@@ -578,7 +578,7 @@ pub struct GitLabRule {
 pub struct IdToken {
     /// One audience or a list of them.
     #[schemars(with = "serde_json::Value")]
-    pub aud: serde_yaml::Value,
+    pub(crate) aud: serde_yaml::Value,
 }
 
 /// `secrets.<NAME>`: GitLab's secret sources, passed through.
@@ -588,20 +588,20 @@ pub struct Secret {
     /// `path/to/secret/field@engine` or `{engine: {name, path}, path, field}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Value>")]
-    pub vault: Option<serde_yaml::Value>,
+    pub(crate) vault: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Value>")]
-    pub gcp_secret_manager: Option<serde_yaml::Value>,
+    pub(crate) gcp_secret_manager: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Value>")]
-    pub azure_key_vault: Option<serde_yaml::Value>,
+    pub(crate) azure_key_vault: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Value>")]
-    pub aws_secrets_manager: Option<serde_yaml::Value>,
+    pub(crate) aws_secrets_manager: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<bool>,
+    pub(crate) file: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
+    pub(crate) token: Option<String>,
 }
 
 /// GitLab job `artifacts`. On plan jobs the plan file path is always kept.
@@ -609,25 +609,25 @@ pub struct Secret {
 #[serde(deny_unknown_fields, default)]
 pub struct GitLabArtifacts {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub exclude: Vec<String>,
+    pub(crate) exclude: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expire_in: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub expose_as: Option<String>,
+    pub(crate) expose_as: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub untracked: Option<bool>,
+    pub(crate) untracked: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub public: Option<bool>,
+    pub(crate) public: Option<bool>,
     /// `{terraform: [...], junit: [...], ...}`, passed through.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Value>")]
-    pub reports: Option<serde_yaml::Value>,
+    pub(crate) reports: Option<serde_yaml::Value>,
 }
 
 /// `extensions.gitlab.job_defaults`. A key that is set replaces the job's value, except
@@ -656,24 +656,24 @@ pub struct GitLabOverwrite {
     #[serde(rename = "type")]
     pub job_type: OverwriteType,
     #[serde(default)]
-    pub image: Option<Image>,
+    pub(crate) image: Option<Image>,
     #[serde(default)]
-    pub id_tokens: Option<IndexMap<String, IdToken>>,
+    pub(crate) id_tokens: Option<IndexMap<String, IdToken>>,
     #[serde(default)]
-    pub secrets: Option<IndexMap<String, Secret>>,
+    pub(crate) secrets: Option<IndexMap<String, Secret>>,
     #[serde(default)]
-    pub before_script: Option<Vec<String>>,
+    pub(crate) before_script: Option<Vec<String>>,
     #[serde(default)]
-    pub after_script: Option<Vec<String>>,
+    pub(crate) after_script: Option<Vec<String>>,
     #[serde(default)]
-    pub artifacts: Option<GitLabArtifacts>,
+    pub(crate) artifacts: Option<GitLabArtifacts>,
     #[serde(default)]
-    pub tags: Option<Vec<String>>,
+    pub(crate) tags: Option<Vec<String>>,
     #[serde(default)]
-    pub rules: Option<Vec<GitLabRule>>,
+    pub(crate) rules: Option<Vec<GitLabRule>>,
     #[serde(default, deserialize_with = "env_map")]
     #[schemars(schema_with = "scalar_map_schema")]
-    pub variables: IndexMap<String, String>,
+    pub(crate) variables: IndexMap<String, String>,
     #[serde(default)]
     pub when: Option<GitLabWhen>,
 }
@@ -714,7 +714,7 @@ pub struct GitHub {
     /// Version input of the setup action; the action's default when unset.
     pub terraform_version: Option<String>,
     /// TerraCi's per-provider spelling of `execution.binary`; when set, it is the binary.
-    pub terraform_binary: Option<Binary>,
+    pub(crate) terraform_binary: Option<Binary>,
     /// Adds the setup-terraform / setup-opentofu step (default true).
     pub setup_step: Option<bool>,
     /// Workflow-level `env`.
@@ -737,35 +737,35 @@ pub struct GitHub {
 #[serde(deny_unknown_fields, default)]
 pub struct GitHubStep {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     #[serde(rename = "if", skip_serializing_if = "Option::is_none")]
-    pub if_: Option<String>,
+    pub(crate) if_: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub uses: Option<String>,
+    pub(crate) uses: Option<String>,
     #[serde(
         deserialize_with = "scalar_map",
         skip_serializing_if = "IndexMap::is_empty"
     )]
     #[schemars(schema_with = "scalar_map_schema")]
-    pub with: IndexMap<String, String>,
+    pub(crate) with: IndexMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub run: Option<String>,
+    pub(crate) run: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub shell: Option<String>,
+    pub(crate) shell: Option<String>,
     #[serde(rename = "working-directory", skip_serializing_if = "Option::is_none")]
-    pub working_directory: Option<String>,
+    pub(crate) working_directory: Option<String>,
     #[serde(
         deserialize_with = "env_map",
         skip_serializing_if = "IndexMap::is_empty"
     )]
     #[schemars(schema_with = "scalar_map_schema")]
-    pub env: IndexMap<String, String>,
+    pub(crate) env: IndexMap<String, String>,
     #[serde(rename = "continue-on-error", skip_serializing_if = "Option::is_none")]
-    pub continue_on_error: Option<bool>,
+    pub(crate) continue_on_error: Option<bool>,
     #[serde(rename = "timeout-minutes", skip_serializing_if = "Option::is_none")]
-    pub timeout_minutes: Option<u32>,
+    pub(crate) timeout_minutes: Option<u32>,
 }
 
 /// `extensions.github.job_defaults`. A key that is set replaces the job's value, except
@@ -793,20 +793,20 @@ pub struct GitHubOverwrite {
     #[serde(rename = "type")]
     pub job_type: OverwriteType,
     #[serde(default)]
-    pub runs_on: Option<String>,
+    pub(crate) runs_on: Option<String>,
     #[serde(default)]
-    pub container: Option<Image>,
+    pub(crate) container: Option<Image>,
     #[serde(default, deserialize_with = "env_map")]
     #[schemars(schema_with = "scalar_map_schema")]
-    pub env: IndexMap<String, String>,
+    pub(crate) env: IndexMap<String, String>,
     #[serde(default, rename = "if")]
-    pub if_: Option<String>,
+    pub(crate) if_: Option<String>,
     #[serde(default)]
-    pub environment: Option<String>,
+    pub(crate) environment: Option<String>,
     #[serde(default)]
-    pub steps_before: Option<Vec<GitHubStep>>,
+    pub(crate) steps_before: Option<Vec<GitHubStep>>,
     #[serde(default)]
-    pub steps_after: Option<Vec<GitHubStep>>,
+    pub(crate) steps_after: Option<Vec<GitHubStep>>,
 }
 
 impl GitHubOverwrite {
@@ -827,31 +827,31 @@ impl GitHubOverwrite {
 /// `extensions.summary`: what `terraci summary` writes, for every CI provider.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-pub struct SummarySettings {
+pub(crate) struct SummarySettings {
     /// The summary job and comment (default true; `false` turns both off).
-    pub enabled: Option<bool>,
+    pub(crate) enabled: Option<bool>,
     /// Post no comment when no module has changes or failed and no report warns.
-    pub on_changes_only: bool,
+    pub(crate) on_changes_only: bool,
     /// A `<details>` section per module with its resource changes (default true).
-    pub include_details: Option<bool>,
+    pub(crate) include_details: Option<bool>,
     /// Labels for the merge request / pull request. Placeholders: each pattern segment
     /// (`{service}`, `{environment}`...), `{env}`, `{module_id}`, `{module_path}`,
     /// `{status}` (per changed or failed module), and `{resource_type}`,
     /// `{resource_name}`, `{resource_address}`, `{resource_action}` (per changed
     /// resource).
-    pub labels: Vec<String>,
+    pub(crate) labels: Vec<String>,
 }
 
 /// `comment:` of `extensions.gitlab.mr` / `extensions.github.pr`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-pub struct CommentSettings {
+pub(crate) struct CommentSettings {
     /// Post the comment (default true).
-    pub enabled: Option<bool>,
+    pub(crate) enabled: Option<bool>,
     /// Post no comment when nothing changes (as `extensions.summary.on_changes_only`).
-    pub on_changes_only: bool,
+    pub(crate) on_changes_only: bool,
     /// Per-module `<details>` (default true; as `extensions.summary.include_details`).
-    pub include_details: Option<bool>,
+    pub(crate) include_details: Option<bool>,
 }
 
 /// `extensions.gitlab.mr` and `extensions.github.pr`: the comment, the labels and the
@@ -864,9 +864,9 @@ pub struct CommentSettings {
 )]
 #[schemars(rename = "ReviewSettings_{J}")]
 pub struct ReviewSettings<J> {
-    pub comment: Option<CommentSettings>,
+    pub(crate) comment: Option<CommentSettings>,
     /// Labels; placeholders as in `extensions.summary.labels`.
-    pub labels: Vec<String>,
+    pub(crate) labels: Vec<String>,
     /// The `terraci-summary` job.
     pub summary_job: Option<J>,
 }
@@ -882,9 +882,9 @@ impl<J> Default for ReviewSettings<J> {
 }
 
 /// `extensions.gitlab.mr`.
-pub type GitLabMr = ReviewSettings<GitLabSummaryJob>;
+pub(crate) type GitLabMr = ReviewSettings<GitLabSummaryJob>;
 /// `extensions.github.pr`.
-pub type GitHubPr = ReviewSettings<GitHubSummaryJob>;
+pub(crate) type GitHubPr = ReviewSettings<GitHubSummaryJob>;
 
 /// `extensions.gitlab.mr.summary_job`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -17,7 +17,7 @@ pub use os::OsSystem;
 #[cfg(feature = "watch")]
 pub use signals::SignalGuard;
 #[cfg(feature = "watch")]
-pub use watcher::{NotifyEvents, DEBOUNCE};
+pub(crate) use watcher::NotifyEvents;
 
 /// Batches of changed paths, for watch mode.
 pub trait ChangeEvents {
@@ -62,8 +62,8 @@ pub struct ReadPolicy {
     /// Absolute, as the user named it.
     pub root: Utf8PathBuf,
     /// `root` with symlinks resolved (where the system can say).
-    pub canonical_root: Utf8PathBuf,
-    pub max_len: u64,
+    pub(crate) canonical_root: Utf8PathBuf,
+    pub(crate) max_len: u64,
 }
 
 impl ReadPolicy {
@@ -78,7 +78,7 @@ impl ReadPolicy {
     }
 
     /// `TooLarge` when `len` bytes are over the bound.
-    pub fn check_len(&self, len: u64) -> Result<(), ReadError> {
+    pub(crate) fn check_len(&self, len: u64) -> Result<(), ReadError> {
         if len > self.max_len {
             return Err(ReadError::TooLarge {
                 limit: self.max_len,
@@ -88,7 +88,7 @@ impl ReadPolicy {
     }
 
     /// Whether `path` (absolute, normalised) names something inside the root as written.
-    pub fn lexically_inside(&self, path: &Utf8Path) -> bool {
+    pub(crate) fn lexically_inside(&self, path: &Utf8Path) -> bool {
         path.starts_with(&self.root) || path.starts_with(&self.canonical_root)
     }
 }

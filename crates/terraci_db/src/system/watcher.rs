@@ -18,7 +18,7 @@ use super::{ChangeEvents, SignalGuard};
 /// A batch ends after this long without a new event. An editor's save is a burst of
 /// events well inside it (write, rename, attribute change); a shorter quiet time would
 /// split the burst, a longer one is latency added to every regeneration.
-pub const DEBOUNCE: Duration = Duration::from_millis(15);
+pub(crate) const DEBOUNCE: Duration = Duration::from_millis(15);
 /// A batch ends after this long even if events keep coming (a `git checkout` of many
 /// files), so regeneration is never starved.
 const MAX_BATCH: Duration = Duration::from_millis(500);
@@ -29,7 +29,7 @@ enum Message {
 }
 
 /// The real watcher: notify events on a channel, plus a signal thread on the same one.
-pub struct NotifyEvents {
+pub(crate) struct NotifyEvents {
     rx: Receiver<Message>,
     /// Watching stops when this is dropped.
     _watcher: notify::RecommendedWatcher,
@@ -39,7 +39,7 @@ pub struct NotifyEvents {
 impl NotifyEvents {
     /// Watches `root` recursively and the directories of the files in `outside` that
     /// are not under `root`.
-    pub fn start(root: &Utf8Path, outside: &[Utf8PathBuf]) -> io::Result<NotifyEvents> {
+    pub(crate) fn start(root: &Utf8Path, outside: &[Utf8PathBuf]) -> io::Result<NotifyEvents> {
         let (tx, rx) = mpsc::channel();
         let events_tx = tx.clone();
         let rescan_root = root.as_std_path().to_owned();

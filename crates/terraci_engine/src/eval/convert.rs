@@ -156,7 +156,7 @@ pub(super) fn unify_map(map: Object) -> Result<Object, String> {
 /// `map(object({...}))`, `optional(...)`, `any`...), as Terraform does on assignment.
 /// Unknown values pass through; object attributes not in the type are dropped, missing
 /// `optional` ones take their default (or null).
-pub fn convert_to_type(value: Value, type_expr: &Expr) -> Result<Value, String> {
+pub(crate) fn convert_to_type(value: Value, type_expr: &Expr) -> Result<Value, String> {
     convert(value, type_expr, 0)
 }
 

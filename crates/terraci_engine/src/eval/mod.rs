@@ -14,9 +14,9 @@ mod value;
 #[cfg(test)]
 mod tests;
 
-pub use convert::convert_to_type;
+pub(crate) use convert::convert_to_type;
 pub(crate) use functions::json_string;
-pub use value::{format_number, Object, Unknown, Value};
+pub(crate) use value::{Object, Value};
 
 /// Bounds that keep evaluation finite on any input.
 pub(crate) mod limits {
@@ -47,7 +47,7 @@ use terraci_db::syntax::{Expr, NodeId};
 
 /// Filesystem access for `file`, `fileexists`, `fileset`, `templatefile`. Paths are absolute.
 /// The resolve stage implements this on top of salsa inputs so reads are tracked.
-pub trait EvalHost {
+pub(crate) trait EvalHost {
     fn read_file(&self, path: &camino::Utf8Path) -> Result<String, String>;
     fn file_exists(&self, path: &camino::Utf8Path) -> bool;
     /// Files (not directories) below `dir`, as `/`-separated paths relative to `dir`, sorted.
@@ -55,7 +55,7 @@ pub trait EvalHost {
 }
 
 /// A host with no filesystem: every file function yields an unknown value.
-pub struct NoFilesystem;
+pub(crate) struct NoFilesystem;
 
 impl EvalHost for NoFilesystem {
     fn read_file(&self, path: &camino::Utf8Path) -> Result<String, String> {
@@ -69,33 +69,33 @@ impl EvalHost for NoFilesystem {
     }
 }
 
-pub struct EvalContext<'a> {
+pub(crate) struct EvalContext<'a> {
     /// Top-level names: `var`, `local`, `path`, `terraform`, `each`, `count`. A root name
     /// that is absent (e.g. `data`, `module`, a resource type) evaluates to unknown with the
     /// reason "`data.x.y` is only known after apply".
-    pub scope: &'a Object,
+    pub(crate) scope: &'a Object,
     /// Top-level names looked up before `scope`'s (a block's `each` or `count`): the
     /// scope is shared, not copied, to add them.
-    pub extra: &'a [(String, Value)],
+    pub(crate) extra: &'a [(String, Value)],
     /// The module's absolute directory; relative paths in file functions resolve against it.
-    pub module_dir: Utf8PathBuf,
-    pub host: &'a dyn EvalHost,
+    pub(crate) module_dir: Utf8PathBuf,
+    pub(crate) host: &'a dyn EvalHost,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EvalError {
+pub(crate) struct EvalError {
     /// The node the error is about (the call, the operator, the index...).
-    pub node: NodeId,
+    pub(crate) node: NodeId,
     /// Stable diagnostic code: `evaluation-error`, `unknown-function`, `evaluation-limit`.
-    pub code: terraci_db::diagnostic::Code,
-    pub message: String,
+    pub(crate) code: terraci_db::diagnostic::Code,
+    pub(crate) message: String,
 }
 
 /// Evaluates `expr` in `ctx`.
 ///
 /// Never panics and always terminates: deep nesting, huge collections, long strings and
 /// expensive computations end in an `evaluation-limit` error.
-pub fn evaluate(expr: &Expr, ctx: &EvalContext<'_>) -> Result<Value, EvalError> {
+pub(crate) fn evaluate(expr: &Expr, ctx: &EvalContext<'_>) -> Result<Value, EvalError> {
     let value = evaluator::Evaluator::new(ctx).eval(expr)?;
     if value.depth() > limits::MAX_VALUE_DEPTH {
         return Err(EvalError {

@@ -4,20 +4,20 @@ use terraci_db::syntax::NodeId;
 
 /// Why a value is not known statically, and where the unknown entered the expression.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Unknown {
+pub(crate) struct Unknown {
     /// Human reason naming the root cause: "`var.env` has no default and no tfvars value",
     /// "`data.aws_region.current.name` is only known after apply".
-    pub reason: String,
+    pub(crate) reason: String,
     /// The node of the expression being evaluated where the unknown came in (the reference).
     /// `None` while the value sits in the scope (e.g. a local); the evaluator sets it to the
     /// referencing node the first time a reference yields it.
-    pub at: Option<NodeId>,
+    pub(crate) at: Option<NodeId>,
 }
 
 /// A Terraform value. Lists and tuples share `List`; maps and objects share `Map` (keys
 /// sorted, as Terraform iterates them). Sets are kept sorted and deduplicated.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Null,
     Unknown(Unknown),
     Bool(bool),
@@ -29,25 +29,18 @@ pub enum Value {
 }
 
 /// The attributes of a map or object value, in key order.
-pub type Object = terraci_db::sorted::SortedMap<String, Value>;
+pub(crate) type Object = terraci_db::sorted::SortedMap<String, Value>;
 
 impl Value {
-    pub fn unknown(reason: impl Into<String>) -> Value {
+    pub(crate) fn unknown(reason: impl Into<String>) -> Value {
         Value::Unknown(Unknown {
             reason: reason.into(),
             at: None,
         })
     }
 
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Value::String(s) => Some(s),
-            _ => None,
-        }
-    }
-
     /// The first unknown found in this value (depth-first, keys in order).
-    pub fn first_unknown(&self) -> Option<&Unknown> {
+    pub(crate) fn first_unknown(&self) -> Option<&Unknown> {
         match self {
             Value::Unknown(u) => Some(u),
             Value::List(items) | Value::Set(items) => items.iter().find_map(Value::first_unknown),
@@ -59,7 +52,7 @@ impl Value {
 
 impl Value {
     /// Terraform's name for the value's type, for messages.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::Null => "null",
             Value::Unknown(_) => "unknown",
@@ -72,19 +65,19 @@ impl Value {
         }
     }
 
-    pub fn is_unknown(&self) -> bool {
+    pub(crate) fn is_unknown(&self) -> bool {
         matches!(self, Value::Unknown(_))
     }
 
     /// A set built from arbitrary elements: sorted and deduplicated.
-    pub fn set(mut items: Vec<Value>) -> Value {
+    pub(crate) fn set(mut items: Vec<Value>) -> Value {
         items.sort_by(total_cmp);
         items.dedup_by(|a, b| total_cmp(a, b).is_eq());
         Value::Set(items)
     }
 
     /// Sets `at` on every unknown (nested ones included) that does not have it yet.
-    pub fn stamp_unknowns(&mut self, at: NodeId) {
+    pub(crate) fn stamp_unknowns(&mut self, at: NodeId) {
         // Most values are scalars: no stack to allocate.
         match self {
             Value::Unknown(u) => {
@@ -109,7 +102,7 @@ impl Value {
 
     /// Points every unknown (nested ones included) at `at`, for values computed from text
     /// whose node ids mean nothing to the caller (rendered templates).
-    pub fn repoint_unknowns(&mut self, at: NodeId) {
+    pub(crate) fn repoint_unknowns(&mut self, at: NodeId) {
         let mut stack = vec![self];
         while let Some(v) = stack.pop() {
             match v {
@@ -122,7 +115,7 @@ impl Value {
     }
 
     /// Nesting depth (a primitive is 0), computed without recursion.
-    pub fn depth(&self) -> usize {
+    pub(crate) fn depth(&self) -> usize {
         if !matches!(self, Value::List(_) | Value::Set(_) | Value::Map(_)) {
             return 0;
         }
@@ -140,27 +133,12 @@ impl Value {
         }
         max
     }
-
-    /// Number of nodes in the value, counted without recursion.
-    pub fn size(&self) -> usize {
-        let mut n = 0;
-        let mut stack = vec![self];
-        while let Some(v) = stack.pop() {
-            n += 1;
-            match v {
-                Value::List(items) | Value::Set(items) => stack.extend(items.iter()),
-                Value::Map(map) => stack.extend(map.values()),
-                _ => {}
-            }
-        }
-        n
-    }
 }
 
 /// Terraform's textual form of a number: integers without a fraction, others with up to
 /// 15 significant digits so that `0.1 + 0.2` reads `0.3` as it does with Terraform's
 /// arbitrary-precision numbers.
-pub fn format_number(n: f64) -> String {
+pub(crate) fn format_number(n: f64) -> String {
     if n.is_nan() {
         return "NaN".into();
     }

@@ -221,13 +221,13 @@ impl Entries {
 
 /// The cache as a salsa input: [`crate::facts::file_facts`] reads it.
 #[salsa::input(singleton, debug)]
-pub struct FactCache {
+pub(crate) struct FactCache {
     #[returns(ref)]
-    pub entries: Arc<Entries>,
+    pub(crate) entries: Arc<Entries>,
 }
 
 /// The cached facts of `file`, if an entry matches its current contents exactly.
-pub fn cached_facts(db: &dyn Db, file: File) -> Option<FileFacts> {
+pub(crate) fn cached_facts(db: &dyn Db, file: File) -> Option<FileFacts> {
     let cache = FactCache::try_get(db)?;
     let entries = cache.entries(db);
     let entry = entries.get(file.path(db).as_str())?;

@@ -23,14 +23,14 @@ use terraci_db::syntax::{Expr, ExprKind, FactBlock, FactBody, FactItem, Name, No
 /// and everything evaluated from them hold the file's facts, not copies of them (at
 /// 10,000 modules the copies were a quarter of a cold run's memory).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AttrExpr(Arc<AttrExprData>);
+pub(crate) struct AttrExpr(Arc<AttrExprData>);
 
 /// What an [`AttrExpr`] shares.
 #[derive(Debug, PartialEq, Eq, Hash)]
-pub struct AttrExprData {
-    pub expr: Expr,
-    pub file: File,
-    pub item: ItemPath,
+pub(crate) struct AttrExprData {
+    pub(crate) expr: Expr,
+    pub(crate) file: File,
+    pub(crate) item: ItemPath,
 }
 
 impl std::ops::Deref for AttrExpr {
@@ -47,7 +47,7 @@ impl From<AttrExprData> for AttrExpr {
 }
 
 impl AttrExpr {
-    pub fn anchor(&self, node: NodeId) -> Anchor {
+    pub(crate) fn anchor(&self, node: NodeId) -> Anchor {
         Anchor {
             file: self.file,
             item: self.item.clone(),
@@ -57,34 +57,34 @@ impl AttrExpr {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct VariableFact {
-    pub name: Name,
-    pub default: Option<AttrExpr>,
-    pub type_constraint: Option<Expr>,
+pub(crate) struct VariableFact {
+    pub(crate) name: Name,
+    pub(crate) default: Option<AttrExpr>,
+    pub(crate) type_constraint: Option<Expr>,
 }
 
 /// `terraform { backend "TYPE" {...} }`, or `cloud {...}` as type `remote`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BackendFact {
+pub(crate) struct BackendFact {
     pub kind: Name,
     /// The block body as an object expression.
     pub config: AttrExpr,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RemoteStateFact {
-    pub name: Name,
-    pub file: File,
-    pub backend: Option<AttrExpr>,
+pub(crate) struct RemoteStateFact {
+    pub(crate) name: Name,
+    pub(crate) file: File,
+    pub(crate) backend: Option<AttrExpr>,
     pub config: Option<AttrExpr>,
-    pub workspace: Option<AttrExpr>,
-    pub for_each: Option<AttrExpr>,
-    pub count: Option<AttrExpr>,
+    pub(crate) workspace: Option<AttrExpr>,
+    pub(crate) for_each: Option<AttrExpr>,
+    pub(crate) count: Option<AttrExpr>,
 }
 
 impl RemoteStateFact {
     /// The attributes that say which state the block reads.
-    pub fn attributes(&self) -> impl Iterator<Item = &AttrExpr> {
+    pub(crate) fn attributes(&self) -> impl Iterator<Item = &AttrExpr> {
         [
             &self.for_each,
             &self.count,
@@ -98,18 +98,18 @@ impl RemoteStateFact {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ModuleCallFact {
-    pub name: Name,
-    pub source: Option<AttrExpr>,
-    pub count: Option<AttrExpr>,
-    pub for_each: Option<AttrExpr>,
+pub(crate) struct ModuleCallFact {
+    pub(crate) name: Name,
+    pub(crate) source: Option<AttrExpr>,
+    pub(crate) count: Option<AttrExpr>,
+    pub(crate) for_each: Option<AttrExpr>,
     /// The arguments that set the child's variables: every attribute but the
     /// meta-arguments, in source order.
-    pub arguments: Vec<(Name, AttrExpr)>,
+    pub(crate) arguments: Vec<(Name, AttrExpr)>,
 }
 
 /// Attributes of a `module` block that are not input variables of the child.
-pub const MODULE_META_ARGUMENTS: &[&str] = &[
+pub(crate) const MODULE_META_ARGUMENTS: &[&str] = &[
     "source",
     "version",
     "count",
@@ -120,14 +120,14 @@ pub const MODULE_META_ARGUMENTS: &[&str] = &[
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FileFacts {
-    pub locals: Vec<(Name, AttrExpr)>,
-    pub variables: Vec<VariableFact>,
-    pub backend: Option<BackendFact>,
-    pub remote_states: Vec<RemoteStateFact>,
-    pub module_calls: Vec<ModuleCallFact>,
+    pub(crate) locals: Vec<(Name, AttrExpr)>,
+    pub(crate) variables: Vec<VariableFact>,
+    pub(crate) backend: Option<BackendFact>,
+    pub(crate) remote_states: Vec<RemoteStateFact>,
+    pub(crate) module_calls: Vec<ModuleCallFact>,
     /// Assignments of a tfvars file.
-    pub tfvars: Vec<(Name, AttrExpr)>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) tfvars: Vec<(Name, AttrExpr)>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
 /// The facts of one file.
@@ -336,21 +336,21 @@ pub(crate) fn native_facts(file: File, body: FactBody) -> FileFacts {
 
 /// Declarations by name, in name order: kept for the whole run per module (as
 /// `BTreeMap`s, a module's five variables took a kilobyte).
-pub type ByName<T> = terraci_db::sorted::SortedMap<Name, T>;
+pub(crate) type ByName<T> = terraci_db::sorted::SortedMap<Name, T>;
 
 /// Everything a module declares, merged over its files.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct ModuleFacts {
-    pub locals: ByName<AttrExpr>,
-    pub variables: ByName<VariableFact>,
-    pub backend: Option<BackendFact>,
+pub(crate) struct ModuleFacts {
+    pub(crate) locals: ByName<AttrExpr>,
+    pub(crate) variables: ByName<VariableFact>,
+    pub(crate) backend: Option<BackendFact>,
     /// Sorted by block name.
-    pub remote_states: Vec<RemoteStateFact>,
-    pub module_calls: Vec<ModuleCallFact>,
+    pub(crate) remote_states: Vec<RemoteStateFact>,
+    pub(crate) module_calls: Vec<ModuleCallFact>,
     /// tfvars layers, lowest priority first: `terraform.tfvars`, `terraform.tfvars.json`,
     /// then `*.auto.tfvars(.json)` in lexical order.
-    pub tfvars: Vec<Vec<(Name, AttrExpr)>>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) tfvars: Vec<Vec<(Name, AttrExpr)>>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
 fn is_override(name: &str) -> bool {
@@ -368,7 +368,7 @@ fn is_override(name: &str) -> bool {
 /// replaces the original; a remote-state block's attributes replace those of the block
 /// with the same name.
 #[salsa::tracked(returns(ref))]
-pub fn module_facts(db: &dyn Db, module: Module) -> ModuleFacts {
+pub(crate) fn module_facts(db: &dyn Db, module: Module) -> ModuleFacts {
     let mut facts = ModuleFacts::default();
     // Merged in maps, kept as exact-length vectors.
     let mut declared = Declared::default();
@@ -456,7 +456,7 @@ fn merge(facts: &mut ModuleFacts, declared: &mut Declared, file: &FileFacts, is_
 }
 
 /// A literal string, if the expression is one (module `source`, `backend` names).
-pub fn literal_string(expr: &Expr) -> Option<&str> {
+pub(crate) fn literal_string(expr: &Expr) -> Option<&str> {
     match &expr.kind {
         ExprKind::String(s) => Some(s),
         _ => None,
@@ -464,7 +464,7 @@ pub fn literal_string(expr: &Expr) -> Option<&str> {
 }
 
 /// The object entries of an object expression with identifier or literal keys.
-pub fn object_entries(expr: &Expr) -> Vec<(&str, &Expr)> {
+pub(crate) fn object_entries(expr: &Expr) -> Vec<(&str, &Expr)> {
     match &expr.kind {
         ExprKind::Object(entries) => entries
             .iter()

@@ -25,10 +25,10 @@ use terraci_db::files::{Module, Project};
 use terraci_db::system::normalize;
 
 /// How deep local calls are followed (Terraform sets no limit; real trees nest 2-4).
-pub const MAX_CALL_DEPTH: usize = 16;
+pub(crate) const MAX_CALL_DEPTH: usize = 16;
 
 /// Whether `source` is a local path (Terraform: it starts with `./` or `../`).
-pub fn is_local_source(source: &str) -> bool {
+pub(crate) fn is_local_source(source: &str) -> bool {
     source.starts_with("./") || source.starts_with("../")
 }
 
@@ -39,11 +39,11 @@ pub(super) fn has_module_calls(facts: &ModuleFacts) -> bool {
 
 /// The module a call is made from.
 pub(super) struct Caller<'a> {
-    pub facts: &'a ModuleFacts,
-    pub scope: &'a Object,
-    pub site: &'a Site<'a>,
+    pub(crate) facts: &'a ModuleFacts,
+    pub(crate) scope: &'a Object,
+    pub(crate) site: &'a Site<'a>,
     /// Directories on the call chain (project-relative), the root first.
-    pub chain: &'a [String],
+    pub(crate) chain: &'a [String],
 }
 
 /// Evaluates every call of `caller` and the calls they make, adding their references

@@ -21,8 +21,8 @@ use terraci_db::system::normalize;
 
 /// A layer of variable assignments, and what went wrong reading it.
 pub(super) struct Layer {
-    pub assignments: Vec<(String, Expr)>,
-    pub problems: Vec<String>,
+    pub(crate) assignments: Vec<(String, Expr)>,
+    pub(crate) problems: Vec<String>,
 }
 
 /// `{environment}`, `{module_path}`, `{module_name}` and (with `vars`) `{var.NAME}` in

@@ -337,7 +337,7 @@ fn describe_identity(r: &StateTarget) -> String {
 /// Spec §4.3 rule 2: strip workspace prefixes and state file suffixes. `None` for a
 /// reference without a known state path. A path that is only a state file name
 /// (`terraform.tfstate`) normalises to the empty string.
-pub fn normalise_state_path(r: &StateTarget) -> Option<String> {
+pub(crate) fn normalise_state_path(r: &StateTarget) -> Option<String> {
     let mut p = r
         .path
         .as_deref()?

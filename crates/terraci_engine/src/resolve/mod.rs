@@ -40,18 +40,17 @@ use terraci_db::db::Db;
 use terraci_db::diagnostic::{Anchor, Code, Diagnostic};
 use terraci_db::files::{Module, Project};
 
-pub use calls::{is_local_source, MAX_CALL_DEPTH};
 pub use declared::config_rule_diagnostics;
 pub use identity::{
     chunk_identities, chunk_identities_hash, identity_fields, identity_index, owners_index,
     state_identity, sync_owners,
 };
+pub(crate) use matching::Rule;
 use matching::{match_reference, Match};
-pub use matching::{normalise_state_path, Rule};
-pub use references::{module_references, ModuleReferences, StateReference, StateTarget};
+pub(crate) use references::module_references;
 pub use scope::{cli_variables, command_line_env, module_scope, var_file_assignments, ModuleScope};
 pub use summary::{module_summary, ModuleSummary, RootSummary};
-pub use terraci_db::owners::{IdentityIndex, StateIdentity};
+pub(crate) use terraci_db::owners::{IdentityIndex, StateIdentity};
 
 /// The fact and scope diagnostics of a chunk's modules, each with its module, in module
 /// order (resolution diagnostics come with the graph).
@@ -87,9 +86,9 @@ pub fn chunk_diagnostics<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> Vec<D
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkDependencies {
     /// Per root module of the chunk, in order: `targets[at[i]..at[i + 1]]`, sorted.
-    pub at: Vec<u32>,
-    pub targets: Vec<u32>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) at: Vec<u32>,
+    pub(crate) targets: Vec<u32>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
 impl Default for ChunkDependencies {
@@ -104,7 +103,11 @@ impl Default for ChunkDependencies {
 
 impl ChunkDependencies {
     /// Adds the next root module's targets and diagnostics.
-    pub fn push(&mut self, targets: &[u32], diagnostics: impl IntoIterator<Item = Diagnostic>) {
+    pub(crate) fn push(
+        &mut self,
+        targets: &[u32],
+        diagnostics: impl IntoIterator<Item = Diagnostic>,
+    ) {
         self.targets.extend_from_slice(targets);
         self.at.push(self.targets.len() as u32);
         self.diagnostics.extend(diagnostics);
@@ -125,15 +128,15 @@ pub struct EdgeSource {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResolvedDependencies {
     /// Dependency id -> the references that created the edge (in block order).
-    pub edges: BTreeMap<String, Vec<EdgeSource>>,
+    pub(crate) edges: BTreeMap<String, Vec<EdgeSource>>,
     /// The dependencies' indices among the root modules ([`crate::chunk::roots`]), in
     /// the order of `edges`: what the graph is built from.
-    pub targets: Vec<u32>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) targets: Vec<u32>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
     /// References to state the config says other repositories own (`external_state`).
     pub external: Vec<(String, EdgeSource)>,
     /// The `dependencies.add` / `dependencies.ignore` rules (by index) that applied here.
-    pub rules_used: Vec<(bool, usize)>,
+    pub(crate) rules_used: Vec<(bool, usize)>,
 }
 
 /// Matches each reference of `module` against all modules (spec §4.3).

@@ -26,50 +26,50 @@ use terraci_db::syntax::{Expr, ExprKind, TemplatePart};
 
 /// What a reference reads: the state location, evaluated as far as it can be.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct StateTarget {
-    pub backend: Option<String>,
+pub(crate) struct StateTarget {
+    pub(crate) backend: Option<String>,
     /// The identity (complete only when the backend and all its fields are known).
-    pub identity: Option<StateIdentity>,
+    pub(crate) identity: Option<StateIdentity>,
     /// The state path (key / prefix / path), known; `None` for backends that have none
     /// (http, pg, kubernetes), which match by identity only, and for a path that is
     /// only partly known.
     pub path: Option<String>,
     /// The known end of a state path whose beginning is unknown
     /// (`"${var.stack}/vpc.tfstate"` -> `/vpc.tfstate`): only the tail rule can use it.
-    pub tail: Option<String>,
-    pub workspace: String,
-    pub workspace_key_prefix: Option<String>,
+    pub(crate) tail: Option<String>,
+    pub(crate) workspace: String,
+    pub(crate) workspace_key_prefix: Option<String>,
 }
 
 /// One evaluated `terraform_remote_state` instance.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct StateReference {
+pub(crate) struct StateReference {
     /// `vpc`, or `peers["eks"]` for a `for_each` instance, `x[0]` for `count`.
-    pub name: String,
-    pub target: StateTarget,
+    pub(crate) name: String,
+    pub(crate) target: StateTarget,
     /// The config attribute, for pointing diagnostics at it.
-    pub anchor: Anchor,
+    pub(crate) anchor: Anchor,
     /// The local module calls it was read through, outermost first:
     /// `` `module.kms` (1-org/main.tf:12) ``. Empty for the module's own blocks.
-    pub via: Vec<String>,
+    pub(crate) via: Vec<String>,
     /// What to report when no rule finds the owner of a partly known path.
-    pub unresolved: Option<Diagnostic>,
+    pub(crate) unresolved: Option<Diagnostic>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ModuleReferences {
-    pub references: Vec<StateReference>,
-    pub diagnostics: Vec<Diagnostic>,
+pub(crate) struct ModuleReferences {
+    pub(crate) references: Vec<StateReference>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
     /// The directories (project-relative) the module's local calls read, found or not,
     /// in the order first read: what the references depend on besides the module's own
     /// files (the summary cache's key, [`super::summary`]).
-    pub reads: Vec<String>,
+    pub(crate) reads: Vec<String>,
 }
 
 /// Every `terraform_remote_state` instance a root module reads: its own blocks, and
 /// those of the local modules it calls (evaluated per call, see [`super::calls`]). Not
 /// memoized: it is kept in the module's summary ([`super::module_summary`]).
-pub fn module_references(db: &dyn Db, project: Project, module: Module) -> ModuleReferences {
+pub(crate) fn module_references(db: &dyn Db, project: Project, module: Module) -> ModuleReferences {
     let facts = module_facts(db, module);
     let mut out = ModuleReferences::default();
     if facts.remote_states.is_empty() && !super::calls::has_module_calls(facts) {
@@ -228,17 +228,17 @@ fn location_error(site: &Site<'_>, attr: &AttrExpr, err: &EvalError, block: &str
 /// Where a module's references are evaluated.
 pub(super) struct Site<'a> {
     /// The root module the references count for.
-    pub id: &'a str,
+    pub(crate) id: &'a str,
     /// The directory of the module holding the blocks (`path.module`).
-    pub dir: &'a Utf8Path,
+    pub(crate) dir: &'a Utf8Path,
     /// The project directory.
     pub root: &'a Utf8Path,
-    pub components: &'a IndexMap<String, String>,
+    pub(crate) components: &'a IndexMap<String, String>,
     /// Declared locals (their names tell a guessed path local from a declared one).
-    pub locals: &'a ByName<AttrExpr>,
-    pub host: &'a dyn EvalHost,
+    pub(crate) locals: &'a ByName<AttrExpr>,
+    pub(crate) host: &'a dyn EvalHost,
     /// The calls the blocks are read through (see [`StateReference::via`]).
-    pub via: &'a [String],
+    pub(crate) via: &'a [String],
 }
 
 impl Site<'_> {

@@ -22,13 +22,13 @@ use terraci_db::system::normalize;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModuleScope {
     /// `var`, `local`, `path`, `terraform`.
-    pub scope: Object,
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) scope: Object,
+    pub(crate) diagnostics: Vec<Diagnostic>,
     /// Locals whose evaluation failed (they are unknown in `scope`). Reported by the
     /// references that use them, so an unused broken local stays quiet.
-    pub local_errors: BTreeMap<String, EvalError>,
+    pub(crate) local_errors: BTreeMap<String, EvalError>,
     /// `backend_config:` fields for this module (merged over its backend block).
-    pub backend_config: Object,
+    pub(crate) backend_config: Object,
 }
 
 /// The filesystem functions' view of the disk: every read goes through an on-demand salsa
@@ -195,14 +195,14 @@ pub(super) fn convert_variable(v: Value, var: &VariableFact) -> Value {
 /// What a scope is evaluated from: a root module's (its variables from defaults, tfvars
 /// and the command line) or a called module's (its variables from the call's arguments).
 pub(super) struct ScopeInputs<'a> {
-    pub facts: &'a ModuleFacts,
+    pub(crate) facts: &'a ModuleFacts,
     /// `path.module`.
-    pub dir: &'a Utf8Path,
+    pub(crate) dir: &'a Utf8Path,
     /// `path.root` and `path.cwd`: the root module's directory.
-    pub root_dir: &'a Utf8Path,
-    pub workspace: &'a str,
-    pub vars: Object,
-    pub host: &'a dyn EvalHost,
+    pub(crate) root_dir: &'a Utf8Path,
+    pub(crate) workspace: &'a str,
+    pub(crate) vars: Object,
+    pub(crate) host: &'a dyn EvalHost,
 }
 
 /// The locals anything that can make an edge reads, directly or through other locals:

@@ -51,18 +51,18 @@ use crate::facts::cache::SUMMARY_FILE_NAME as FILE_NAME;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModuleSummary {
     /// The diagnostics of the module's facts.
-    pub fact_diagnostics: Vec<Diagnostic>,
+    pub(crate) fact_diagnostics: Vec<Diagnostic>,
     /// The sources of the module's calls that are literal strings.
-    pub call_sources: Vec<String>,
+    pub(crate) call_sources: Vec<String>,
     /// For a root module.
     pub root: Option<RootSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RootSummary {
-    pub identity: StateIdentity,
-    pub scope_diagnostics: Vec<Diagnostic>,
-    pub references: ModuleReferences,
+    pub(crate) identity: StateIdentity,
+    pub(crate) scope_diagnostics: Vec<Diagnostic>,
+    pub(crate) references: ModuleReferences,
 }
 
 /// The summary of `module`: the cached one when its key still holds, else computed.
@@ -94,8 +94,8 @@ pub fn module_summary(db: &dyn Db, project: Project, module: Module) -> ModuleSu
 /// diagnostics, uses-library links): a summary without a root's references.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SummaryHead {
-    pub fact_diagnostics: Vec<Diagnostic>,
-    pub call_sources: Vec<String>,
+    pub(crate) fact_diagnostics: Vec<Diagnostic>,
+    pub(crate) call_sources: Vec<String>,
     /// A root module's state identity and scope diagnostics.
     pub root: Option<(StateIdentity, Vec<Diagnostic>)>,
 }
@@ -184,9 +184,9 @@ impl Summaries {
 
 /// The cache as a salsa input: [`module_summary`] reads it.
 #[salsa::input(singleton, debug)]
-pub struct SummaryCache {
+pub(crate) struct SummaryCache {
     #[returns(ref)]
-    pub entries: Arc<Summaries>,
+    pub(crate) entries: Arc<Summaries>,
 }
 
 /// Sets `entries` (what [`load`] gave) as the cache `db` reads; `HIGH` as the fact

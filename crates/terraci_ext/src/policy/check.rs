@@ -26,7 +26,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Pass => "pass",
             Status::Warn => "warn",
@@ -39,16 +39,16 @@ impl Status {
 #[derive(Debug, Clone, Serialize)]
 pub struct ModuleResult {
     pub module: String,
-    pub status: Status,
-    pub failures: Vec<Finding>,
-    pub warnings: Vec<Finding>,
+    pub(crate) status: Status,
+    pub(crate) failures: Vec<Finding>,
+    pub(crate) warnings: Vec<Finding>,
     /// Results the decisions ignore.
-    pub suppressed: usize,
+    pub(crate) suppressed: usize,
     /// Policy checks are disabled for the module (an override).
-    pub skipped: bool,
+    pub(crate) skipped: bool,
     /// The policy error that failed the module, `file:line: message`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     #[serde(skip)]
     pub error_detail: Option<PolicyError>,
 }
@@ -57,14 +57,14 @@ pub struct ModuleResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     pub status: Status,
-    pub total_modules: usize,
-    pub passed_modules: usize,
-    pub warned_modules: usize,
-    pub failed_modules: usize,
-    pub skipped_modules: usize,
-    pub total_failures: usize,
-    pub total_warnings: usize,
-    pub total_suppressed: usize,
+    pub(crate) total_modules: usize,
+    pub(crate) passed_modules: usize,
+    pub(crate) warned_modules: usize,
+    pub(crate) failed_modules: usize,
+    pub(crate) skipped_modules: usize,
+    pub(crate) total_failures: usize,
+    pub(crate) total_warnings: usize,
+    pub(crate) total_suppressed: usize,
     pub results: Vec<ModuleResult>,
 }
 
@@ -126,7 +126,7 @@ fn check_one(policies: &Policies, input: &Input<'_>) -> ModuleResult {
     result
 }
 
-pub fn summarize(results: Vec<ModuleResult>) -> Summary {
+pub(crate) fn summarize(results: Vec<ModuleResult>) -> Summary {
     let count = |s: Status| {
         results
             .iter()
@@ -162,7 +162,7 @@ fn finding_line(f: &Finding) -> String {
 
 impl ModuleResult {
     /// One line for the report and the text output.
-    pub fn summary_line(&self) -> String {
+    pub(crate) fn summary_line(&self) -> String {
         if self.skipped {
             return "skipped: policy checks are disabled for this module".into();
         }
@@ -206,7 +206,7 @@ impl ModuleResult {
 }
 
 impl Summary {
-    pub fn summary_line(&self) -> String {
+    pub(crate) fn summary_line(&self) -> String {
         let mut line = format!(
             "{} checked: {} passed, {} warned, {} failed",
             plural(

@@ -21,25 +21,25 @@ use regorus::Value;
 /// Deny (`deny`, `violation`) or warn (`warn`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub(crate) enum Kind {
     Deny,
     Warn,
 }
 
 /// One result of a decision rule.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// The package (`terraform`).
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// The rule that produced it (`deny`, `warn_tags`).
-    pub rule: String,
+    pub(crate) rule: String,
     #[serde(skip)]
     pub kind: Kind,
     #[serde(rename = "msg")]
-    pub message: String,
+    pub(crate) message: String,
     /// The result object's other fields.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub metadata: BTreeMap<String, serde_json::Value>,
+    pub(crate) metadata: BTreeMap<String, serde_json::Value>,
 }
 
 /// A policy that cannot be loaded or evaluated.
@@ -79,7 +79,7 @@ pub struct Policies {
 }
 
 /// The kind of a decision rule name, `None` for other rules.
-pub fn decision_kind(name: &str) -> Option<Kind> {
+pub(crate) fn decision_kind(name: &str) -> Option<Kind> {
     for (prefix, kind) in [
         ("deny", Kind::Deny),
         ("violation", Kind::Deny),
@@ -149,7 +149,7 @@ impl Policies {
 
     /// Evaluates the decision rules of `namespaces` with `input` (plan JSON text). The
     /// findings are sorted by namespace, rule and message.
-    pub fn evaluate(
+    pub(crate) fn evaluate(
         &self,
         input: &str,
         namespaces: &[String],

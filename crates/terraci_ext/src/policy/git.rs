@@ -23,7 +23,7 @@ use camino::Utf8Path;
 
 pub(super) struct Fetched {
     /// Full hex id.
-    pub commit: String,
+    pub(crate) commit: String,
     /// (repository path, bytes), the policy files of the commit's tree.
     pub files: Vec<(String, Vec<u8>)>,
 }

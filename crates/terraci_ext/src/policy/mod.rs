@@ -24,7 +24,7 @@ use terraci_db::config::{Action, Config, Policy};
 pub const DEFAULT_NAMESPACE: &str = "terraform";
 
 /// Where TerraCi keeps its runtime files when `service_dir` is not set.
-pub const DEFAULT_SERVICE_DIR: &str = ".terraci";
+pub(crate) const DEFAULT_SERVICE_DIR: &str = ".terraci";
 
 /// `service_dir` (project-relative).
 pub fn service_dir(config: &Config) -> &str {
@@ -47,10 +47,10 @@ pub fn cache_dir(config: &Config, policy: &Policy) -> String {
 /// A module's settings after the overrides that match it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Effective {
-    pub enabled: bool,
-    pub namespaces: Vec<String>,
-    pub deny: Action,
-    pub warn: Action,
+    pub(crate) enabled: bool,
+    pub(crate) namespaces: Vec<String>,
+    pub(crate) deny: Action,
+    pub(crate) warn: Action,
 }
 
 impl Effective {
@@ -92,8 +92,6 @@ pub fn effective(policy: &Policy, module: &str) -> Effective {
     }
     out
 }
-
-pub use terraci_engine::contrib::{pipeline_job, PipelineJob, POLICY_JOB as JOB_NAME};
 
 /// A problem of the section that makes it unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -173,6 +171,7 @@ fn is_namespace(ns: &str) -> bool {
 mod tests {
     use super::*;
     use terraci_db::config::{Decisions, PolicyOverride};
+    use terraci_engine::contrib::pipeline_job;
 
     fn policy() -> Policy {
         Policy {

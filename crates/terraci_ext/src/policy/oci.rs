@@ -96,7 +96,7 @@ pub(super) enum TarError {
 
 pub(super) struct Pulled {
     /// `sha256:...` of the manifest.
-    pub digest: String,
+    pub(crate) digest: String,
     /// (relative path, bytes).
     pub files: Vec<(String, Vec<u8>)>,
 }
@@ -104,9 +104,9 @@ pub(super) struct Pulled {
 /// `oci://host/repo:tag` split.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Reference {
-    pub base: String,
-    pub repository: String,
-    pub reference: String,
+    pub(crate) base: String,
+    pub(crate) repository: String,
+    pub(crate) reference: String,
 }
 
 pub(super) fn parse(url: &str) -> Result<Reference, OciError> {

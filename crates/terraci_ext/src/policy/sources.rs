@@ -38,7 +38,7 @@ pub struct Locked {
     pub source: String,
     /// The configured ref (git).
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
-    pub reference: Option<String>,
+    pub(crate) reference: Option<String>,
     /// The commit the ref resolved to (git).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
@@ -55,14 +55,14 @@ pub struct Locked {
 #[derive(Debug, thiserror::Error)]
 #[error("policy source {source_name}: {message}")]
 pub struct SourceError {
-    pub source_name: String,
-    pub message: String,
+    pub(crate) source_name: String,
+    pub(crate) message: String,
 }
 
 /// Why policy files cannot be written or read (the caller names the source); paths as
 /// messages show them.
 #[derive(Debug, thiserror::Error)]
-pub enum FilesError {
+pub(crate) enum FilesError {
     #[error("refusing to write `{0}`: the path leaves the policy directory")]
     Unsafe(String),
     #[error("cannot write {path}: {source}")]
@@ -87,7 +87,7 @@ pub enum FilesError {
 }
 
 /// How a source is named in messages: `path:policies`, `git:URL@ref`, `oci:URL`.
-pub fn describe(source: &PolicySource) -> String {
+pub(crate) fn describe(source: &PolicySource) -> String {
     match source {
         PolicySource::Path { path } => format!("path:{path}"),
         PolicySource::Git { url, reference } => match reference {
@@ -265,13 +265,13 @@ fn write_inside(
 }
 
 /// Whether a file name is a policy (`.rego`, not a `_test.rego` unit test).
-pub fn is_policy_file(name: &str) -> bool {
+pub(crate) fn is_policy_file(name: &str) -> bool {
     name.ends_with(".rego") && !name.ends_with("_test.rego")
 }
 
 /// The policy files under `dir` (recursively, sorted), as (display path, text); `shown`
 /// is `dir` as messages name it.
-pub fn rego_files(
+pub(crate) fn rego_files(
     system: &dyn System,
     dir: &Utf8Path,
     shown: &str,
@@ -313,7 +313,7 @@ pub fn rego_files(
 }
 
 /// Reads the lock, if `policy pull` wrote one.
-pub fn read_lock(
+pub(crate) fn read_lock(
     system: &dyn System,
     root: &Utf8Path,
     cache: &str,

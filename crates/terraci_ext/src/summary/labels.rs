@@ -168,14 +168,14 @@ fn fill(
 
 /// The hidden line that records `labels` in the comment: their JSON list, hex-encoded
 /// (nothing a label holds can end the HTML comment).
-pub fn encode_managed(labels: &[String]) -> String {
+pub(crate) fn encode_managed(labels: &[String]) -> String {
     let json = serde_json::to_string(labels).unwrap_or_else(|_| "[]".into());
     let hex: String = json.bytes().map(|b| format!("{b:02x}")).collect();
     format!("{MANAGED_PREFIX} {hex} {MANAGED_SUFFIX}")
 }
 
 /// The labels an earlier comment recorded (none when it has no valid record).
-pub fn decode_managed(body: &str) -> Vec<String> {
+pub(crate) fn decode_managed(body: &str) -> Vec<String> {
     let Some(start) = body.find(MANAGED_PREFIX) else {
         return Vec::new();
     };
@@ -201,7 +201,7 @@ pub fn decode_managed(body: &str) -> Vec<String> {
 
 /// What to add (in `current`, not in `previous`) and what to remove (added before, no
 /// longer wanted). A label someone else set is never in `previous`, so never removed.
-pub fn diff(previous: &[String], current: &[String]) -> (Vec<String>, Vec<String>) {
+pub(crate) fn diff(previous: &[String], current: &[String]) -> (Vec<String>, Vec<String>) {
     let add = current
         .iter()
         .filter(|l| !previous.contains(l))

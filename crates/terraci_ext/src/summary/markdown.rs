@@ -14,7 +14,7 @@ use super::{labels, Action, ModuleResult, Status, Summary, MARKER};
 /// Resources listed per module before `... and N more`.
 const MAX_RESOURCES: usize = 100;
 /// GitHub refuses comments over 65536 characters; past this the details are left out.
-pub const MAX_COMMENT_CHARS: usize = 60_000;
+pub(crate) const MAX_COMMENT_CHARS: usize = 60_000;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RenderOptions {
@@ -323,7 +323,7 @@ fn break_references(s: &str) -> String {
 /// `s` as plain text in a Markdown paragraph, list item or table cell: one line
 /// (controls escaped), every ASCII punctuation character backslash-escaped (no emphasis,
 /// link, image, HTML, autolink, table pipe or math), references broken.
-pub fn text(s: &str) -> String {
+pub(crate) fn text(s: &str) -> String {
     let line = break_references(&terraci_db::escape::printable(s));
     let mut out = String::with_capacity(line.len() + 8);
     for c in line.chars() {
@@ -337,7 +337,7 @@ pub fn text(s: &str) -> String {
 
 /// `s` as an inline code span that also works in a table cell: one line, a delimiter
 /// longer than any backtick run inside, `|` escaped.
-pub fn code(s: &str) -> String {
+pub(crate) fn code(s: &str) -> String {
     let line = terraci_db::escape::printable(s).replace('|', "\\|");
     let longest = longest_run(&line, '`');
     let fence = "`".repeat(longest + 1);
@@ -351,7 +351,7 @@ pub fn code(s: &str) -> String {
 
 /// `s` as HTML text (inside `<summary>`, where Markdown is not read): one line, `&`, `<`,
 /// `>`, `"`, `'` as entities, references broken.
-pub fn html(s: &str) -> String {
+pub(crate) fn html(s: &str) -> String {
     let line = break_references(&terraci_db::escape::printable(s));
     let mut out = String::with_capacity(line.len() + 8);
     for c in line.chars() {
@@ -374,7 +374,7 @@ fn html_code(s: &str) -> String {
 
 /// `body` as a fenced code block: a fence longer than any backtick run in it, lines
 /// kept, other controls escaped.
-pub fn fenced(body: &str, info: &str) -> String {
+pub(crate) fn fenced(body: &str, info: &str) -> String {
     let lines: Vec<String> = body
         .lines()
         .map(|l| terraci_db::escape::printable(l).into_owned())

@@ -20,15 +20,15 @@ use indexmap::IndexMap;
 
 use terraci_db::system::{ReadPolicy, System};
 
-pub use plan::{Action, Counts, Plan, PlanResult};
-pub use report::Report;
+pub(crate) use plan::{Action, Plan};
+pub(crate) use report::Report;
 
 /// The hidden first line of the comment, by which a later run finds it again.
-pub const MARKER: &str = "<!-- terraci-summary -->";
+pub(crate) const MARKER: &str = "<!-- terraci-summary -->";
 
 /// What a module's plan found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Status {
+pub(crate) enum Status {
     Changes,
     NoChanges,
     Failed,
@@ -37,29 +37,29 @@ pub enum Status {
 /// One root module's plan, as its job left it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleResult {
-    pub id: String,
+    pub(crate) id: String,
     /// Pattern segment -> value (`environment` -> `prod`).
-    pub components: IndexMap<String, String>,
-    pub status: Status,
+    pub(crate) components: IndexMap<String, String>,
+    pub(crate) status: Status,
     /// The plan was made for another commit than the merge request's head.
-    pub stale: bool,
+    pub(crate) stale: bool,
     /// The commit the plan was made for (empty when unknown).
-    pub commit: String,
+    pub(crate) commit: String,
     /// The parsed `plan.json`, when there is one.
-    pub plan: Option<Plan>,
+    pub(crate) plan: Option<Plan>,
     /// Why the plan failed or could not be read: the error part of `plan.txt`, or what is
     /// wrong with the files.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 impl ModuleResult {
     /// Shown in the module table: changes, failures and stale plans.
-    pub fn is_visible(&self) -> bool {
+    pub(crate) fn is_visible(&self) -> bool {
         self.status != Status::NoChanges || self.stale
     }
 
     /// The environment the comment groups it under (`default` without one).
-    pub fn environment(&self) -> &str {
+    pub(crate) fn environment(&self) -> &str {
         self.components
             .get("environment")
             .map(String::as_str)
@@ -81,11 +81,11 @@ pub struct Summary {
     /// Sorted by id.
     pub modules: Vec<ModuleResult>,
     /// Dependent -> dependency edges between the modules with results, sorted.
-    pub edges: Vec<(String, String)>,
+    pub(crate) edges: Vec<(String, String)>,
     /// Sorted by producer.
-    pub reports: Vec<Report>,
+    pub(crate) reports: Vec<Report>,
     /// The merge request's head commit, when known.
-    pub head: Option<String>,
+    pub(crate) head: Option<String>,
     /// Problems with files that were skipped (a report that does not parse), for stderr.
     pub warnings: Vec<String>,
 }
@@ -256,7 +256,7 @@ fn parse_read<T, E: std::fmt::Display>(
 /// The part of a failed plan's output that says why: from the first `Error:` line (box
 /// drawing and colour codes removed), at most [`PLAN_TEXT_LINES`] lines and
 /// [`PLAN_TEXT_CHARS`] characters; the last lines when no line says `Error:`.
-pub fn error_part(text: &str) -> String {
+pub(crate) fn error_part(text: &str) -> String {
     let clean: Vec<String> = text
         .lines()
         .map(|line| {

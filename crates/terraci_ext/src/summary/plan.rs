@@ -10,43 +10,43 @@ use serde::Deserialize;
 
 /// The top level of a JSON plan.
 #[derive(Debug, Clone, Deserialize)]
-pub struct PlanJson {
-    pub format_version: String,
+pub(crate) struct PlanJson {
+    pub(crate) format_version: String,
     #[serde(default)]
-    pub terraform_version: Option<String>,
+    pub(crate) terraform_version: Option<String>,
     #[serde(default)]
-    pub resource_changes: Vec<ResourceChangeJson>,
+    pub(crate) resource_changes: Vec<ResourceChangeJson>,
     /// Output name -> change.
     #[serde(default)]
-    pub output_changes: indexmap::IndexMap<String, ChangeJson>,
+    pub(crate) output_changes: indexmap::IndexMap<String, ChangeJson>,
     /// The plan stopped on an error (Terraform 1.5+ can save such plans).
     #[serde(default)]
-    pub errored: bool,
+    pub(crate) errored: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ResourceChangeJson {
-    pub address: String,
+    pub(crate) address: String,
     #[serde(default)]
     pub module_address: Option<String>,
     /// `managed` or `data`.
-    pub mode: String,
+    pub(crate) mode: String,
     #[serde(rename = "type")]
-    pub resource_type: String,
-    pub name: String,
-    pub change: ChangeJson,
+    pub(crate) resource_type: String,
+    pub(crate) name: String,
+    pub(crate) change: ChangeJson,
     #[serde(default)]
     pub action_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct ChangeJson {
-    pub actions: Vec<String>,
+pub(crate) struct ChangeJson {
+    pub(crate) actions: Vec<String>,
 }
 
 /// What a plan does to one resource or output.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Action {
+pub(crate) enum Action {
     Create,
     Update,
     /// Destroyed and created again; `create_first` for `create_before_destroy`.
@@ -64,7 +64,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub fn from_actions(actions: &[String]) -> Action {
+    pub(crate) fn from_actions(actions: &[String]) -> Action {
         let parts: Vec<&str> = actions.iter().map(String::as_str).collect();
         match parts.as_slice() {
             ["create"] => Action::Create,
@@ -82,7 +82,7 @@ impl Action {
     }
 
     /// The word shown for it.
-    pub fn word(&self) -> &str {
+    pub(crate) fn word(&self) -> &str {
         match self {
             Action::Create => "create",
             Action::Update => "update",
@@ -99,44 +99,44 @@ impl Action {
     }
 
     /// Whether applying the plan changes infrastructure or state for it.
-    pub fn is_change(&self) -> bool {
+    pub(crate) fn is_change(&self) -> bool {
         !matches!(self, Action::NoOp | Action::Read)
     }
 }
 
 /// One resource change of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourceChange {
-    pub address: String,
-    pub resource_type: String,
-    pub name: String,
+pub(crate) struct ResourceChange {
+    pub(crate) address: String,
+    pub(crate) resource_type: String,
+    pub(crate) name: String,
     /// `data` for data sources.
-    pub mode: String,
-    pub action: Action,
+    pub(crate) mode: String,
+    pub(crate) action: Action,
 }
 
 /// Per-action counts of resources; a replacement counts once, as `replace`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub add: usize,
-    pub change: usize,
-    pub replace: usize,
-    pub destroy: usize,
-    pub read: usize,
-    pub forget: usize,
-    pub no_op: usize,
+pub(crate) struct Counts {
+    pub(crate) add: usize,
+    pub(crate) change: usize,
+    pub(crate) replace: usize,
+    pub(crate) destroy: usize,
+    pub(crate) read: usize,
+    pub(crate) forget: usize,
+    pub(crate) no_op: usize,
     /// Unknown action lists (counted as changes).
-    pub other: usize,
+    pub(crate) other: usize,
 }
 
 impl Counts {
     /// Resources that applying the plan changes.
-    pub fn changed(&self) -> usize {
+    pub(crate) fn changed(&self) -> usize {
         self.add + self.change + self.replace + self.destroy + self.forget + self.other
     }
 
     /// Terraform's own line: a replacement is one to add and one to destroy.
-    pub fn terraform_line(&self) -> String {
+    pub(crate) fn terraform_line(&self) -> String {
         let mut line = format!(
             "{} to add, {} to change, {} to destroy",
             self.add + self.replace,
@@ -152,26 +152,26 @@ impl Counts {
 
 /// A parsed plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
-    pub terraform_version: Option<String>,
+pub(crate) struct Plan {
+    pub(crate) terraform_version: Option<String>,
     /// Sorted by address.
-    pub resources: Vec<ResourceChange>,
+    pub(crate) resources: Vec<ResourceChange>,
     /// Output name and its action, sorted by name; no-op outputs left out.
-    pub outputs: Vec<(String, Action)>,
-    pub counts: Counts,
-    pub errored: bool,
+    pub(crate) outputs: Vec<(String, Action)>,
+    pub(crate) counts: Counts,
+    pub(crate) errored: bool,
 }
 
 impl Plan {
     /// Whether applying the plan would change anything (resources, state or outputs).
-    pub fn has_changes(&self) -> bool {
+    pub(crate) fn has_changes(&self) -> bool {
         self.counts.changed() > 0 || !self.outputs.is_empty()
     }
 }
 
 /// Why a `plan.json` cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum PlanError {
+pub(crate) enum PlanError {
     /// Not JSON, or not a plan: the message has the line and column.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
@@ -180,7 +180,7 @@ pub enum PlanError {
 }
 
 /// Parses `plan.json`. The error says what is wrong, with the line and column.
-pub fn parse_plan(bytes: &[u8]) -> Result<Plan, PlanError> {
+pub(crate) fn parse_plan(bytes: &[u8]) -> Result<Plan, PlanError> {
     let json: PlanJson = serde_json::from_slice(bytes)?;
     let major = json.format_version.split('.').next().unwrap_or("");
     if major != "1" {
@@ -230,15 +230,15 @@ pub fn parse_plan(bytes: &[u8]) -> Result<Plan, PlanError> {
 
 /// `plan.result.json`, written by the plan job.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct PlanResult {
+pub(crate) struct PlanResult {
     /// `terraform plan -detailed-exitcode`: 0 no changes, 2 changes, else failed.
-    pub exit_code: i64,
+    pub(crate) exit_code: i64,
     /// The commit the plan was made for; empty when unknown.
     #[serde(default)]
-    pub commit: String,
+    pub(crate) commit: String,
 }
 
-pub fn parse_result(bytes: &[u8]) -> Result<PlanResult, serde_json::Error> {
+pub(crate) fn parse_result(bytes: &[u8]) -> Result<PlanResult, serde_json::Error> {
     serde_json::from_slice(bytes)
 }
 

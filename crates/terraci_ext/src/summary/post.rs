@@ -21,22 +21,22 @@ pub enum Target {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitLabTarget {
     /// `<CI_SERVER_URL>/api/v4`.
-    pub api: String,
-    pub project: String,
-    pub merge_request: String,
+    pub(crate) api: String,
+    pub(crate) project: String,
+    pub(crate) merge_request: String,
     /// `(header, token)`: `PRIVATE-TOKEN` for `GITLAB_TOKEN`, `JOB-TOKEN` for
     /// `CI_JOB_TOKEN`.
-    pub auth: (&'static str, String),
+    pub(crate) auth: (&'static str, String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitHubTarget {
     /// `GITHUB_API_URL`, default `https://api.github.com`.
-    pub api: String,
+    pub(crate) api: String,
     /// `owner/name`.
-    pub repository: String,
-    pub pull_request: u64,
-    pub token: String,
+    pub(crate) repository: String,
+    pub(crate) pull_request: u64,
+    pub(crate) token: String,
 }
 
 impl Target {
@@ -171,9 +171,9 @@ pub fn detect(system: &dyn System) -> Context {
 
 /// A comment found on the merge request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Existing {
-    pub id: u64,
-    pub body: String,
+pub(crate) struct Existing {
+    pub(crate) id: u64,
+    pub(crate) body: String,
 }
 
 /// What [`post`] did.
@@ -189,7 +189,7 @@ pub struct Posted {
 }
 
 /// The comment of an earlier run: the oldest one whose body starts with [`MARKER`].
-pub fn find_existing(comments: &[Existing]) -> Option<&Existing> {
+pub(crate) fn find_existing(comments: &[Existing]) -> Option<&Existing> {
     comments
         .iter()
         .filter(|c| c.body.trim_start().starts_with(MARKER))
@@ -433,7 +433,7 @@ fn unexpected(request: &Request, what: String) -> HttpError {
 }
 
 /// `s` percent-encoded as one URL path segment (unreserved characters kept).
-pub fn path_segment(s: &str) -> String {
+pub(crate) fn path_segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

@@ -10,14 +10,14 @@ use terraci_db::system::{EntryKind, ReadPolicy, System};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ReportStatus {
+pub(crate) enum ReportStatus {
     Pass,
     Warn,
     Fail,
 }
 
 impl ReportStatus {
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             ReportStatus::Pass => "pass",
             ReportStatus::Warn => "warn",
@@ -28,29 +28,29 @@ impl ReportStatus {
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Report {
-    pub producer: String,
-    pub title: String,
-    pub status: ReportStatus,
+pub(crate) struct Report {
+    pub(crate) producer: String,
+    pub(crate) title: String,
+    pub(crate) status: ReportStatus,
     #[serde(default)]
-    pub summary: String,
+    pub(crate) summary: String,
     #[serde(default)]
     pub modules: Vec<ModuleReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ModuleReport {
-    pub module: String,
-    pub status: ReportStatus,
+pub(crate) struct ModuleReport {
+    pub(crate) module: String,
+    pub(crate) status: ReportStatus,
     #[serde(default)]
-    pub summary: String,
+    pub(crate) summary: String,
     #[serde(default)]
-    pub details: Vec<String>,
+    pub(crate) details: Vec<String>,
 }
 
 /// The reports in `dir` (absolute), sorted by producer, then file name.
-pub fn read_reports(
+pub(crate) fn read_reports(
     system: &dyn System,
     policy: &ReadPolicy,
     dir: &Utf8Path,

@@ -229,11 +229,11 @@ const UNSUPPORTED: &[(&str, &str)] = &[
 
 /// Arguments of one call, with Terraform-style messages for bad ones.
 pub(crate) struct Args {
-    pub node: NodeId,
+    pub(crate) node: NodeId,
     name: &'static str,
     params: &'static [&'static str],
     variadic: Option<&'static str>,
-    pub values: Vec<Value>,
+    pub(crate) values: Vec<Value>,
 }
 
 impl Args {
