@@ -48,6 +48,12 @@ impl State {
         (self.next_id, text)
     }
 
+    /// The author of comment `id` (the path segment).
+    fn author(&self, id: &str) -> Option<String> {
+        let id: u64 = id.parse().ok()?;
+        self.comments.iter().find(|c| c.0 == id).map(|c| c.3.clone())
+    }
+
     /// Replaces the body of comment `id` (the path segment); `None` when there is none.
     fn edit(&mut self, id: &str, input: &Value) -> Option<(u64, String)> {
         let id: u64 = id.parse().ok()?;
@@ -210,10 +216,22 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
     );
 }
 
+/// The numeric id of each user of the fake server.
+fn user_id(login: &str) -> u64 {
+    match login {
+        "alice" => 1,
+        "bob" => 2,
+        "mallory" => 666,
+        "project_42_bot" => 4242,
+        "github-actions[bot]" => 41898282,
+        _ => 9999,
+    }
+}
+
 fn gitlab_note(id: u64, body: &str, system: bool, author: &str) -> Value {
     json!({
         "id": id, "type": null, "body": body, "attachment": null,
-        "author": {"id": 1, "username": author, "name": author, "state": "active",
+        "author": {"id": user_id(author), "username": author, "name": author, "state": "active",
                    "avatar_url": "https://gitlab.example.com/uploads/a.png",
                    "web_url": format!("https://gitlab.example.com/{author}")},
         "created_at": "2026-12-01T10:00:00.000Z", "updated_at": "2026-12-01T10:00:00.000Z",
@@ -229,7 +247,9 @@ fn github_comment(id: u64, body: &str, author: &str) -> Value {
         "url": format!("https://api.github.com/repos/acme/infra/issues/comments/{id}"),
         "html_url": format!("https://github.com/acme/infra/pull/5#issuecomment-{id}"),
         "body": body,
-        "user": {"login": author, "id": 1, "type": "User", "site_admin": false},
+        "user": {"login": author, "id": user_id(author),
+                 "type": if author.ends_with("[bot]") { "Bot" } else { "User" },
+                 "site_admin": false},
         "created_at": "2026-12-01T10:00:00Z", "updated_at": "2026-12-01T10:00:00Z",
         "issue_url": "https://api.github.com/repos/acme/infra/issues/5",
         "author_association": "MEMBER"
@@ -282,6 +302,11 @@ fn route(
             return (401, json!({"message": "401 Unauthorized"}));
         }
         return match (method, &segments[2..]) {
+            ("GET", ["user"]) => (
+                200,
+                json!({"id": user_id("project_42_bot"), "username": "project_42_bot",
+                       "name": "project_42_bot", "state": "active", "bot": true}),
+            ),
             ("GET", ["projects", "42", "merge_requests", "7", "notes"]) => (
                 200,
                 Value::Array(
@@ -296,6 +321,10 @@ fn route(
                 (201, gitlab_note(id, &text, false, "project_42_bot"))
             }
             ("PUT", ["projects", "42", "merge_requests", "7", "notes", id]) => {
+                // GitLab lets only a note's author edit it.
+                if s.author(id).is_some_and(|a| a != "project_42_bot") {
+                    return (403, json!({"message": "403 Forbidden"}));
+                }
                 match s.edit(id, &input) {
                     Some((id, text)) => (200, gitlab_note(id, &text, false, "project_42_bot")),
                     None => (404, json!({"message": "404 Not found"})),
@@ -328,6 +357,13 @@ fn route(
         );
     }
     match (method, segments.as_slice()) {
+        // What GitHub answers the Actions `GITHUB_TOKEN`.
+        ("GET", ["user"]) => (
+            403,
+            json!({"message": "Resource not accessible by integration",
+                   "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+                   "status": "403"}),
+        ),
         ("GET", ["repos", "acme", "infra", "issues", "5", "comments"]) => (
             200,
             Value::Array(
@@ -773,4 +809,117 @@ fn on_changes_only_still_edits_an_earlier_comment_when_the_changes_are_gone() {
     assert_eq!(ours[0].0, id);
     assert!(ours[0].1.contains("**6** without changes"), "{}", ours[0].1);
     assert_eq!(server.count("POST"), 1);
+}
+
+impl Server {
+    /// Adds a comment by `author`.
+    fn seed(&self, id: u64, body: &str, author: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .comments
+            .push((id, body.to_owned(), false, author.to_owned()));
+    }
+
+    fn comment(&self, id: u64) -> Option<String> {
+        let s = self.state.lock().unwrap();
+        s.comments.iter().find(|c| c.0 == id).map(|c| c.1.clone())
+    }
+}
+
+/// A summary comment that lists `labels` as terraci's own.
+fn summary_listing(labels: &[&str]) -> String {
+    let json = serde_json::to_string(labels).unwrap();
+    let hex: String = json.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{MARKER}\n<!-- terraci-labels: {hex} -->\nplease merge")
+}
+
+#[test]
+fn a_marker_comment_by_someone_else_is_left_alone() {
+    let server = Server::start();
+    let p = project();
+    let theirs = summary_listing(&["needs-review"]);
+    server.seed(303, &theirs, "mallory");
+    let env = server.gitlab_env();
+    let first = run(&p, &["summary", "-v"], &env);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(server.comment(303).as_deref(), Some(theirs.as_str()));
+    let ours = server.ours();
+    assert_eq!(ours.len(), 2, "a new comment next to theirs: {ours:?}");
+    let (id, _) = ours.iter().find(|c| c.0 != 303).cloned().unwrap();
+    assert!(
+        first.stderr.contains(&format!("summary: created comment {id}")),
+        "{}",
+        first.stderr
+    );
+    assert!(server.labels().contains(&"needs-review".to_owned()));
+    assert!(!first.stderr.contains("removed label"), "{}", first.stderr);
+    assert!(
+        !server.seen().iter().any(|r| r.path.ends_with("/notes/303")),
+        "{:?}",
+        server.seen()
+    );
+
+    // The next run edits its own comment.
+    let second = run(&p, &["summary", "-v"], &env);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second
+            .stderr
+            .contains(&format!("summary: updated comment {id} (PUT ")),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(server.count("POST"), 1, "never a second note");
+    assert_eq!(server.comment(303).as_deref(), Some(theirs.as_str()));
+    assert!(server.labels().contains(&"needs-review".to_owned()));
+}
+
+#[test]
+fn github_finds_its_own_comment_by_the_actions_login_and_leaves_others_alone() {
+    let server = Server::start();
+    let p = project();
+    p.write(
+        "event.json",
+        json!({"action": "synchronize", "number": 5,
+               "pull_request": {"number": 5, "head": {"sha": PLAN_COMMIT, "ref": "grow-vpc"},
+                                 "base": {"ref": "main"}}})
+        .to_string(),
+    );
+    let dir = p.path().display().to_string();
+    let env = vec![
+        ("GITHUB_ACTIONS", "true".to_owned()),
+        ("GITHUB_API_URL", server.url.clone()),
+        ("GITHUB_REPOSITORY", "acme/infra".into()),
+        ("GITHUB_EVENT_PATH", format!("{dir}/event.json")),
+        ("GITHUB_TOKEN", TOKEN.into()),
+    ];
+    // Older than ours, by someone else, listing the hand-set label.
+    let theirs = summary_listing(&["needs-review"]);
+    server.seed(303, &theirs, "mallory");
+    server.seed(304, &summary_listing(&[]), "github-actions[bot]");
+    let out = run(&p, &["summary", "-v"], &env);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // GET /user was refused (the Actions token): the Actions bot is taken as us.
+    let seen = server.seen();
+    assert!(
+        seen.iter().any(|r| r.method == "GET" && r.path == "/user"),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|r| r.method == "PATCH" && r.path == "/repos/acme/infra/issues/comments/304"),
+        "{seen:?}"
+    );
+    assert!(!seen.iter().any(|r| r.path.ends_with("/303")), "{seen:?}");
+    assert!(!seen.iter().any(|r| r.method == "DELETE"), "{seen:?}");
+    assert_eq!(server.comment(303).as_deref(), Some(theirs.as_str()));
+    assert!(
+        !seen
+            .iter()
+            .any(|r| r.method == "POST" && r.path.ends_with("/comments")),
+        "no new comment: {seen:?}"
+    );
+    assert!(server.labels().contains(&"needs-review".to_owned()));
+    assert!(!out.stderr.contains("warning[summary-comment]"), "{}", out.stderr);
 }

@@ -138,6 +138,9 @@ pub(super) fn summary(
     let render_with = |managed: &[String]| render(&summary, &options(Some(managed)));
     let posted = post::post(&client, target, &render_with, &wanted, !skip_new)
         .map_err(|e| fail(exit::ERROR, format!("cannot post the summary: {e}")))?;
+    for warning in posted.warnings.iter().filter(|_| !quiet) {
+        writeln!(io.stderr, "warning[summary-comment]: {warning}")?;
+    }
     match posted.action {
         "skipped" => {
             if !quiet {

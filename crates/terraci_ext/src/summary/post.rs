@@ -169,11 +169,36 @@ pub fn detect(system: &dyn System) -> Context {
     }
 }
 
+/// A user of the provider: the author of a comment, or the token's own user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// The numeric id, when known (GitLab `author.id`, GitHub `user.id`).
+    pub id: Option<u64>,
+    /// GitLab `username`, GitHub `login`.
+    pub login: String,
+}
+
+impl User {
+    /// The same user: by id when both ids are known, else by a non-empty login.
+    pub fn is(&self, other: &User) -> bool {
+        match (self.id, other.id) {
+            (Some(a), Some(b)) => a == b,
+            _ => !self.login.is_empty() && self.login == other.login,
+        }
+    }
+}
+
+/// The login of the Actions `GITHUB_TOKEN`'s user. GitHub answers 403 to `GET /user`
+/// with that token, so it is the user taken when the token is refused there.
+pub const GITHUB_ACTIONS_LOGIN: &str = "github-actions[bot]";
+
 /// A comment found on the merge request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Existing {
     pub(crate) id: u64,
     pub(crate) body: String,
+    /// Who wrote it, when the API said.
+    pub(crate) author: Option<User>,
 }
 
 /// What [`post`] did.
@@ -186,13 +211,25 @@ pub struct Posted {
     pub endpoint: String,
     pub labels_added: Vec<String>,
     pub labels_removed: Vec<String>,
+    /// What the caller should print as warnings.
+    pub warnings: Vec<String>,
 }
 
-/// The comment of an earlier run: the oldest one whose body starts with [`MARKER`].
-pub(crate) fn find_existing(comments: &[Existing]) -> Option<&Existing> {
+/// Whether `comment` looks like a summary: its body starts with [`MARKER`].
+fn is_summary(comment: &Existing) -> bool {
+    comment.body.trim_start().starts_with(MARKER)
+}
+
+/// The comment of an earlier run: the oldest one whose body starts with [`MARKER`] and
+/// that `me` (the token's own user) wrote. Anyone can write the marker, so a comment by
+/// someone else is never ours (editing it would fail on GitLab, and the labels it lists
+/// are not ours to remove); with `me` unknown no comment is.
+pub(crate) fn find_existing<'c>(comments: &'c [Existing], me: Option<&User>) -> Option<&'c Existing> {
+    let me = me?;
     comments
         .iter()
-        .filter(|c| c.body.trim_start().starts_with(MARKER))
+        .filter(|c| is_summary(c))
+        .filter(|c| c.author.as_ref().is_some_and(|a| a.is(me)))
         .min_by_key(|c| c.id)
 }
 
@@ -208,7 +245,8 @@ pub fn post(
 ) -> Result<Posted, HttpError> {
     let api = Api::new(client, target);
     let comments = api.list()?;
-    let existing = find_existing(&comments).cloned();
+    let mut warnings = Vec::new();
+    let existing = api.ours(&comments, &mut warnings);
     let previous = existing
         .as_ref()
         .map(|c| labels::decode_managed(&c.body))
@@ -230,7 +268,7 @@ pub fn post(
                 // The server may have stored the comment before it failed: look again,
                 // and edit what is there rather than post a second comment.
                 Err(e) if e.status.is_none_or(|s| s >= 500) => {
-                    match find_existing(&api.list()?).cloned() {
+                    match api.ours(&api.list()?, &mut warnings) {
                         Some(c) => (c.id, api.update(c.id, &body)?),
                         None => api.create(&body)?,
                     }
@@ -247,6 +285,7 @@ pub fn post(
         None => {
             return Ok(Posted {
                 action: "skipped",
+                warnings,
                 ..Posted::default()
             })
         }
@@ -257,6 +296,7 @@ pub fn post(
     }
     posted.labels_added = add;
     posted.labels_removed = remove;
+    posted.warnings = warnings;
     Ok(posted)
 }
 
@@ -264,11 +304,68 @@ pub fn post(
 struct Api<'a> {
     client: &'a Client,
     target: &'a Target,
+    /// The token's own user, asked once and only when a summary comment is found; the
+    /// error says why it is unknown.
+    me: std::cell::OnceCell<Result<User, String>>,
 }
 
 impl<'a> Api<'a> {
     fn new(client: &'a Client, target: &'a Target) -> Api<'a> {
-        Api { client, target }
+        Api {
+            client,
+            target,
+            me: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Our earlier comment among `comments` ([`find_existing`]). When there are summary
+    /// comments but the token's user cannot be told, none is adopted and `warnings` says
+    /// so (once).
+    fn ours(&self, comments: &[Existing], warnings: &mut Vec<String>) -> Option<Existing> {
+        if !comments.iter().any(is_summary) {
+            return None;
+        }
+        match self.me.get_or_init(|| self.whoami()) {
+            Ok(me) => find_existing(comments, Some(me)).cloned(),
+            Err(why) => {
+                let warning = format!(
+                    "cannot tell which user the token is ({why}); earlier summary comments \
+                     are not edited and the labels they list are not removed"
+                );
+                if !warnings.contains(&warning) {
+                    warnings.push(warning);
+                }
+                None
+            }
+        }
+    }
+
+    /// The token's own user: GitLab `GET /user` (`id`, `username`), GitHub `GET /user`
+    /// (`id`, `login`). GitHub refuses that to the Actions `GITHUB_TOKEN` (403): then the
+    /// user is [`GITHUB_ACTIONS_LOGIN`].
+    fn whoami(&self) -> Result<User, String> {
+        let api = match self.target {
+            Target::GitLab(t) => &t.api,
+            Target::GitHub(t) => &t.api,
+        };
+        let request = self.request(Method::Get, format!("{api}/user"));
+        let response = match self.client.send(&request) {
+            Ok(response) => response,
+            Err(e) if e.status == Some(403) && matches!(self.target, Target::GitHub(_)) => {
+                return Ok(User {
+                    id: None,
+                    login: GITHUB_ACTIONS_LOGIN.to_owned(),
+                })
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let value: serde_json::Value = serde_json::from_str(&response.body)
+            .map_err(|e| format!("{}: the response is not JSON: {e}", request.endpoint()))?;
+        let user = match self.target {
+            Target::GitLab(_) => author(&value, "username"),
+            Target::GitHub(_) => author(&value, "login"),
+        };
+        user.ok_or_else(|| format!("{}: the response names no user", request.endpoint()))
     }
 
     fn request(&self, method: Method, url: String) -> Request {
@@ -322,9 +419,14 @@ impl<'a> Api<'a> {
                     continue;
                 }
                 if let (Some(id), Some(body)) = (item["id"].as_u64(), item["body"].as_str()) {
+                    let author = match self.target {
+                        Target::GitLab(_) => author(&item["author"], "username"),
+                        Target::GitHub(_) => author(&item["user"], "login"),
+                    };
                     out.push(Existing {
                         id,
                         body: body.to_owned(),
+                        author,
                     });
                 }
             }
@@ -421,6 +523,16 @@ impl<'a> Api<'a> {
         }
         Ok(())
     }
+}
+
+/// The user described by `value` (`id` and the login field `login`); `None` without a
+/// login.
+fn author(value: &serde_json::Value, login: &str) -> Option<User> {
+    let name = value[login].as_str().filter(|l| !l.is_empty())?;
+    Some(User {
+        id: value["id"].as_u64(),
+        login: name.to_owned(),
+    })
 }
 
 fn unexpected(request: &Request, what: String) -> HttpError {

@@ -8,7 +8,10 @@ use camino::Utf8Path;
 
 use super::markdown::{code, fenced, html, render, text, RenderOptions, MAX_COMMENT_CHARS};
 use super::plan::{parse_plan, Counts, ResourceChange};
-use super::post::{detect, find_existing, post, Existing, GitLabTarget, Target};
+use super::post::{
+    detect, find_existing, post, Existing, GitHubTarget, GitLabTarget, Target, User,
+    GITHUB_ACTIONS_LOGIN,
+};
 use super::*;
 use crate::http::{Client, Method, Request, Response, RetryPolicy, Transport};
 use terraci_db::config::CommentProvider;
@@ -280,87 +283,258 @@ fn managed_labels_round_trip_through_the_comment() {
     );
 }
 
+fn user(id: u64, login: &str) -> User {
+    User {
+        id: Some(id),
+        login: login.into(),
+    }
+}
+
 #[test]
 fn only_a_comment_that_starts_with_the_marker_is_ours() {
+    let bot = user(5, "terraci-bot");
     let comments = vec![
         Existing {
             id: 5,
             body: format!("> {MARKER}\n> quoted by a reviewer"),
+            author: Some(bot.clone()),
         },
         Existing {
             id: 9,
             body: format!("{MARKER}\nnewer duplicate"),
+            author: Some(bot.clone()),
         },
         Existing {
             id: 7,
             body: format!("\n{MARKER}\nours"),
+            author: Some(bot.clone()),
         },
     ];
-    assert_eq!(find_existing(&comments).map(|c| c.id), Some(7));
+    assert_eq!(find_existing(&comments, Some(&bot)).map(|c| c.id), Some(7));
 }
 
-/// Serves GitLab notes in pages and records requests.
-struct FakeGitLab {
+#[test]
+fn only_a_comment_by_the_tokens_own_user_is_ours() {
+    let bot = user(5, "terraci-bot");
+    let comments = vec![
+        Existing {
+            id: 3,
+            body: format!("{MARKER}\nwritten by someone else"),
+            author: Some(user(666, "mallory")),
+        },
+        Existing {
+            id: 4,
+            body: format!("{MARKER}\nsame name, another account"),
+            author: Some(user(667, "terraci-bot")),
+        },
+        Existing {
+            id: 6,
+            body: format!("{MARKER}\nno author given"),
+            author: None,
+        },
+        Existing {
+            id: 8,
+            body: format!("{MARKER}\nours"),
+            author: Some(bot.clone()),
+        },
+    ];
+    assert_eq!(find_existing(&comments, Some(&bot)).map(|c| c.id), Some(8));
+    // Without the token's user, no comment is ours.
+    assert_eq!(find_existing(&comments, None), None);
+    // The Actions token's user is known by its login only.
+    let actions = User {
+        id: None,
+        login: GITHUB_ACTIONS_LOGIN.into(),
+    };
+    let by_actions = Existing {
+        id: 10,
+        body: MARKER.into(),
+        author: Some(user(41898282, GITHUB_ACTIONS_LOGIN)),
+    };
+    assert_eq!(
+        find_existing(&[comments[0].clone(), by_actions], Some(&actions)).map(|c| c.id),
+        Some(10)
+    );
+}
+
+/// Serves a merge request's comments in two pages and the token's user, and records
+/// requests. The first page holds a summary comment by someone else that lists a label.
+struct FakeApi {
     sent: Arc<Mutex<Vec<Request>>>,
+    github: bool,
+    /// The answer to `GET /user`: the user, or the error status.
+    me: Result<serde_json::Value, u16>,
 }
 
-impl Transport for FakeGitLab {
+impl Transport for FakeApi {
     fn send(&self, request: &Request) -> Result<Response, String> {
         self.sent.lock().expect("lock").push(request.clone());
-        let (body, next) = match (request.method, request.url.contains("page=2")) {
-            (Method::Get, false) => (
-                serde_json::json!([{"id": 1, "body": "hello", "system": false}]).to_string(),
-                "2",
-            ),
-            (Method::Get, true) => (
-                serde_json::json!([
-                    {"id": 2, "body": format!("{MARKER}\nold"), "system": false},
-                    {"id": 3, "body": MARKER, "system": true}
-                ])
-                .to_string(),
-                "",
-            ),
-            _ => ("{\"id\": 2}".to_owned(), ""),
+        let note = |id: u64, body: String, author_id: u64, login: &str| {
+            if self.github {
+                serde_json::json!({"id": id, "body": body,
+                                   "user": {"id": author_id, "login": login}})
+            } else {
+                serde_json::json!({"id": id, "body": body, "system": false,
+                                   "author": {"id": author_id, "username": login}})
+            }
+        };
+        let theirs = format!(
+            "{MARKER}\n{}",
+            labels::encode_managed(&["do-not-merge".to_owned()])
+        );
+        let (status, body, next) = match (request.method, request.url.as_str()) {
+            (Method::Get, url) if url.ends_with("/user") => match &self.me {
+                Ok(me) => (200, me.to_string(), ""),
+                Err(status) => (*status, "{\"message\": \"no\"}".to_owned(), ""),
+            },
+            (Method::Get, url) if !url.contains("page=2") => {
+                let mut page = vec![
+                    note(1, theirs, 666, "mallory"),
+                    note(4, "hello".into(), 2, "bob"),
+                ];
+                if self.github {
+                    // One page: GitHub pages by its `link` header.
+                    page.push(note(
+                        2,
+                        format!("{MARKER}\nold"),
+                        41898282,
+                        GITHUB_ACTIONS_LOGIN,
+                    ));
+                }
+                (200, serde_json::Value::Array(page).to_string(), "2")
+            }
+            (Method::Get, _) => {
+                let (id, login) = if self.github {
+                    (41898282, GITHUB_ACTIONS_LOGIN)
+                } else {
+                    (5, "terraci-bot")
+                };
+                let mut page = vec![note(2, format!("{MARKER}\nold"), id, login)];
+                if !self.github {
+                    page.push(serde_json::json!({"id": 3, "body": MARKER, "system": true,
+                                                 "author": {"id": 5, "username": "terraci-bot"}}));
+                }
+                (200, serde_json::Value::Array(page).to_string(), "")
+            }
+            _ => (200, "{\"id\": 2000}".to_owned(), ""),
         };
         Ok(Response {
-            status: 200,
+            status,
             headers: vec![("x-next-page".into(), next.into())],
             body,
         })
     }
 }
 
-#[test]
-fn gitlab_notes_are_read_page_by_page_and_ours_is_edited() {
+fn fake(github: bool, me: Result<serde_json::Value, u16>) -> (Client, Arc<Mutex<Vec<Request>>>) {
     let sent = Arc::new(Mutex::new(Vec::new()));
     let client = Client::new(
-        Box::new(FakeGitLab { sent: sent.clone() }),
+        Box::new(FakeApi {
+            sent: sent.clone(),
+            github,
+            me,
+        }),
         RetryPolicy::default(),
     );
-    let target = Target::GitLab(GitLabTarget {
+    (client, sent)
+}
+
+fn gitlab_target() -> Target {
+    Target::GitLab(GitLabTarget {
         api: "https://gitlab.example.com/api/v4".into(),
         project: "group/infra".into(),
         merge_request: "7".into(),
         auth: ("JOB-TOKEN", "job-token".into()),
-    });
-    let posted = post(&client, &target, &|_| format!("{MARKER}\nnew"), &[], true).expect("posts");
-    assert_eq!((posted.action, posted.comment_id), ("updated", Some(2)));
-    let sent = sent.lock().expect("lock");
-    let urls: Vec<String> = sent
+    })
+}
+
+fn sent_urls(sent: &Mutex<Vec<Request>>) -> Vec<String> {
+    sent.lock()
+        .expect("lock")
         .iter()
         .map(|r| format!("{} {}", r.method.as_str(), r.endpoint()))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn gitlab_notes_are_read_page_by_page_and_ours_is_edited() {
+    let (client, sent) = fake(
+        false,
+        Ok(serde_json::json!({"id": 5, "username": "terraci-bot"})),
+    );
+    let target = gitlab_target();
+    let posted = post(&client, &target, &|_| format!("{MARKER}\nnew"), &[], true).expect("posts");
+    assert_eq!((posted.action, posted.comment_id), ("updated", Some(2)));
+    // Not the older comment by someone else, and not the labels it lists.
+    assert_eq!(posted.labels_removed, Vec::<String>::new());
+    assert_eq!(posted.warnings, Vec::<String>::new());
     assert_eq!(
-        urls,
+        sent_urls(&sent),
         [
             "GET https://gitlab.example.com/api/v4/projects/group%2Finfra/merge_requests/7/notes",
             "GET https://gitlab.example.com/api/v4/projects/group%2Finfra/merge_requests/7/notes",
+            "GET https://gitlab.example.com/api/v4/user",
             "PUT https://gitlab.example.com/api/v4/projects/group%2Finfra/merge_requests/7/notes/2",
         ]
     );
-    assert!(sent.iter().all(|r| r
+    assert!(sent.lock().expect("lock").iter().all(|r| r
         .headers
         .contains(&("JOB-TOKEN".into(), "job-token".into()))));
+}
+
+#[test]
+fn when_the_tokens_user_is_unknown_no_comment_is_edited() {
+    let (client, sent) = fake(false, Err(401));
+    let target = gitlab_target();
+    let posted = post(&client, &target, &|_| format!("{MARKER}\nnew"), &[], true).expect("posts");
+    assert_eq!((posted.action, posted.comment_id), ("created", Some(2000)));
+    assert_eq!(posted.labels_removed, Vec::<String>::new());
+    assert_eq!(posted.warnings.len(), 1, "{:?}", posted.warnings);
+    assert!(
+        posted.warnings[0].contains("cannot tell which user the token is"),
+        "{:?}",
+        posted.warnings
+    );
+    assert_eq!(
+        sent_urls(&sent),
+        [
+            "GET https://gitlab.example.com/api/v4/projects/group%2Finfra/merge_requests/7/notes",
+            "GET https://gitlab.example.com/api/v4/projects/group%2Finfra/merge_requests/7/notes",
+            "GET https://gitlab.example.com/api/v4/user",
+            "POST https://gitlab.example.com/api/v4/projects/group%2Finfra/merge_requests/7/notes",
+        ]
+    );
+    // Without `create`, nothing is posted at all.
+    let (client, sent) = fake(false, Err(403));
+    let posted = post(&client, &target, &|_| MARKER.into(), &[], false).expect("skips");
+    assert_eq!(posted.action, "skipped");
+    assert!(sent_urls(&sent).iter().all(|u| u.starts_with("GET ")));
+}
+
+#[test]
+fn github_refusing_get_user_means_the_actions_bot() {
+    let target = Target::GitHub(GitHubTarget {
+        api: "https://api.github.com".into(),
+        repository: "acme/infra".into(),
+        pull_request: 5,
+        token: "ghs_x".into(),
+    });
+    let (client, sent) = fake(true, Err(403));
+    let posted = post(&client, &target, &|_| format!("{MARKER}\nnew"), &[], true).expect("posts");
+    assert_eq!((posted.action, posted.comment_id), ("updated", Some(2)));
+    assert_eq!(posted.warnings, Vec::<String>::new());
+    assert!(
+        sent_urls(&sent).contains(
+            &"PATCH https://api.github.com/repos/acme/infra/issues/comments/2".to_owned()
+        ),
+        "{:?}",
+        sent_urls(&sent)
+    );
+    // A personal token's user is who GitHub says: the Actions bot's comment is not its.
+    let (client, sent) = fake(true, Ok(serde_json::json!({"id": 77, "login": "octocat"})));
+    let posted = post(&client, &target, &|_| format!("{MARKER}\nnew"), &[], true).expect("posts");
+    assert_eq!((posted.action, posted.comment_id), ("created", Some(2000)));
+    assert!(sent_urls(&sent).iter().all(|u| !u.starts_with("PATCH ")));
 }
 
 #[test]
