@@ -412,12 +412,78 @@ fn a_git_source_is_pulled_at_a_tag_and_at_a_branch_and_cached_by_commit() {
     assert!(p.run(&["policy", "check"]).stdout.contains("tagged policy"));
 
     // A repository that is not there.
-    let gone = format!("file://{}/nothing-here", p.path().display());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let gone = format!("file://{}/nothing-here", elsewhere.path().display());
     p.write(".terraci.yaml", git_config(&gone, "main"));
     assert_pull_fails(
         &p,
-        "error[policy-source]: policy source git:file://[PROJECT]/nothing-here@main: cannot connect",
+        &format!("error[policy-source]: policy source git:{gone}@main: cannot connect"),
     );
+}
+
+/// A bare repository committed where `policy pull` keeps a URL's objects, with a
+/// `core.sshCommand` that would run a program: terraci never honours that config.
+#[test]
+fn a_git_store_committed_in_the_checkout_runs_nothing() {
+    let url = "ssh://git@127.0.0.1:1/p.git";
+    let p = Project::empty();
+    p.write(".terraci.yaml", git_config(url, "main"));
+    let digest = sha256(url.as_bytes());
+    let store = p
+        .path()
+        .join(".terraci/policies/.git-store")
+        .join(&digest.trim_start_matches("sha256:")[..16]);
+    std::fs::create_dir_all(&store).unwrap();
+    git_at(&store, &["init", "-q", "--bare", "."]);
+    let pwned = p.path().join("PWNED");
+    git_at(
+        &store,
+        &[
+            "config",
+            "core.sshCommand",
+            &format!("sh -c 'touch {}' #", pwned.display()),
+        ],
+    );
+    git_at(
+        &store,
+        &[
+            "config",
+            "core.gitProxy",
+            &format!("sh -c 'touch {}' #", pwned.display()),
+        ],
+    );
+    let pull = p.run(&["policy", "pull"]);
+    assert!(
+        !pwned.exists(),
+        "the store's core.sshCommand ran: {}",
+        pull.stderr
+    );
+    assert_stderr(
+        &pull,
+        2,
+        "error[policy-source]: policy source git:ssh://127.0.0.1:1/p.git@main: cannot",
+    );
+    let config = std::fs::read_to_string(store.join("config")).unwrap();
+    assert!(!config.contains("sshCommand"), "{config}");
+}
+
+/// A `file://` URL or a local path into the checkout is refused: git would read that
+/// repository's own config. Policies in the checkout are a `path` source.
+#[test]
+fn a_git_url_into_the_checkout_is_refused() {
+    let p = Project::empty();
+    let inside = p.path().join("evil.git");
+    std::fs::create_dir_all(&inside).unwrap();
+    git_at(&inside, &["init", "-q", "--bare", "."]);
+    for url in [
+        format!("file://{}", inside.display()),
+        inside.display().to_string(),
+        format!("file://{}/not-yet", p.path().display()),
+    ] {
+        p.write(".terraci.yaml", git_config(&url, "main"));
+        let pull = p.run(&["policy", "pull"]);
+        assert_stderr(&pull, 2, "use a `path` source");
+    }
 }
 
 /// A request the test servers got.

@@ -51,7 +51,10 @@ impl State {
     /// The author of comment `id` (the path segment).
     fn author(&self, id: &str) -> Option<String> {
         let id: u64 = id.parse().ok()?;
-        self.comments.iter().find(|c| c.0 == id).map(|c| c.3.clone())
+        self.comments
+            .iter()
+            .find(|c| c.0 == id)
+            .map(|c| c.3.clone())
     }
 
     /// Replaces the body of comment `id` (the path segment); `None` when there is none.
@@ -848,7 +851,9 @@ fn a_marker_comment_by_someone_else_is_left_alone() {
     assert_eq!(ours.len(), 2, "a new comment next to theirs: {ours:?}");
     let (id, _) = ours.iter().find(|c| c.0 != 303).cloned().unwrap();
     assert!(
-        first.stderr.contains(&format!("summary: created comment {id}")),
+        first
+            .stderr
+            .contains(&format!("summary: created comment {id}")),
         "{}",
         first.stderr
     );
@@ -921,5 +926,9 @@ fn github_finds_its_own_comment_by_the_actions_login_and_leaves_others_alone() {
         "no new comment: {seen:?}"
     );
     assert!(server.labels().contains(&"needs-review".to_owned()));
-    assert!(!out.stderr.contains("warning[summary-comment]"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("warning[summary-comment]"),
+        "{}",
+        out.stderr
+    );
 }

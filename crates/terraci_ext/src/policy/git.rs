@@ -44,6 +44,13 @@ fn is_commit_id(r: &str) -> bool {
 /// kept as their text (with their causes where the message shows them).
 #[derive(Debug, thiserror::Error)]
 pub(super) enum GitError {
+    #[error(
+        "the git cache {path} is refused: {why} (expected a bare repository terraci made; delete the directory and pull again)"
+    )]
+    UnsafeStore {
+        path: camino::Utf8PathBuf,
+        why: String,
+    },
     #[error("git over plain http:// is only spoken to this machine: use https://")]
     PlainHttp,
     #[error("cannot create the git cache {path}: {why}")]
@@ -93,6 +100,10 @@ pub(super) enum TreeError {
 const STORE_README: &str =
     "Objects of the git policy sources, one bare repository per URL (terraci policy pull).\n";
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the store is gix's own real directory (gix reads and writes it directly, not through the System); these checks must see that same file system"
+)]
 pub(super) fn fetch(
     system: &dyn terraci_db::system::System,
     store: &Utf8Path,
@@ -104,22 +115,20 @@ pub(super) fn fetch(
         return Err(GitError::PlainHttp);
     }
     let dir = store.join(store_name(url));
-    let repo = match gix::open(dir.as_std_path()) {
-        Ok(repo) => repo,
-        Err(_) => {
-            // The store's directory, made through the System (gix wants its parent).
-            system
-                .write_atomic(&store.join("README"), STORE_README.as_bytes())
-                .map_err(|e| GitError::Store {
-                    path: store.to_owned(),
-                    why: e.to_string(),
-                })?;
-            gix::init_bare(dir.as_std_path()).map_err(|e| GitError::Store {
-                path: dir.clone(),
+    if std::fs::symlink_metadata(dir.as_std_path()).is_err() {
+        // The store's directory, made through the System (gix wants its parent).
+        system
+            .write_atomic(&store.join("README"), STORE_README.as_bytes())
+            .map_err(|e| GitError::Store {
+                path: store.to_owned(),
                 why: e.to_string(),
-            })?
-        }
-    };
+            })?;
+        gix::init_bare(dir.as_std_path()).map_err(|e| GitError::Store {
+            path: dir.clone(),
+            why: e.to_string(),
+        })?;
+    }
+    let repo = open_store(store, &dir)?;
     // A commit already fetched: no network.
     if let Some(id) = reference.filter(|r| is_commit_id(r)) {
         if let Ok(oid) = gix::ObjectId::from_hex(id.to_ascii_lowercase().as_bytes()) {
@@ -205,6 +214,88 @@ pub(super) fn fetch(
         oid,
         source,
     })
+}
+
+/// The store's `config`, always terraci's own: whatever a store found on disk says
+/// (`core.sshCommand`, `core.gitProxy`, `url.*.insteadOf`, includes, ...) is replaced.
+const STORE_CONFIG: &str = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n";
+
+/// Files that would make gix read objects, refs or config from elsewhere: a store holding
+/// one is refused, not repaired.
+const REDIRECTS: [&str; 4] = ["objects/info/alternates", "commondir", "gitdir", ".git"];
+
+/// Opens the bare repository `dir` without honouring anything in it that could run a
+/// program or redirect the fetch. The store may lie in the checkout (a merge request can
+/// commit one there), so its own configuration is never read: the `config` file is
+/// rewritten with [`STORE_CONFIG`] first, and gix is told to ignore repository-local
+/// configuration anyway. The runner's own configuration (`~/.gitconfig`,
+/// `GIT_SSH_COMMAND`) still applies.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the store is gix's own real directory (gix reads and writes it directly, not through the System); these checks must see that same file system"
+)]
+fn open_store(store: &Utf8Path, dir: &Utf8Path) -> Result<gix::Repository, GitError> {
+    let unsafe_store = |why: String| GitError::UnsafeStore {
+        path: dir.to_owned(),
+        why,
+    };
+    for link in [store, dir] {
+        let meta = std::fs::symlink_metadata(link.as_std_path())
+            .map_err(|e| unsafe_store(format!("cannot inspect {link}: {e}")))?;
+        if !meta.file_type().is_dir() {
+            return Err(unsafe_store(format!(
+                "{link} is a symlink or not a directory (expected a directory)"
+            )));
+        }
+    }
+    for redirect in REDIRECTS {
+        if std::fs::symlink_metadata(dir.join(redirect).as_std_path()).is_ok() {
+            return Err(unsafe_store(format!(
+                "it has `{redirect}` (expected none: it would point git elsewhere)"
+            )));
+        }
+    }
+    let config = dir.join("config");
+    match std::fs::remove_file(config.as_std_path()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(unsafe_store(format!(
+                "cannot replace its config (expected a file terraci can rewrite): {e}"
+            )))
+        }
+    }
+    {
+        use std::io::Write as _;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(config.as_std_path())
+            .and_then(|mut f| f.write_all(STORE_CONFIG.as_bytes()).map(|()| f))
+            .map_err(|e| unsafe_store(format!("cannot write its config: {e}")))?;
+        file.flush()
+            .map_err(|e| unsafe_store(format!("cannot write its config: {e}")))?;
+    }
+    let options = gix::open::Options::default()
+        .open_path_as_is(true)
+        .with(gix::sec::Trust::Reduced)
+        .filter_config_section(not_repository_local);
+    gix::open_opts(dir.as_std_path(), options).map_err(|e| unsafe_store(chain(&e)))
+}
+
+/// The section filter for the store: nothing from the repository's own configuration.
+fn not_repository_local(meta: &gix::config::file::Metadata) -> bool {
+    meta.source.kind() != gix::config::source::Kind::Repository
+}
+
+/// The directory a `file://` or local-path git URL names (`None` for a network URL).
+pub(super) fn local_path(url: &str) -> Option<std::path::PathBuf> {
+    let parsed = gix::url::parse(gix::bstr::BStr::new(url)).ok()?;
+    if parsed.scheme != gix::url::Scheme::File {
+        return None;
+    }
+    let path = gix::path::from_bstr(&parsed.path).ok()?.into_owned();
+    Some(std::path::absolute(&path).unwrap_or(path))
 }
 
 /// Lists the remote's refs and receives the pack, over `connection`'s transport, with

@@ -135,6 +135,52 @@ fn path_dir(
     Ok(dir)
 }
 
+/// Refuses a `file://` or local-path git URL into the project: git (and gix's
+/// `git-upload-pack`) would read that repository's own configuration, which a merge
+/// request writes. A directory of the checkout is a `path` source.
+fn refuse_local_in_project(
+    system: &dyn System,
+    root: &Utf8Path,
+    source: &PolicySource,
+    url: &str,
+) -> Result<(), SourceError> {
+    let Some(path) = super::git::local_path(url) else {
+        return Ok(());
+    };
+    let canonical_root = system
+        .canonicalize(root)
+        .map(Utf8PathBuf::into_std_path_buf)
+        .unwrap_or_else(|_| root.as_std_path().to_owned());
+    // The nearest existing ancestor, with its symlinks resolved, then the rest as written.
+    let mut existing = path.as_path();
+    let mut rest = Vec::new();
+    let real = loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            break Some(
+                rest.iter()
+                    .rev()
+                    .fold(real, |p: std::path::PathBuf, c| p.join(c)),
+            );
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => break None,
+        }
+    };
+    let inside =
+        |p: &std::path::Path| p.starts_with(&canonical_root) || p.starts_with(root.as_std_path());
+    if inside(real.as_deref().unwrap_or(&path)) {
+        return Err(err(
+            source,
+            "the repository lies inside the project: use a `path` source for policies in the checkout (expected a repository outside the project)",
+        ));
+    }
+    Ok(())
+}
+
 /// Pulls every source; writes the lock. Returns it.
 pub fn pull(
     system: &dyn System,
@@ -164,6 +210,7 @@ pub fn pull(
                 }
             }
             PolicySource::Git { url, reference } => {
+                refuse_local_in_project(system, root, source, url)?;
                 let fetched = super::git::fetch(
                     system,
                     &cache_abs.join(".git-store"),

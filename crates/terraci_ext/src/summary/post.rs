@@ -224,7 +224,10 @@ fn is_summary(comment: &Existing) -> bool {
 /// that `me` (the token's own user) wrote. Anyone can write the marker, so a comment by
 /// someone else is never ours (editing it would fail on GitLab, and the labels it lists
 /// are not ours to remove); with `me` unknown no comment is.
-pub(crate) fn find_existing<'c>(comments: &'c [Existing], me: Option<&User>) -> Option<&'c Existing> {
+pub(crate) fn find_existing<'c>(
+    comments: &'c [Existing],
+    me: Option<&User>,
+) -> Option<&'c Existing> {
     let me = me?;
     comments
         .iter()
