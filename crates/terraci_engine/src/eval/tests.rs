@@ -734,6 +734,10 @@ fn filesystem_functions() {
             ("/repo/svc/prod/conf/sub/y.yaml", "y: 2"),
             ("/repo/svc/prod/conf/z.json", "{}"),
             (
+                "/repo/svc/prod/conf/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                "",
+            ),
+            (
                 "/repo/svc/prod/self.tpl",
                 "${templatefile(\"self.tpl\", {})}",
             ),
@@ -766,6 +770,8 @@ fn filesystem_functions() {
             ("fileset(path.module, \"conf/*.yaml\")", "toset([\"conf/x.yaml\"])"),
             ("fileset(path.module, \"conf/**/*.yaml\")", "toset([\"conf/sub/y.yaml\", \"conf/x.yaml\"])"),
             ("fileset(\"conf\", \"*.{json,yaml}\")", "toset([\"x.yaml\", \"z.json\"])"),
+            // Backtracking past the step bound is no answer, never a silent "no match".
+            ("fileset(\"conf\", \"*a*a*a*a*a*a*a*a*a*a*a*a*b\")", "!evaluation-limit"),
             (
                 "templatefile(\"backend.tpl\", {env = \"prod\", name = \"api\", regions = [\"a\", \"b\"]})",
                 "\"key = \\\"prod/api.tfstate\\\"\\na\\nb\\n\"",

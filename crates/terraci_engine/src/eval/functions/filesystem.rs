@@ -109,13 +109,19 @@ pub(super) fn fileexists(ev: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     Ok(Value::Bool(ev.ctx.host.file_exists(&resolve(ev.ctx, &p))))
 }
 
+/// How many matching steps one file may take against a `fileset` pattern.
+const GLOB_STEPS: u32 = 1_000_000;
+
 /// Terraform's `fileset` glob: `*` and `?` within a path segment, `**` across segments,
-/// `[...]` classes and `{a,b}` alternatives.
-pub(crate) fn glob_match(pattern: &str, path: &str) -> bool {
+/// `[...]` classes and `{a,b}` alternatives. `None` when the match took more than
+/// [`GLOB_STEPS`] steps: no answer, which the caller reports (a "no match" there would
+/// silently drop a file, and with it perhaps a dependency).
+pub(crate) fn glob_match(pattern: &str, path: &str) -> Option<bool> {
     let p: Vec<char> = pattern.chars().collect();
     let s: Vec<char> = path.chars().collect();
-    let mut budget = 1_000_000u32;
-    glob_at(&p, &s, &mut budget)
+    let mut budget = GLOB_STEPS;
+    let matched = glob_at(&p, &s, &mut budget);
+    (matched || budget > 0).then_some(matched)
 }
 
 fn glob_at(p: &[char], s: &[char], budget: &mut u32) -> bool {
@@ -205,11 +211,18 @@ pub(super) fn fileset(ev: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     let files = ev.ctx.host.list_files(&root);
     ev.charge(a.node, files.len() as u64)?;
     let pattern = clean(&pattern);
-    let matched: Vec<Value> = files
-        .into_iter()
-        .filter(|f| glob_match(&pattern, f))
-        .map(Value::String)
-        .collect();
+    let mut matched = Vec::new();
+    for f in files {
+        match glob_match(&pattern, &f) {
+            Some(true) => matched.push(Value::String(f)),
+            Some(false) => {}
+            None => {
+                return Err(a.limit(format!(
+                    "matching `{f}` against the pattern took more than {GLOB_STEPS} steps"
+                )))
+            }
+        }
+    }
     Ok(Value::set(matched))
 }
 
