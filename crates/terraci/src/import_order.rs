@@ -241,7 +241,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
     ("terraci_db", &[]),
     ("terraci_engine", &["terraci_db"]),
     ("terraci_render", &["terraci_db", "terraci_engine"]),
-    ("terraci_vcs", &["terraci_db", "terraci_engine"]),
+    ("terraci_vcs", &["terraci_db"]),
     (
         "terraci_ext",
         &["terraci_db", "terraci_engine", "terraci_render"],

@@ -31,11 +31,11 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
-use terraci_db::system::{Stamp, System};
-use terraci_engine::cache::{
+use terraci_db::store::{
     begin_file, open_file, put_bytes, put_opt, put_stamp, put_str, put_u64, seal_parts,
     CacheSettings,
 };
+use terraci_db::system::{Stamp, System};
 use terraci_engine::discover::{walk, Layout};
 
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
@@ -124,7 +124,7 @@ pub(crate) fn encode_changes(files: &[String], submodules: &[String]) -> Vec<u8>
 
 /// The paths [`encode_changes`] wrote: (files, submodules).
 pub(crate) fn decode_changes(bytes: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
-    let mut r = terraci_engine::cache::Reader::over(bytes);
+    let mut r = terraci_db::store::Reader::over(bytes);
     let mut lists = [Vec::new(), Vec::new()];
     for list in &mut lists {
         let n = r.len().ok()?;
@@ -373,8 +373,8 @@ fn put_layout(out: &mut Vec<u8>, dirs: &terraci_engine::discover::ModuleDirs) {
 }
 
 fn read_layout(
-    r: &mut terraci_engine::cache::Reader<'_, ()>,
-) -> terraci_engine::cache::R<terraci_engine::discover::ModuleDirs> {
+    r: &mut terraci_db::store::Reader<'_, ()>,
+) -> terraci_db::store::R<terraci_engine::discover::ModuleDirs> {
     let n = r.len()?;
     let mut dirs = Vec::with_capacity(n);
     for _ in 0..n {
@@ -395,7 +395,7 @@ fn read_layout(
 /// The key bytes and the record, from a whole `run.bin`.
 fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
     let mut r = open_file(blob, MAGIC, FORMAT, "not a terraci run record")?;
-    let body = (|| -> terraci_engine::cache::R<(Vec<u8>, Record)> {
+    let body = (|| -> terraci_db::store::R<(Vec<u8>, Record)> {
         let key = r.bytes()?.to_vec();
         // Each entry takes at least six bytes, so `len` bounds the count by the rest.
         let n = r.len()?;
@@ -438,7 +438,7 @@ fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
 mod tests {
     #[test]
     fn run_record_name_is_the_cache_s() {
-        assert_eq!(terraci_engine::cache::RUN_RECORD_FILE, super::FILE_NAME);
+        assert_eq!(terraci_db::store::RUN_RECORD_FILE, super::FILE_NAME);
     }
 
     use super::*;
@@ -825,7 +825,7 @@ mod tests {
         #[test]
         fn the_cache_dir_check_knows_every_record_name() {
             for command in ["generate", "validate", "graph", "local-exec"] {
-                assert!(terraci_engine::cache::is_record_name(
+                assert!(terraci_db::store::is_record_name(
                     &crate::replay::record_name(command)
                 ));
             }

@@ -117,11 +117,8 @@ pub(crate) fn load_workspace_overlapped(
     let walked =
         (start.keep_layout && layout.diagnostics.is_empty()).then(|| layout.module_dirs.clone());
     let policy = terraci_db::system::ReadPolicy::new(system, &root, global.max_file_size);
-    let cache = terraci_engine::cache::CacheSettings::new(
-        &root,
-        global.no_cache,
-        global.cache_dir.as_deref(),
-    );
+    let cache =
+        terraci_db::store::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
     if let Some(settings) = &cache {
         settings
             .check(system, &root)

@@ -17,4 +17,5 @@ pub mod syntax;
 pub mod owners;
 pub mod files;
 pub mod diagnostic;
+pub mod store;
 pub mod db;

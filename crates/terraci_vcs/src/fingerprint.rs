@@ -30,8 +30,8 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
+use terraci_db::store::{put_opt, put_stamp, put_str, put_u64, R};
 use terraci_db::system::{EntryKind, Stamp, System};
-use terraci_engine::cache::{put_opt, put_stamp, put_str, put_u64, R};
 
 /// The environment variables that change what git reads or how (`gix` honours them).
 const GIT_ENV: [&str; 20] = [
@@ -543,7 +543,7 @@ fn encode<'t>(
 ) -> Vec<u8> {
     let tree = tree.into_iter();
     let mut out = Vec::with_capacity(head.len() + tree.len() * 64);
-    terraci_engine::cache::put_bytes(&mut out, head);
+    terraci_db::store::put_bytes(&mut out, head);
     put_u64(&mut out, tree.len() as u64);
     for (path, entry) in tree {
         put_str(&mut out, path);
@@ -578,7 +578,7 @@ type Decoded = (Vec<u8>, Vec<(String, Entry)>);
 
 /// The header and the entries of an encoded fingerprint.
 fn decode(bytes: &[u8]) -> Option<Decoded> {
-    let mut r = terraci_engine::cache::Reader::over(bytes);
+    let mut r = terraci_db::store::Reader::over(bytes);
     let body = (|| -> R<Decoded> {
         let head = r.bytes()?.to_vec();
         let n = r.len()?;

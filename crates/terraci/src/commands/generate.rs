@@ -272,11 +272,8 @@ fn replay_key(
     argv: &[String],
 ) -> Option<crate::replay::RunKey> {
     let root = project_dir(system, global).ok()?;
-    let settings = terraci_engine::cache::CacheSettings::new(
-        &root,
-        global.no_cache,
-        global.cache_dir.as_deref(),
-    )?;
+    let settings =
+        terraci_db::store::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref())?;
     settings.check(system, &root).ok()?;
     let config = find_config_file(system, &root, global.config.as_deref());
     crate::replay::RunKey::new(
@@ -335,7 +332,7 @@ fn generate_pipeline(
         ws.print_diagnostics(&diagnostics, global.quiet, err)?;
         return Err(exit::reported(exit::VALIDATION));
     }
-    let cache_dir = terraci_engine::cache::CacheSettings::new(
+    let cache_dir = terraci_db::store::CacheSettings::new(
         &ws.root,
         global.no_cache,
         global.cache_dir.as_deref(),

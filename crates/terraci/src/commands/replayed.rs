@@ -120,11 +120,8 @@ fn run_key(
         return None;
     }
     let root = project_dir(system, global).ok()?;
-    let settings = terraci_engine::cache::CacheSettings::new(
-        &root,
-        global.no_cache,
-        global.cache_dir.as_deref(),
-    )?;
+    let settings =
+        terraci_db::store::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref())?;
     settings.check(system, &root).ok()?;
     let config = find_config_file(system, &root, global.config.as_deref());
     let mut extra = inputs.extra.clone();

@@ -29,14 +29,14 @@ use std::hash::Hasher as _;
 use std::sync::Arc;
 
 use crate::chunk::{chunk_modules, ModuleChunk};
-use crate::facts::cache::{
-    begin_file, content_hash, open_file, put_bytes, put_opt, put_str, put_u64, read_entries,
-    Reader, Stream, R,
-};
 use terraci_db::db::Db;
 use terraci_db::diagnostic::{Anchor, Diagnostic};
 use terraci_db::files::{File, Module, Project};
 use terraci_db::owners::StateIdentity;
+use terraci_db::store::{
+    begin_file, content_hash, open_file, put_bytes, put_opt, put_str, put_u64, read_entries,
+    Reader, Stream, R,
+};
 use terraci_db::syntax::NodeId;
 use terraci_db::system::System;
 
@@ -45,7 +45,7 @@ use super::references::{ModuleReferences, StateReference, StateTarget};
 const MAGIC: &[u8; 16] = b"terraci-summary\0";
 /// Bump when the encoding below changes, or what a summary holds.
 const FORMAT: u64 = 4;
-use crate::facts::cache::SUMMARY_FILE_NAME as FILE_NAME;
+use terraci_db::store::SUMMARY_FILE_NAME as FILE_NAME;
 
 /// What the stages after resolution need of one module.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -430,13 +430,13 @@ fn summary_context(db: &dyn Db, project: Project) -> u64 {
 /// Reads `summaries.bin`. `Err` is a notice: the file was there but unusable.
 pub fn load(
     system: &dyn System,
-    settings: &crate::cache::CacheSettings,
+    settings: &terraci_db::store::CacheSettings,
 ) -> Result<Summaries, String> {
     let path = settings.dir.join(FILE_NAME);
     let Ok(bytes) = system.read(&path) else {
         return Ok(Summaries::default());
     };
-    parse(bytes, &crate::facts::cache::binary_id(system))
+    parse(bytes, &terraci_db::store::binary_id(system))
         .map_err(|why| format!("ignoring the summary cache `{path}` ({why}); rebuilding it"))
 }
 
@@ -475,12 +475,12 @@ struct Fresh<'a> {
 }
 
 /// Writes the summary of every module of `project` unless the cache holds them already
-/// but a few ([`crate::facts::cache::worth_rewriting`]: those are computed again next
+/// but a few ([`terraci_db::store::worth_rewriting`]: those are computed again next
 /// time). A module whose key matches its old entry keeps the old entry's bytes.
 pub fn save(
     db: &dyn Db,
     system: &dyn System,
-    settings: &crate::cache::CacheSettings,
+    settings: &terraci_db::store::CacheSettings,
     project: Project,
 ) -> std::io::Result<()> {
     let old = SummaryCache::try_get(db).map(|c| c.entries(db).clone());
@@ -530,7 +530,7 @@ pub fn save(
         .filter(|f| f.kept.is_none() || (f.root && f.kept_resolution.is_none()))
         .count();
     let old_len = old.as_ref().map(|o| o.entries.len());
-    if !crate::facts::cache::worth_rewriting(old_len, fresh.len(), stale) {
+    if !terraci_db::store::worth_rewriting(old_len, fresh.len(), stale) {
         return Ok(());
     }
     // Written as it is made, as the fact cache is: never held whole.
@@ -538,7 +538,7 @@ pub fn save(
         let mut out = Stream::new(emit);
         out.own(|head| {
             head.extend_from_slice(&begin_file(MAGIC, FORMAT, 64));
-            put_bytes(head, &crate::facts::cache::binary_id(system));
+            put_bytes(head, &terraci_db::store::binary_id(system));
             head.extend_from_slice(&summary_context(db, project).to_le_bytes());
             put_u64(head, fresh.len() as u64);
         })?;
@@ -803,7 +803,7 @@ fn write_anchor(out: &mut Vec<u8>, a: &Anchor, at: &AnchorAt<'_>) -> Option<()> 
     let (m, f) = at(a)?;
     put_u64(out, m as u64);
     put_u64(out, f as u64);
-    crate::facts::cache::write_item(out, &a.item);
+    terraci_db::store::write_item(out, &a.item);
     put_u64(out, a.node.0.into());
     Some(())
 }
@@ -817,7 +817,7 @@ fn write_diagnostics(out: &mut Vec<u8>, ds: &[Diagnostic], at: &AnchorAt<'_>) ->
 }
 
 fn write_diagnostic(out: &mut Vec<u8>, d: &Diagnostic, at: &AnchorAt<'_>) -> Option<()> {
-    crate::facts::cache::write_diagnostic_head(out, d);
+    terraci_db::store::write_diagnostic_head(out, d);
     put_strings(out, &d.details);
     put_opt_or_fail(out, &d.anchor, |o, a| write_anchor(o, a, at))
 }
