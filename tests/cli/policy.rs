@@ -868,6 +868,7 @@ fn a_lock_committed_in_the_checkout_is_not_read() {
     let p = Project::fixture("policy");
     p.write(".terraci.yaml", oci_config(url));
     p.write("permissive/allow.rego", ALLOW_ALL);
+    p.write("permissive/.terraci-complete", "");
     let lock = format!(
         "{{\"sources\":[{{\"type\":\"oci\",\"source\":\"{url}\",\"digest\":\"sha256:{}\",\"dir\":\"permissive\",\"files\":1}}]}}\n",
         "0".repeat(64)
