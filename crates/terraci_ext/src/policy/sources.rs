@@ -528,7 +528,7 @@ pub fn policy_files(
         })?,
         None => None,
     };
-    let home = policies_home(cache_home.unwrap_or(Utf8Path::new("/nonexistent")));
+    let home = cache_home.map(policies_home);
     let mut out = Vec::new();
     for source in sources {
         match source {
@@ -550,7 +550,8 @@ pub fn policy_files(
                 let pin = found.and_then(|e| e.commit.as_deref());
                 out.extend(verified_slot(
                     system,
-                    &home.join("git"),
+                    home.as_deref(),
+                    "git",
                     source,
                     found,
                     pin,
@@ -565,7 +566,8 @@ pub fn policy_files(
                 let pin = found.and_then(|e| e.digest.as_deref());
                 out.extend(verified_slot(
                     system,
-                    &home.join("oci"),
+                    home.as_deref(),
+                    "oci",
                     source,
                     found,
                     pin,
@@ -576,19 +578,21 @@ pub fn policy_files(
     Ok(out)
 }
 
-/// The policy files of a pulled source's slot (under `kind_dir`, named by its commit or
-/// digest `pin`), each checked against the lock's sha256: a file changed, added or
-/// missing since the pull is an error naming it.
+/// The policy files of a pulled source's slot (`<home>/<kind>/<pin>`, `pin` its commit
+/// or digest), each checked against the lock's sha256: a file changed, added or missing
+/// since the pull is an error naming it.
 fn verified_slot(
     system: &dyn System,
-    kind_dir: &Utf8Path,
+    home: Option<&Utf8Path>,
+    kind: &str,
     source: &PolicySource,
     found: Option<&Locked>,
     pin: Option<&str>,
 ) -> Result<Vec<(String, String)>, SourceError> {
-    let Some(entry) = found else {
+    let (Some(home), Some(entry)) = (home, found) else {
         return Err(err(source, "not pulled: run `terraci policy pull` first"));
     };
+    let kind_dir = home.join(kind);
     let name = pin.and_then(slot_name).ok_or_else(|| {
         err(
             source,
