@@ -835,12 +835,14 @@ fn ignore_files_of_the_enclosing_repository_are_read_confined() {
     )
     .expect("config");
     std::fs::write(project.join("stage/vpc/main.tf"), "# empty\n").expect("module");
+    let cache = tempfile::tempdir().expect("temp dir");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_terraci"));
     cmd.args(["validate", "--no-cache", "-d"])
         .arg(&project)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", repo);
+        .env("HOME", repo)
+        .env("TERRACI_CACHE_HOME", cache.path());
     let run = bounded(cmd, Duration::from_secs(60));
     assert_eq!(run.code, Some(0), "{}", run.text());
     assert!(

@@ -379,7 +379,7 @@ fn a_git_source_is_pulled_at_a_tag_and_at_a_branch_and_cached_by_commit() {
         "{tagged}: {}",
         pull.stdout
     );
-    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    let lock = json(&p.read(".terraci/policy.lock.json"));
     assert_eq!(lock["sources"][0]["type"], "git");
     assert_eq!(lock["sources"][0]["ref"], "v1");
     assert_eq!(lock["sources"][0]["commit"], tagged.as_str());
@@ -389,7 +389,7 @@ fn a_git_source_is_pulled_at_a_tag_and_at_a_branch_and_cached_by_commit() {
 
     p.write(".terraci.yaml", git_config(&url, "next"));
     assert_eq!(p.run(&["policy", "pull"]).code, 0);
-    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    let lock = json(&p.read(".terraci/policy.lock.json"));
     assert_eq!(lock["sources"][0]["commit"], branch.as_str());
     let check = check_vpc(&p);
     assert_eq!(check.code, 0, "{}", check.stderr);
@@ -463,7 +463,26 @@ fn a_git_store_committed_in_the_checkout_runs_nothing() {
         2,
         "error[policy-source]: policy source git:ssh://127.0.0.1:1/p.git@main: cannot",
     );
-    let config = std::fs::read_to_string(store.join("config")).unwrap();
+    // The committed store is not the one terraci uses: the per-user cache home's is, and
+    // even there its config is rewritten before use.
+    let cached = p
+        .cache_home()
+        .join("policies/git-store")
+        .join(digest.trim_start_matches("sha256:"));
+    std::fs::create_dir_all(&cached).unwrap();
+    git_at(&cached, &["init", "-q", "--bare", "."]);
+    git_at(
+        &cached,
+        &[
+            "config",
+            "core.sshCommand",
+            &format!("sh -c 'touch {}' #", pwned.display()),
+        ],
+    );
+    let pull = p.run(&["policy", "pull"]);
+    assert!(!pwned.exists(), "core.sshCommand ran: {}", pull.stderr);
+    assert_eq!(pull.code, 2, "{}", pull.stderr);
+    let config = std::fs::read_to_string(cached.join("config")).unwrap();
     assert!(!config.contains("sshCommand"), "{config}");
 }
 
@@ -643,7 +662,7 @@ fn a_git_source_is_pulled_over_http_at_a_tag_and_at_a_branch() {
     p.write(".terraci.yaml", git_config(&url, "v1"));
     let pull = p.run(&["policy", "pull"]);
     assert_eq!(pull.code, 0, "{}", pull.stderr);
-    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    let lock = json(&p.read(".terraci/policy.lock.json"));
     assert_eq!(lock["sources"][0]["commit"], tagged.as_str());
     assert_eq!(lock["sources"][0]["files"], 1);
     assert_failure(&check_vpc(&p), "failure: terraform.deny: tagged policy");
@@ -651,7 +670,7 @@ fn a_git_source_is_pulled_over_http_at_a_tag_and_at_a_branch() {
     p.write(".terraci.yaml", git_config(&url, "next"));
     let pull = p.run(&["policy", "pull"]);
     assert_eq!(pull.code, 0, "{}", pull.stderr);
-    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    let lock = json(&p.read(".terraci/policy.lock.json"));
     assert_eq!(lock["sources"][0]["commit"], branch.as_str());
     assert_eq!(lock["sources"][0]["files"], 2);
 
@@ -775,7 +794,7 @@ fn an_oci_source_is_pulled_from_a_registry_by_tag() {
     );
     let pull = p.run(&["policy", "pull"]);
     assert_eq!(pull.code, 0, "{}", pull.stderr);
-    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    let lock = json(&p.read(".terraci/policy.lock.json"));
     assert_eq!(lock["sources"][0]["digest"], digest.as_str());
     assert_eq!(
         lock["sources"][0]["files"], 2,
@@ -814,6 +833,101 @@ fn an_oci_source_is_pulled_from_a_registry_by_tag() {
             "error[policy-source]: policy source oci:oci://127.0.0.1:{closed}/org/policies:v1: GET"
         ),
     );
+}
+
+const ALLOW_ALL: &str = "package terraform\n";
+
+/// A slot committed where `policy pull` used to keep the artifact (`.terraci/policies/
+/// oci/<hex>/`, complete, with a permissive policy) is not what was pulled: the real
+/// artifact's deny fires.
+#[test]
+fn a_slot_committed_in_the_checkout_is_not_what_was_pulled() {
+    let (routes, digest) = policy_artifact();
+    let port = registry(routes);
+    let p = Project::fixture("policy");
+    p.write(
+        ".terraci.yaml",
+        oci_config(&format!("oci://127.0.0.1:{port}/org/policies:v1")),
+    );
+    let slot = format!(
+        ".terraci/policies/oci/{}",
+        digest.trim_start_matches("sha256:")
+    );
+    p.write(&format!("{slot}/.terraci-complete"), &digest);
+    p.write(&format!("{slot}/allow.rego"), ALLOW_ALL);
+    let pull = p.run(&["policy", "pull"]);
+    assert_eq!(pull.code, 0, "{}", pull.stderr);
+    assert_failure(&check_vpc(&p), "failure: terraform.deny: tagged policy");
+}
+
+/// A lock committed in the checkout (naming a directory with a permissive policy) is
+/// never read: without a pull, the source is not pulled.
+#[test]
+fn a_lock_committed_in_the_checkout_is_not_read() {
+    let url = "oci://127.0.0.1:1/org/policies:v1";
+    let p = Project::fixture("policy");
+    p.write(".terraci.yaml", oci_config(url));
+    p.write("permissive/allow.rego", ALLOW_ALL);
+    p.write("permissive/.terraci-complete", "");
+    let lock = format!(
+        "{{\"sources\":[{{\"type\":\"oci\",\"source\":\"{url}\",\"digest\":\"sha256:{}\",\"dir\":\"permissive\",\"files\":1}}]}}\n",
+        "0".repeat(64)
+    );
+    p.write(".terraci/policies/policy.lock.json", &lock);
+    p.write(".terraci/policy.lock.json", &lock);
+    assert_stderr(
+        &p.run(&["policy", "check"]),
+        2,
+        "not pulled: run `terraci policy pull` first",
+    );
+}
+
+/// A file of a pulled slot changed after the pull: `policy check` refuses it, naming it.
+#[test]
+fn a_changed_slot_file_is_refused() {
+    let (routes, digest) = policy_artifact();
+    let port = registry(routes);
+    let p = Project::fixture("policy");
+    p.write(
+        ".terraci.yaml",
+        oci_config(&format!("oci://127.0.0.1:{port}/org/policies:v1")),
+    );
+    assert_eq!(p.run(&["policy", "pull"]).code, 0);
+    let file = p
+        .cache_home()
+        .join("policies/oci")
+        .join(digest.trim_start_matches("sha256:"))
+        .join("policies/deny.rego");
+    std::fs::write(&file, ALLOW_ALL).unwrap();
+    let check = p.run(&["policy", "check"]);
+    assert_stderr(
+        &check,
+        2,
+        "policies/deny.rego is not the file that was pulled",
+    );
+    // A new pull puts the artifact's file back.
+    assert_eq!(p.run(&["policy", "pull"]).code, 0);
+    assert_failure(&check_vpc(&p), "failure: terraform.deny: tagged policy");
+}
+
+/// A cache home inside the project (as when HOME is the build directory) is refused.
+#[test]
+fn a_cache_home_inside_the_project_is_refused() {
+    let p = Project::fixture("policy");
+    p.write(
+        ".terraci.yaml",
+        oci_config("oci://127.0.0.1:1/org/policies:v1"),
+    );
+    let inside = p.path().join(".cache");
+    for args in [["policy", "pull"], ["policy", "check"]] {
+        let out = p.run_env(&args, &[("TERRACI_CACHE_HOME", inside.to_str().unwrap())]);
+        assert_stderr(&out, 2, "set TERRACI_CACHE_HOME outside the checkout");
+    }
+    let out = p.run_env(
+        &["policy", "pull"],
+        &[("TERRACI_CACHE_HOME", ""), ("XDG_CACHE_HOME", "")],
+    );
+    assert_stderr(&out, 2, "set TERRACI_CACHE_HOME outside the checkout");
 }
 
 #[test]
@@ -866,7 +980,7 @@ fn a_registry_that_wants_credentials_gets_only_those_bound_to_it() {
         &[("TERRACI_POLICY_OCI_CREDENTIALS", bound.as_str())],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let lock = json(&p.read(".terraci/policies/policy.lock.json"));
+    let lock = json(&p.read(".terraci/policy.lock.json"));
     assert_eq!(lock["sources"][0]["digest"], digest.as_str());
 }
 

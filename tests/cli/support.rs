@@ -3,6 +3,9 @@ use std::process::Command;
 
 pub(crate) struct Project {
     pub dir: tempfile::TempDir,
+    /// The per-user cache home (`TERRACI_CACHE_HOME`), outside the project: tests set
+    /// HOME to the project, where terraci refuses to keep its cache.
+    pub cache: tempfile::TempDir,
 }
 
 impl Project {
@@ -13,17 +16,26 @@ impl Project {
             .join(name);
         let dir = tempfile::tempdir().expect("temp dir");
         copy_dir(&src, dir.path());
-        Project { dir }
+        Project {
+            dir,
+            cache: tempfile::tempdir().expect("temp dir"),
+        }
     }
 
     pub(crate) fn empty() -> Project {
         Project {
             dir: tempfile::tempdir().expect("temp dir"),
+            cache: tempfile::tempdir().expect("temp dir"),
         }
     }
 
     pub(crate) fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The cache home the commands get (`TERRACI_CACHE_HOME`).
+    pub(crate) fn cache_home(&self) -> &Path {
+        self.cache.path()
     }
 
     pub(crate) fn write(&self, rel: &str, contents: impl AsRef<[u8]>) {
@@ -62,7 +74,8 @@ impl Project {
             .current_dir(self.path())
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", self.path());
+            .env("HOME", self.path())
+            .env("TERRACI_CACHE_HOME", self.cache.path());
         cmd
     }
 

@@ -72,8 +72,15 @@ fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
         }
     }
     let policy = section(&loaded.config)?;
-    let cache = policy_mod::cache_dir(&loaded.config, policy);
-    match sources::pull(io.system, &root, &cache, &policy.sources) {
+    let home = match terraci_db::system::cache_home(io.system, &root) {
+        Ok(home) => home,
+        Err(e) => {
+            print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
+            return Ok(EXIT_ERROR);
+        }
+    };
+    let service_dir = policy_mod::service_dir(&loaded.config);
+    match sources::pull(io.system, &root, &home, service_dir, &policy.sources) {
         Ok(lock) => {
             if !global.quiet {
                 for s in &lock.sources {
@@ -92,7 +99,14 @@ fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
                         s.files
                     )?;
                 }
-                writeln!(io.stdout, "wrote {cache}/{}", sources::LOCK_FILE)?;
+                writeln!(
+                    io.stdout,
+                    "wrote {} (a copy: {})",
+                    terraci_db::escape::printable(
+                        sources::lock_path(io.system, &root, &home).as_str()
+                    ),
+                    terraci_db::escape::printable(&sources::artifact_lock(service_dir))
+                )?;
             }
             Ok(exit::OK)
         }
@@ -124,7 +138,6 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
     let config = &ws.config.config;
     let policy = section(config)?;
     let root = ws.root.clone();
-    let cache = policy_mod::cache_dir(config, policy);
 
     // The modules: the one asked for, or every module with a plan.
     let plan_of = |m: &str| root.join(m).join("plan.json");
@@ -149,7 +162,20 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
             .collect(),
     };
 
-    let files = match sources::policy_files(io.system, &root, &cache, &policy.sources) {
+    // Only pulled (git, OCI) sources need the cache home.
+    let pulled = policy
+        .sources
+        .iter()
+        .any(|s| !matches!(s, terraci_db::config::PolicySource::Path { .. }));
+    let home = match pulled.then(|| terraci_db::system::cache_home(io.system, &root)) {
+        Some(Err(e)) => {
+            print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
+            return Ok(EXIT_ERROR);
+        }
+        Some(Ok(home)) => Some(home),
+        None => None,
+    };
+    let files = match sources::policy_files(io.system, &root, home.as_deref(), &policy.sources) {
         Ok(files) => files,
         Err(e) => {
             print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;

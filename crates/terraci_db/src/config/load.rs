@@ -360,6 +360,19 @@ fn finish(
             )));
         }
     }
+    if let Some(policy) = &config.extensions.policy {
+        if policy
+            .source_cache_dir
+            .as_deref()
+            .is_some_and(|d| !d.is_empty())
+        {
+            warnings.push(
+                "extensions.policy.source_cache_dir is ignored: pulled policies are kept in the \
+                 per-user cache (TERRACI_CACHE_HOME), never in the checkout"
+                    .to_owned(),
+            );
+        }
+    }
     for name in config.extensions.ignored_sections() {
         warnings.push(format!(
             "extensions.{name} is a TerraCi plugin that terraci does not implement; the section is ignored"

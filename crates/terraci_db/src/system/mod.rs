@@ -311,3 +311,125 @@ pub fn normalize(path: &Utf8Path) -> Utf8PathBuf {
     }
     out
 }
+
+/// Why there is no usable per-user cache home (see [`cache_home`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheHomeError {
+    #[error("TERRACI_CACHE_HOME `{0}` is not an absolute path")]
+    NotAbsolute(String),
+    #[error(
+        "no cache home: none of TERRACI_CACHE_HOME, XDG_CACHE_HOME and HOME is set: set TERRACI_CACHE_HOME"
+    )]
+    Unset,
+    #[error(
+        "the cache home `{home}` lies inside the project `{root}`, where a merge request can write: set TERRACI_CACHE_HOME outside the checkout"
+    )]
+    InsideProject { home: String, root: String },
+    #[error("cannot create the cache home `{home}`: {why}")]
+    Create { home: String, why: String },
+}
+
+/// The per-user directory where terraci keeps what it fetched and must trust later
+/// (pulled policies, their locks, git stores): never inside the checkout, which a merge
+/// request writes. The first of `TERRACI_CACHE_HOME` (absolute), `$XDG_CACHE_HOME/terraci`
+/// (a relative `XDG_CACHE_HOME` is ignored, per the XDG spec) and `$HOME/.cache/terraci`.
+/// Refused when it, or its nearest existing ancestor with symlinks resolved, lies inside
+/// `project_root`. The directory is created.
+pub fn cache_home(
+    system: &dyn System,
+    project_root: &Utf8Path,
+) -> Result<Utf8PathBuf, CacheHomeError> {
+    let set = |name: &str| system.env_var(name).filter(|v| !v.is_empty());
+    let home = if let Some(dir) = set("TERRACI_CACHE_HOME") {
+        if !Utf8Path::new(&dir).is_absolute() {
+            return Err(CacheHomeError::NotAbsolute(
+                crate::escape::printable(&dir).into_owned(),
+            ));
+        }
+        Utf8PathBuf::from(dir)
+    } else if let Some(xdg) = set("XDG_CACHE_HOME").filter(|d| Utf8Path::new(d).is_absolute()) {
+        Utf8PathBuf::from(xdg).join("terraci")
+    } else if let Some(home) = set("HOME").filter(|d| Utf8Path::new(d).is_absolute()) {
+        Utf8PathBuf::from(home).join(".cache").join("terraci")
+    } else {
+        return Err(CacheHomeError::Unset);
+    };
+    let home = normalize(&home);
+    let root = system
+        .canonicalize(project_root)
+        .unwrap_or_else(|_| normalize(project_root));
+    // The nearest existing ancestor with its symlinks resolved, then the rest as written.
+    let mut existing = home.as_path();
+    let mut rest: Vec<&str> = Vec::new();
+    let real = loop {
+        if let Ok(real) = system.canonicalize(existing) {
+            break rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => break home.clone(),
+        }
+    };
+    let inside = |p: &Utf8Path| p.starts_with(&root) || p.starts_with(project_root);
+    if inside(&home) || inside(&real) {
+        return Err(CacheHomeError::InsideProject {
+            home: crate::escape::printable(home.as_str()).into_owned(),
+            root: crate::escape::printable(root.as_str()).into_owned(),
+        });
+    }
+    system
+        .create_dir_all(&home)
+        .map_err(|e| CacheHomeError::Create {
+            home: crate::escape::printable(home.as_str()).into_owned(),
+            why: e.to_string(),
+        })?;
+    Ok(home)
+}
+
+#[cfg(test)]
+mod cache_home_tests {
+    use super::*;
+
+    fn system(env: &[(&str, &str)]) -> MemorySystem {
+        let s = MemorySystem::new();
+        for (k, v) in env {
+            s.set_env(k, v);
+        }
+        s
+    }
+
+    #[test]
+    fn the_cache_home_is_chosen_in_order_and_never_inside_the_project() {
+        let root = Utf8Path::new("/work/project");
+        let s = system(&[
+            ("TERRACI_CACHE_HOME", "/c/t"),
+            ("XDG_CACHE_HOME", "/c/x"),
+            ("HOME", "/h"),
+        ]);
+        assert_eq!(cache_home(&s, root).unwrap(), "/c/t");
+        let s = system(&[("XDG_CACHE_HOME", "/c/x"), ("HOME", "/h")]);
+        assert_eq!(cache_home(&s, root).unwrap(), "/c/x/terraci");
+        let s = system(&[("XDG_CACHE_HOME", "relative"), ("HOME", "/h")]);
+        assert_eq!(cache_home(&s, root).unwrap(), "/h/.cache/terraci");
+        assert_eq!(cache_home(&system(&[]), root), Err(CacheHomeError::Unset));
+        assert!(matches!(
+            cache_home(&system(&[("TERRACI_CACHE_HOME", "rel")]), root),
+            Err(CacheHomeError::NotAbsolute(_))
+        ));
+        let inside = cache_home(&system(&[("HOME", "/work/project")]), root).unwrap_err();
+        assert!(
+            inside
+                .to_string()
+                .ends_with("set TERRACI_CACHE_HOME outside the checkout"),
+            "{inside}"
+        );
+        let dotdot = system(&[("TERRACI_CACHE_HOME", "/work/other/../project/c")]);
+        assert!(matches!(
+            cache_home(&dotdot, root),
+            Err(CacheHomeError::InsideProject { .. })
+        ));
+    }
+}

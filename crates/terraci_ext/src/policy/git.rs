@@ -3,7 +3,7 @@
 //! Input: a repository URL (`https://`, `ssh://`, `git://`, `file://` or a local path)
 //! and a ref (a branch, a tag or a full commit id; default the remote's HEAD). Output:
 //! the commit the ref resolves to and the policy files (`.rego`) of its tree. The objects
-//! are kept in a bare repository per URL under the cache (`<cache>/.git-store/<hash>`), so
+//! are kept in a bare repository per URL under the per-user cache home (`<home>/policies/git-store/<hash>`), so
 //! a commit already fetched is read without the network. gix reads and writes that store
 //! itself; the policy files go to disk through the `System` (see `sources`).
 //!
@@ -30,10 +30,7 @@ pub(super) struct Fetched {
 
 fn store_name(url: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, url.as_bytes());
-    digest.as_ref()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn is_commit_id(r: &str) -> bool {

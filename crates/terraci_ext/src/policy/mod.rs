@@ -6,7 +6,7 @@
 //! messages and the rules that produced them), the report `<service_dir>/policy-report.json`
 //! the summary comment renders, and the exit code the decisions give.
 //!
-//! Stages: [`sources`] materialises git and OCI sources under the cache directory with a
+//! Stages: [`sources`] materialises git and OCI sources in the per-user cache home with a
 //! lock of what was pulled (`policy pull`); [`engine`] evaluates Rego in process;
 //! [`check`] applies the decisions and overrides per module and renders the report
 //! (the commands are in `src/commands/policy.rs`).
@@ -33,15 +33,6 @@ pub fn service_dir(config: &Config) -> &str {
         .as_deref()
         .filter(|s| !s.is_empty())
         .unwrap_or(DEFAULT_SERVICE_DIR)
-}
-
-/// Where pulled policies go (project-relative): `source_cache_dir`, default
-/// `<service_dir>/policies`.
-pub fn cache_dir(config: &Config, policy: &Policy) -> String {
-    match policy.source_cache_dir.as_deref().filter(|s| !s.is_empty()) {
-        Some(dir) => dir.trim_end_matches('/').to_owned(),
-        None => format!("{}/policies", service_dir(config).trim_end_matches('/')),
-    }
 }
 
 /// A module's settings after the overrides that match it.

@@ -1,14 +1,17 @@
 //! Policy sources: materialising git and OCI sources, the lock, and reading `.rego` files.
 //!
-//! Input: `extensions.policy.sources`, the project root, the cache directory. Output:
-//! `policy pull` writes each git source at its resolved commit to
-//! `<cache>/git/<commit>/` and each OCI source at its manifest digest to
-//! `<cache>/oci/<digest>/` (content-addressed: a slot already complete is not fetched
-//! again), then `<cache>/policy.lock.json` listing every source with its ref, commit or
-//! digest and directory. `policy check` reads path sources in place and git/OCI sources
-//! from the slots the lock names. Files are written through the `System`.
+//! Input: `extensions.policy.sources`, the project root, the per-user cache home
+//! (`terraci_db::system::cache_home`, never inside the checkout). Output: `policy pull`
+//! writes each git source at its resolved commit to `<home>/policies/git/<commit>/` and
+//! each OCI source at its manifest digest to `<home>/policies/oci/<hex>/` (git objects in
+//! `<home>/policies/git-store/`), then the lock `<home>/policies/locks/<hash of the
+//! project's canonical root>.json`: every source with its ref, commit or digest, and the
+//! sha256 of each file pulled. A copy of the lock goes to `<service_dir>/policy.lock.json`
+//! as an artifact; it is never read. `policy check` reads path sources in place and git/OCI
+//! sources from their slots, each file verified against the lock's sha256. Nothing under
+//! the checkout's `.terraci/` is trusted. Files are written through the `System`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
@@ -45,10 +48,15 @@ pub struct Locked {
     /// The manifest digest (oci).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
-    /// Project-relative directory of its files.
+    /// Where its files are: project-relative for a path source, the slot in the cache
+    /// home for git and OCI (shown only: `policy check` finds a slot by its pin).
     pub dir: String,
     /// How many `.rego` files it has.
     pub files: usize,
+    /// Each pulled file's `sha256:<hex>`, by its path in the slot (git and OCI):
+    /// `policy check` reads only files that still match.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hashes: BTreeMap<String, String>,
 }
 
 /// A source's failure, naming it.
@@ -77,11 +85,9 @@ pub(crate) enum FilesError {
     },
     #[error("{0} is not UTF-8 text")]
     NotText(String),
-    #[error("source_cache_dir `{0}` must be a directory inside the project")]
-    CacheOutside(String),
-    #[error("{cache}/{LOCK_FILE} is not a policy lock ({source}): run `terraci policy pull`")]
+    #[error("{lock} is not a policy lock ({source}): run `terraci policy pull`")]
     NotALock {
-        cache: String,
+        lock: String,
         source: serde_json::Error,
     },
 }
@@ -181,17 +187,57 @@ fn refuse_local_in_project(
     Ok(())
 }
 
-/// Pulls every source; writes the lock. Returns it.
+/// The lock's name as an artifact under `service_dir`: written by `policy pull`, never read.
+pub fn artifact_lock(service_dir: &str) -> String {
+    format!("{}/{LOCK_FILE}", service_dir.trim_end_matches('/'))
+}
+
+/// Where pulled policies live: `<cache home>/policies`.
+fn policies_home(cache_home: &Utf8Path) -> Utf8PathBuf {
+    cache_home.join("policies")
+}
+
+/// The lock of the project at `root`: `<cache home>/policies/locks/<16 hex of the sha256
+/// of the project's canonical root>.json`, out of reach of the checkout.
+pub fn lock_path(system: &dyn System, root: &Utf8Path, cache_home: &Utf8Path) -> Utf8PathBuf {
+    let canonical = system
+        .canonicalize(root)
+        .unwrap_or_else(|_| root.to_owned());
+    let hex = sha256_hex(canonical.as_str().as_bytes());
+    policies_home(cache_home)
+        .join("locks")
+        .join(format!("{}.json", &hex[..16]))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `sha256:<hex>` of `bytes`, as the lock records a file.
+fn file_hash(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// A slot's name: a full hex id (a git commit or a sha256 digest), nothing else.
+fn slot_name(pin: &str) -> Option<&str> {
+    let hex = pin.strip_prefix("sha256:").unwrap_or(pin);
+    (matches!(hex.len(), 40 | 64) && hex.chars().all(|c| c.is_ascii_hexdigit())).then_some(hex)
+}
+
+/// Pulls every source into the per-user cache home; writes the lock there (and a copy,
+/// never read back, to `<service_dir>/policy.lock.json` as an artifact). Returns it.
 pub fn pull(
     system: &dyn System,
     root: &Utf8Path,
-    cache: &str,
+    cache_home: &Utf8Path,
+    service_dir: &str,
     sources: &[PolicySource],
 ) -> Result<Lock, SourceError> {
-    let cache_abs = project_relative(root, cache).ok_or_else(|| SourceError {
-        source_name: "source_cache_dir".into(),
-        message: format!("`{cache}` must be a directory inside the project"),
-    })?;
+    let home = policies_home(cache_home);
     let mut lock = Lock::default();
     for source in sources {
         let locked = match source {
@@ -207,19 +253,19 @@ pub fn pull(
                     digest: None,
                     dir: path.trim_end_matches('/').to_owned(),
                     files: files.len(),
+                    hashes: BTreeMap::new(),
                 }
             }
             PolicySource::Git { url, reference } => {
                 refuse_local_in_project(system, root, source, url)?;
-                let fetched = super::git::fetch(
-                    system,
-                    &cache_abs.join(".git-store"),
-                    url,
-                    reference.as_deref(),
-                )
-                .map_err(|e| err(source, e.to_string()))?;
-                let rel = format!("{cache}/git/{}", fetched.commit);
-                let files = fill_slot(system, root, &rel, &fetched.commit, &fetched.files)
+                let fetched =
+                    super::git::fetch(system, &home.join("git-store"), url, reference.as_deref())
+                        .map_err(|e| err(source, e.to_string()))?;
+                let name = slot_name(&fetched.commit).ok_or_else(|| {
+                    err(source, format!("`{}` is not a commit id", fetched.commit))
+                })?;
+                let slot = home.join("git").join(name);
+                let (files, hashes) = fill_slot(system, &slot, &fetched.commit, &fetched.files)
                     .map_err(|e| err(source, e.to_string()))?;
                 Locked {
                     kind: "git".into(),
@@ -228,16 +274,22 @@ pub fn pull(
                     reference: reference.clone(),
                     commit: Some(fetched.commit),
                     digest: None,
-                    dir: rel,
-                    files: files.len(),
+                    dir: slot.to_string(),
+                    files,
+                    hashes,
                 }
             }
             PolicySource::Oci { url } => {
                 let pulled =
                     super::oci::pull(system, url).map_err(|e| err(source, e.to_string()))?;
-                let hex = pulled.digest.trim_start_matches("sha256:").to_owned();
-                let rel = format!("{cache}/oci/{hex}");
-                let files = fill_slot(system, root, &rel, &pulled.digest, &pulled.files)
+                let name = slot_name(&pulled.digest).ok_or_else(|| {
+                    err(
+                        source,
+                        format!("`{}` is not a sha256 digest", pulled.digest),
+                    )
+                })?;
+                let slot = home.join("oci").join(name);
+                let (files, hashes) = fill_slot(system, &slot, &pulled.digest, &pulled.files)
                     .map_err(|e| err(source, e.to_string()))?;
                 Locked {
                     kind: "oci".into(),
@@ -245,8 +297,9 @@ pub fn pull(
                     reference: None,
                     commit: None,
                     digest: Some(pulled.digest),
-                    dir: rel,
-                    files: files.len(),
+                    dir: slot.to_string(),
+                    files,
+                    hashes,
                 }
             }
         };
@@ -254,37 +307,111 @@ pub fn pull(
     }
     let mut text = serde_json::to_string_pretty(&lock).unwrap_or_default();
     text.push('\n');
+    let path = lock_path(system, root, cache_home);
     system
-        .write_atomic(&cache_abs.join(LOCK_FILE), text.as_bytes())
+        .write_atomic(&path, text.as_bytes())
         .map_err(|e| SourceError {
             source_name: "lock".into(),
-            message: format!("cannot write {cache}/{LOCK_FILE}: {e}"),
+            message: format!("cannot write {path}: {e}"),
+        })?;
+    let artifact = artifact_lock(service_dir);
+    let artifact_abs = project_relative(root, &artifact).ok_or_else(|| SourceError {
+        source_name: "lock".into(),
+        message: format!("`{artifact}` is not inside the project"),
+    })?;
+    system
+        .write_atomic(&artifact_abs, text.as_bytes())
+        .map_err(|e| SourceError {
+            source_name: "lock".into(),
+            message: format!("cannot write {artifact}: {e}"),
         })?;
     Ok(lock)
 }
 
-/// Writes `files` into the content-addressed slot `rel` unless it is complete already
-/// (its marker, holding `pin`, is written last); returns the slot's policy files.
+/// Makes the content-addressed slot hold exactly `files` (what was just fetched and
+/// verified): every file is (re)written, policy files it should not have are removed, and
+/// the marker holding `pin` is written last. A slot already there is never trusted: a
+/// file that differs is replaced. Returns how many policy files it has and each file's
+/// sha256 for the lock.
 fn fill_slot(
     system: &dyn System,
-    root: &Utf8Path,
-    rel: &str,
+    slot: &Utf8Path,
     pin: &str,
     files: &[(String, Vec<u8>)],
-) -> Result<Vec<(String, String)>, FilesError> {
-    let slot = root.join(rel);
-    if !system.is_file(&slot.join(COMPLETE)) {
-        for (path, bytes) in files {
-            write_inside(system, &slot, path, bytes)?;
-        }
-        system
-            .write_atomic(&slot.join(COMPLETE), pin.as_bytes())
-            .map_err(|source| FilesError::Write {
-                path: rel.to_owned(),
-                source,
-            })?;
+) -> Result<(usize, BTreeMap<String, String>), FilesError> {
+    let mut hashes = BTreeMap::new();
+    for (path, bytes) in files {
+        write_inside(system, slot, path, bytes)?;
+        hashes.insert(path.clone(), file_hash(bytes));
     }
-    rego_files(system, &slot, rel)
+    for (rel, _) in slot_files(system, slot)? {
+        if !hashes.contains_key(&rel) {
+            system
+                .remove_file(&slot.join(&rel))
+                .map_err(|source| FilesError::Write {
+                    path: slot.join(&rel).to_string(),
+                    source,
+                })?;
+        }
+    }
+    system
+        .write_atomic(&slot.join(COMPLETE), pin.as_bytes())
+        .map_err(|source| FilesError::Write {
+            path: slot.to_string(),
+            source,
+        })?;
+    let count = hashes.keys().filter(|p| is_policy_path(p)).count();
+    Ok((count, hashes))
+}
+
+/// Whether a slot-relative path names a policy file that `policy check` reads (no part
+/// starts with `.`, the name is a policy file's).
+fn is_policy_path(rel: &str) -> bool {
+    let mut parts = rel.split('/').peekable();
+    let mut ok = true;
+    while let Some(part) = parts.next() {
+        ok &= !part.starts_with('.') && !part.is_empty();
+        if parts.peek().is_none() {
+            ok &= is_policy_file(part);
+        }
+    }
+    ok
+}
+
+/// The policy files under a slot as (slot-relative path, bytes), sorted.
+fn slot_files(system: &dyn System, slot: &Utf8Path) -> Result<Vec<(String, Vec<u8>)>, FilesError> {
+    let mut out = Vec::new();
+    let mut stack = vec![(slot.to_owned(), String::new())];
+    while let Some((abs, rel)) = stack.pop() {
+        let entries = system.read_dir(&abs).map_err(|source| FilesError::Read {
+            path: abs.to_string(),
+            source,
+        })?;
+        for entry in entries {
+            if entry.name.starts_with('.') {
+                continue;
+            }
+            let child = abs.join(&entry.name);
+            let child_rel = if rel.is_empty() {
+                entry.name.clone()
+            } else {
+                format!("{rel}/{}", entry.name)
+            };
+            match entry.kind {
+                EntryKind::Dir => stack.push((child, child_rel)),
+                EntryKind::File if is_policy_file(&entry.name) => {
+                    let bytes = system.read(&child).map_err(|source| FilesError::Read {
+                        path: child.to_string(),
+                        source,
+                    })?;
+                    out.push((child_rel, bytes));
+                }
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// Writes `bytes` at `rel` under `dir`, refusing a path that leaves it.
@@ -359,51 +486,58 @@ pub(crate) fn rego_files(
     Ok(out)
 }
 
-/// Reads the lock, if `policy pull` wrote one.
+/// Reads the project's lock from the cache home, if `policy pull` wrote one (the copy in
+/// the checkout is never read).
 pub(crate) fn read_lock(
     system: &dyn System,
     root: &Utf8Path,
-    cache: &str,
+    cache_home: &Utf8Path,
 ) -> Result<Option<Lock>, FilesError> {
-    let Some(dir) = project_relative(root, cache) else {
-        return Err(FilesError::CacheOutside(cache.to_owned()));
-    };
-    let path = dir.join(LOCK_FILE);
+    let path = lock_path(system, root, cache_home);
     match system.read(&path) {
         Ok(bytes) => {
             serde_json::from_slice(&bytes)
                 .map(Some)
                 .map_err(|source| FilesError::NotALock {
-                    cache: cache.to_owned(),
+                    lock: path.to_string(),
                     source,
                 })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(FilesError::Read {
-            path: format!("{cache}/{LOCK_FILE}"),
+            path: path.to_string(),
             source,
         }),
     }
 }
 
 /// Every policy file of the configured sources: path sources in place, git and OCI
-/// sources from the slots of the lock.
+/// sources from their slots in the cache home, each file verified against the sha256 the
+/// lock recorded when it was pulled. `cache_home` is needed only for git and OCI sources
+/// (without it they are not pulled).
 pub fn policy_files(
     system: &dyn System,
     root: &Utf8Path,
-    cache: &str,
+    cache_home: Option<&Utf8Path>,
     sources: &[PolicySource],
 ) -> Result<Vec<(String, String)>, SourceError> {
-    let lock = read_lock(system, root, cache).map_err(|e| SourceError {
-        source_name: "lock".into(),
-        message: e.to_string(),
-    })?;
+    let lock = match cache_home {
+        Some(cache_home) => read_lock(system, root, cache_home).map_err(|e| SourceError {
+            source_name: "lock".into(),
+            message: e.to_string(),
+        })?,
+        None => None,
+    };
+    let home = cache_home.map(policies_home);
     let mut out = Vec::new();
     for source in sources {
-        let (dir, shown) = match source {
+        match source {
             PolicySource::Path { path } => {
                 let dir = path_dir(system, root, source, path)?;
-                (dir, path.trim_end_matches('/').to_owned())
+                let shown = path.trim_end_matches('/').to_owned();
+                out.extend(
+                    rego_files(system, &dir, &shown).map_err(|e| err(source, e.to_string()))?,
+                );
             }
             PolicySource::Git { url, reference } => {
                 let found = lock.as_ref().and_then(|l| {
@@ -413,7 +547,15 @@ pub fn policy_files(
                             && &e.reference == reference
                     })
                 });
-                slot(system, root, source, found)?
+                let pin = found.and_then(|e| e.commit.as_deref());
+                out.extend(verified_slot(
+                    system,
+                    home.as_deref(),
+                    "git",
+                    source,
+                    found,
+                    pin,
+                )?);
             }
             PolicySource::Oci { url } => {
                 let found = lock.as_ref().and_then(|l| {
@@ -421,37 +563,81 @@ pub fn policy_files(
                         .iter()
                         .find(|e| e.kind == "oci" && e.source == crate::http::redact_url(url))
                 });
-                slot(system, root, source, found)?
+                let pin = found.and_then(|e| e.digest.as_deref());
+                out.extend(verified_slot(
+                    system,
+                    home.as_deref(),
+                    "oci",
+                    source,
+                    found,
+                    pin,
+                )?);
             }
-        };
-        out.extend(rego_files(system, &dir, &shown).map_err(|e| err(source, e.to_string()))?);
+        }
     }
     Ok(out)
 }
 
-fn slot(
+/// The policy files of a pulled source's slot (`<home>/<kind>/<pin>`, `pin` its commit
+/// or digest), each checked against the lock's sha256: a file changed, added or missing
+/// since the pull is an error naming it.
+fn verified_slot(
     system: &dyn System,
-    root: &Utf8Path,
+    home: Option<&Utf8Path>,
+    kind: &str,
     source: &PolicySource,
     found: Option<&Locked>,
-) -> Result<(Utf8PathBuf, String), SourceError> {
-    let Some(entry) = found else {
+    pin: Option<&str>,
+) -> Result<Vec<(String, String)>, SourceError> {
+    let (Some(home), Some(entry)) = (home, found) else {
         return Err(err(source, "not pulled: run `terraci policy pull` first"));
     };
-    let dir = project_relative(root, &entry.dir).ok_or_else(|| {
+    let kind_dir = home.join(kind);
+    let name = pin.and_then(slot_name).ok_or_else(|| {
         err(
             source,
-            format!("the lock names `{}`, outside the project", entry.dir),
+            "the lock has no commit or digest: run `terraci policy pull`",
         )
     })?;
-    if !system.is_file(&dir.join(COMPLETE)) {
+    let dir = kind_dir.join(name);
+    let complete = system.read(&dir.join(COMPLETE)).ok();
+    if complete.as_deref() != pin.map(str::as_bytes) {
+        return Err(err(
+            source,
+            format!("{dir} is missing or incomplete: run `terraci policy pull`"),
+        ));
+    }
+    let files = slot_files(system, &dir).map_err(|e| err(source, e.to_string()))?;
+    let mut wanted: BTreeSet<&str> = entry
+        .hashes
+        .keys()
+        .map(String::as_str)
+        .filter(|p| is_policy_path(p))
+        .collect();
+    let mut out = Vec::new();
+    for (rel, bytes) in files {
+        let shown = dir.join(&rel).to_string();
+        if entry.hashes.get(&rel) != Some(&file_hash(&bytes)) {
+            return Err(err(
+                source,
+                format!(
+                    "{shown} is not the file that was pulled (its sha256 differs from the lock's): run `terraci policy pull`"
+                ),
+            ));
+        }
+        wanted.remove(rel.as_str());
+        let text = String::from_utf8(bytes)
+            .map_err(|_| err(source, format!("{shown} is not UTF-8 text")))?;
+        out.push((shown, text));
+    }
+    if let Some(missing) = wanted.first() {
         return Err(err(
             source,
             format!(
-                "{} is missing or incomplete: run `terraci policy pull`",
-                entry.dir
+                "{} was pulled but is missing: run `terraci policy pull`",
+                dir.join(missing)
             ),
         ));
     }
-    Ok((dir, entry.dir.clone()))
+    Ok(out)
 }
