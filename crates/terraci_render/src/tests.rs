@@ -184,7 +184,7 @@ fn fixtures_render_to_their_snapshots() {
             let rendered = render(case, provider);
             let name = format!("{}.{}", case.name, provider.as_str());
             insta::with_settings!({
-                snapshot_path => "../../snapshots/render",
+                snapshot_path => "../../../snapshots/render",
                 prepend_module_to_snapshot => false,
                 omit_expression => true,
                 description => format!("fixtures/render/{}.yaml", case.name),
