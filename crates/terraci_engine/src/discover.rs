@@ -424,7 +424,13 @@ fn assemble(
         .filter(|(id, _)| id.split('/').count() >= depth || is_library(id))
         .map(|(id, _)| id.clone())
         .collect();
-    // Pattern mode: roots deeper than the pattern with no module at its depth above them.
+    // Pattern mode: roots deeper than the pattern with no module at its depth above them,
+    // in a tree where no module is at the pattern's depth at all (the pattern is
+    // shallower than every root). A tree with modules at that depth is TerraCi's layout
+    // of submodules grouped under a directory (`ec2/db-migrate`): no warning.
+    let none_at_depth = !module_dirs
+        .iter()
+        .any(|(id, _)| id.split('/').count() == depth);
     let mut misplaced: Vec<(String, String)> = Vec::new();
     for (id, files) in module_dirs {
         let parts: Vec<&str> = id.split('/').collect();
@@ -457,6 +463,7 @@ fn assemble(
             }
         }
         if !roots_mode
+            && none_at_depth
             && role == Role::Root
             && parts.len() > depth
             && module_ids.binary_search(&parts[..depth].join("/")).is_err()
@@ -809,6 +816,55 @@ mod tests {
         let addons = &d.modules[3].info;
         assert_eq!(addons.submodule.as_deref(), Some("addons"));
         assert_eq!(addons.components["module"], "eks");
+    }
+
+    #[test]
+    fn roots_discovery_finds_every_depth_but_libraries() {
+        let fs = MemorySystem::new();
+        for (f, text) in [
+            ("/p/core/main.tf", "terraform {\n  backend \"s3\" {}\n}\n"),
+            ("/p/net/hub/eu/vpc/main.tf", ""),
+            ("/p/net/hub/eu/vpc/eks/main.tf", ""),
+            (
+                "/p/apps/web/main.tf",
+                "module \"svc\" {\n  source = \"../modules/svc\"\n}\nmodule \"r\" {\n  source = \"hashicorp/x/aws\"\n}\n",
+            ),
+            (
+                "/p/apps/api/main.tf.json",
+                r#"{"module": {"lib": {"source": "./lib//sub"}}}"#,
+            ),
+            ("/p/apps/api/lib/sub/main.tf", ""),
+            ("/p/apps/modules/svc/main.tf", "terraform {\n  backend \"s3\" {}\n}\n"),
+            ("/p/shared/listed/main.tf", ""),
+            ("/p/.terraform/modules/x/main.tf", ""),
+        ] {
+            fs.write_file(f, text);
+        }
+        let d = discover_modules(
+            &fs,
+            &ReadPolicy::new(&fs, "/p".into(), 1 << 20),
+            &Pattern::roots(),
+            &["shared".into()],
+        );
+        assert_eq!(
+            ids(&d),
+            [
+                "apps/api",
+                "apps/api/lib/sub (library) parent=apps/api",
+                "apps/modules/svc (library)",
+                "apps/web",
+                "core",
+                "net/hub/eu/vpc",
+                "net/hub/eu/vpc/eks parent=net/hub/eu/vpc",
+                "shared/listed (library)",
+            ]
+        );
+        let eks = &d.modules[6].info;
+        assert_eq!(eks.submodule, None);
+        assert_eq!(eks.components.len(), 1);
+        assert_eq!(eks.components["module"], "eks");
+        assert_eq!(d.called["apps/modules/svc"], "apps/web");
+        assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
     }
 
     #[test]
