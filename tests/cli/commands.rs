@@ -287,3 +287,94 @@ fn init_proposes_the_pattern_that_fits_the_tree() {
          terraform/projects/infra-vpc\n\n"
     );
 }
+
+/// The edges of `graph --format json`, as `from -> to`.
+fn json_edges(p: &Project) -> Vec<String> {
+    let out = p.run(&["graph", "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let mut edges: Vec<String> = v["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .map(|e| {
+            format!(
+                "{} -> {}",
+                e["from"].as_str().unwrap(),
+                e["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    edges.sort();
+    edges
+}
+
+#[test]
+fn init_finds_roots_at_every_depth_and_local_call_targets_as_libraries() {
+    // `core` is 1 level deep, the other roots 4; `apps/modules/svc` has a backend block
+    // but `apps/prod/eu/web` calls it with a local source.
+    let p = Project::fixture("init/mixed-depth");
+    let out = p.run(&["init", "--ci"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let config = p.read(".terraci.yaml");
+    assert!(config.contains("  discovery: roots\n"), "{config}");
+    assert!(
+        config.contains("    - \"apps/modules/svc\"  # called by apps/prod/eu/web\n"),
+        "{config}"
+    );
+    assert!(!config.contains("pattern:"), "{config}");
+    assert_eq!(
+        json_edges(&p),
+        [
+            // Through the library's remote_state block, read for its caller.
+            "apps/prod/eu/web -> core",
+            "apps/prod/eu/web -> net/hub/eu/vpc",
+            "net/hub/eu/vpc -> core",
+        ]
+    );
+    let levels = p.run(&["graph", "--format", "levels"]);
+    assert_eq!(
+        levels.stdout,
+        "Level 0 (1 module):\n  core\n\nLevel 1 (1 module):\n  net/hub/eu/vpc  (← core)\n\n\
+         Level 2 (1 module):\n  apps/prod/eu/web  (← core, vpc)\n\n"
+    );
+    // The selection flags: `--filter module=` names the directory.
+    let filtered = p.run(&["graph", "--format", "list", "--filter", "module=vpc"]);
+    assert_eq!(filtered.code, 0, "{}", filtered.stderr);
+    assert_eq!(filtered.stdout, "[net/hub]\n  eu/vpc\n");
+}
+
+#[test]
+fn a_pattern_that_misses_roots_says_so() {
+    let p = Project::fixture("init/mixed-depth");
+    // Four levels, as most roots here are: `core` is above it, and would be lost.
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{a}/{b}/{c}/{module}\"\nlibrary_modules:\n  paths: [apps/modules]\n",
+    );
+    let out = p.run(&["validate"]);
+    assert!(
+        out.stdout.contains("undiscovered-root") || out.stderr.contains("undiscovered-root"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        (out.stdout.clone() + &out.stderr).contains("`core` has a `backend \"s3\"` block"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+    // Two levels: the 4-deep roots have no module at depth 2 above them.
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{a}/{module}\"\nlibrary_modules:\n  paths: [apps/modules]\n",
+    );
+    let out = p.run(&["validate"]);
+    let all = out.stdout.clone() + &out.stderr;
+    assert!(all.contains("pattern-depth"), "{all}");
+    assert!(
+        all.contains("`{a}/{level2}/{level3}/{module}` fits them"),
+        "{all}"
+    );
+}

@@ -44,7 +44,22 @@ impl terraci_db::exit::Coded for InitError {
 pub(crate) struct Choices {
     pub(crate) provider: InitProvider,
     pub(crate) binary: Binary,
+    /// A pattern, or [`ROOTS`] for `structure.discovery: roots`.
     pub pattern: String,
+    /// Local call targets for `library_modules.paths`, each with a directory that calls it.
+    pub(crate) libraries: Vec<(String, String)>,
+    /// Why roots mode (comment lines), when the pattern is [`ROOTS`].
+    pub(crate) roots_note: Option<String>,
+}
+
+/// The pattern answer that means `structure.discovery: roots`.
+pub(crate) const ROOTS: &str = "roots";
+
+fn check_pattern(answer: &str) -> Result<(), terraci_db::config::PatternError> {
+    if answer == ROOTS {
+        return Ok(());
+    }
+    Pattern::parse(answer).map(|_| ())
 }
 
 /// Writes the config file of `dir`: `-c FILE` if given, else the config file the other
@@ -83,7 +98,7 @@ pub(crate) fn init(
         Some(mut input) => ask(&mut input, stdout, defaults)?,
         None => defaults,
     };
-    Pattern::parse(&choices.pattern).map_err(|reason| InitError::Pattern {
+    check_pattern(&choices.pattern).map_err(|reason| InitError::Pattern {
         pattern: choices.pattern.clone(),
         reason,
     })?;
@@ -131,42 +146,115 @@ fn default_choices(
         Some(InitBinary::Tofu) => Binary::Tofu,
         Some(InitBinary::Terraform) | None => Binary::Terraform,
     };
-    let (pattern, why) = match &args.pattern {
-        Some(pattern) => (pattern.clone(), None),
-        None => propose(system, dir),
+    let found = propose(system, dir);
+    let (pattern, why, roots_note) = match &args.pattern {
+        Some(pattern) => (pattern.clone(), None, None),
+        None => (found.pattern, found.why, found.roots_note),
     };
     (
         Choices {
             provider,
             binary,
             pattern,
+            libraries: found.libraries,
+            roots_note,
         },
         why,
     )
 }
 
-/// The pattern for the Terraform directories below `dir`, and why.
-fn propose(system: &dyn System, dir: &Utf8Path) -> (String, Option<String>) {
-    let layout = terraci_engine::discover::walk(system, dir);
-    let dirs: Vec<&str> = layout
-        .module_dirs
+/// What `init` proposes for the tree below `dir`.
+struct Found {
+    /// A pattern, or [`ROOTS`].
+    pattern: String,
+    why: Option<String>,
+    roots_note: Option<String>,
+    libraries: Vec<(String, String)>,
+}
+
+/// The roots below `dir` are every directory with Terraform files that no local module
+/// call names as its source (the libraries). One pattern when every root fits it (all
+/// at one depth, or below a root at that depth), else `discovery: roots`.
+fn propose(system: &dyn System, dir: &Utf8Path) -> Found {
+    let policy =
+        terraci_db::system::ReadPolicy::new(system, dir, terraci_db::system::DEFAULT_MAX_FILE_SIZE);
+    let discovered =
+        terraci_engine::discover::discover_modules(system, &policy, &Pattern::roots(), &[]);
+    let ids: std::collections::BTreeSet<&str> = discovered
+        .modules
         .iter()
-        .map(|(rel, _)| rel.as_str())
-        .filter(|rel| !rel.is_empty())
+        .map(|m| m.info.id.as_str())
         .collect();
-    match terraci_engine::discover::propose_pattern(&dirs) {
+    let roots: Vec<&str> = discovered
+        .modules
+        .iter()
+        .filter(|m| m.info.is_root())
+        .map(|m| m.info.id.as_str())
+        .collect();
+    // Listed: each call target that is a module here and not inside another listed one.
+    let targets: Vec<(&String, &String)> = discovered
+        .called
+        .iter()
+        .filter(|(target, _)| ids.contains(target.as_str()))
+        .collect();
+    let libraries: Vec<(String, String)> = targets
+        .iter()
+        .filter(|(target, _)| {
+            !targets
+                .iter()
+                .any(|(other, _)| target.starts_with(&format!("{other}/")))
+        })
+        .map(|(target, caller)| ((*target).clone(), (*caller).clone()))
+        .collect();
+    let depth_of = |d: &str| d.split('/').count();
+    let Some(shallowest) = roots.iter().map(|d| depth_of(d)).min() else {
+        let pattern = Structure::default().pattern;
+        let why = format!("pattern {pattern} (the default): no Terraform files found yet");
+        return Found {
+            pattern,
+            why: Some(why),
+            roots_note: None,
+            libraries,
+        };
+    };
+    let root_set: std::collections::BTreeSet<&str> = roots.iter().copied().collect();
+    let fits = roots.iter().all(|d| {
+        let parts: Vec<&str> = d.split('/').collect();
+        parts.len() == shallowest || root_set.contains(parts[..shallowest].join("/").as_str())
+    });
+    let at_depth: Vec<&str> = roots
+        .iter()
+        .copied()
+        .filter(|d| depth_of(d) == shallowest)
+        .collect();
+    match terraci_engine::discover::propose_pattern(&at_depth).filter(|_| fits) {
         Some(p) => {
             let levels = if p.depth == 1 { "level" } else { "levels" };
             let why = format!(
                 "pattern {}: the root modules here are {} {levels} deep (e.g. `{}`)",
                 p.pattern, p.depth, p.example
             );
-            (p.pattern, Some(why))
+            Found {
+                pattern: p.pattern,
+                why: Some(why),
+                roots_note: None,
+                libraries,
+            }
         }
         None => {
-            let pattern = Structure::default().pattern;
-            let why = format!("pattern {pattern} (the default): no Terraform files found yet");
-            (pattern, Some(why))
+            let depths: std::collections::BTreeSet<usize> =
+                roots.iter().map(|d| depth_of(d)).collect();
+            let depths: Vec<String> = depths.iter().map(usize::to_string).collect();
+            let note = format!(
+                "root modules at depths {}: no single pattern fits them all",
+                depths.join(", ")
+            );
+            Found {
+                pattern: ROOTS.to_owned(),
+                why: Some(format!("discovery: roots ({note})")),
+                roots_note: Some(note),
+                libraries,
+            }
         }
     }
 }
@@ -196,9 +284,14 @@ pub(crate) fn ask(
         defaults.binary.command(),
     )?;
     let pattern = loop {
-        let answer = ask_line(input, out, "Directory pattern", &defaults.pattern)?;
-        match Pattern::parse(&answer) {
-            Ok(_) => break answer,
+        let answer = ask_line(
+            input,
+            out,
+            "Directory pattern (or `roots`)",
+            &defaults.pattern,
+        )?;
+        match check_pattern(&answer) {
+            Ok(()) => break answer,
             Err(reason) => writeln!(out, "  invalid pattern: {reason}")?,
         }
     };
@@ -214,6 +307,8 @@ pub(crate) fn ask(
             Binary::Terraform
         },
         pattern,
+        libraries: defaults.libraries,
+        roots_note: defaults.roots_note,
     })
 }
 
@@ -287,19 +382,48 @@ pub(crate) fn render_config(choices: &Choices) -> String {
              \x20   setup_step: true\n"
             .to_owned(),
     };
+    let structure = if choices.pattern == ROOTS {
+        let note = choices.roots_note.as_deref().map_or(String::new(), |n| {
+            format!("\x20 # {n}; TerraCi itself needs a pattern.\n")
+        });
+        format!(
+            "\x20 # Every directory with Terraform files is a root module, at any depth, but\n\
+             \x20 # the libraries (below, and any directory a local module call names).\n\
+             {note}\
+             \x20 discovery: roots\n"
+        )
+    } else {
+        format!(
+            "\x20 # Directory layout of a root module; the last segment names the module.\n\
+             \x20 pattern: {}\n",
+            yaml_string(&choices.pattern)
+        )
+    };
+    let libraries = if choices.libraries.is_empty() {
+        "\x20 paths: []\n".to_owned()
+    } else {
+        let mut text = "\x20 paths:\n".to_owned();
+        for (dir, caller) in &choices.libraries {
+            text.push_str(&format!(
+                "\x20   - {}  # called by {}\n",
+                yaml_string(dir),
+                escape_comment(caller)
+            ));
+        }
+        text
+    };
     format!(
         "# terraci configuration. Every key is optional; `terraci schema` describes them all.\n\
          \n\
          structure:\n\
-         \x20 # Directory layout of a root module; the last segment names the module.\n\
-         \x20 pattern: {pattern}\n\
+         {structure}\
          \n\
          # Globs on module ids (e.g. \"*/sandbox/**\"): matching modules get no jobs.\n\
          exclude: []\n\
          \n\
          library_modules:\n\
          \x20 # Directories of shared modules: dependencies, never targets.\n\
-         \x20 paths: []\n\
+         {libraries}\
          \n\
          # What the code alone cannot say (see the README):\n\
          # variables:        # values set in CI or kept in other tfvars, per module glob\n\
@@ -321,8 +445,12 @@ pub(crate) fn render_config(choices: &Choices) -> String {
          \n\
          extensions:\n\
          {provider}",
-        pattern = yaml_string(&choices.pattern),
     )
+}
+
+/// A directory name inside a YAML comment: one line.
+fn escape_comment(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
 }
 
 /// A YAML double-quoted scalar (a pattern starts with `{`, which plain YAML reads as a map).
@@ -342,6 +470,8 @@ mod tests {
             provider,
             binary,
             pattern: "{team}/{stack}".into(),
+            libraries: Vec::new(),
+            roots_note: None,
         }
     }
 
@@ -389,13 +519,15 @@ mod tests {
                 provider: InitProvider::Github,
                 binary: Binary::Tofu,
                 pattern: "{a}/{b}".into(),
+                libraries: Vec::new(),
+                roots_note: None,
             }
         );
         let transcript = String::from_utf8(out).expect("utf-8");
         insta::assert_snapshot!(transcript, @r"
         CI provider (gitlab/github) [gitlab]: Terraform binary (terraform/tofu) [terraform]:   please answer one of: terraform, tofu
-        Terraform binary (terraform/tofu) [terraform]: Directory pattern [{team}/{stack}]:   invalid pattern: segment `x` must be a name in braces, e.g. `{module}`
-        Directory pattern [{team}/{stack}]:
+        Terraform binary (terraform/tofu) [terraform]: Directory pattern (or `roots`) [{team}/{stack}]:   invalid pattern: segment `x` must be a name in braces, e.g. `{module}`
+        Directory pattern (or `roots`) [{team}/{stack}]:
         ");
 
         let mut out = Vec::new();

@@ -298,6 +298,8 @@ codes! {
     ConfigWarning = "config-warning": "a configuration section is accepted but has no effect",
     DeletedModule = "deleted-module": "a module directory was deleted by the change; its resources are not destroyed by this pipeline",
     UnusedLibrary = "unused-library": "a listed library module is used by no module",
+    UndiscoveredRoot = "undiscovered-root": "a directory with a `backend` or `cloud` block is above the pattern's depth: it gets no jobs and no reference reaches it (the message names the config that includes it)",
+    PatternDepth = "pattern-depth": "no module is at the pattern's depth and roots with a `backend` or `cloud` block sit deeper (the pattern is shallower than the roots): their components name a directory that is not a module (the message names the pattern that fits)",
     NeedsLimit = "needs-limit": "a job has more needs than the CI allows; it relies on its stage instead",
     LocalState = "local-state": "modules of the pipeline keep their state inside the checkout, which each CI job gets afresh",
     JobRenamed = "job-renamed": "a job's name is not a valid GitHub job id; it is written with `_` in place of other characters",

@@ -42,6 +42,9 @@ pub struct Discovered {
     /// Sorted by id.
     pub modules: Vec<DiscoveredModule>,
     pub diagnostics: Vec<Diagnostic>,
+    /// With `discovery: roots`: the libraries found as local call targets (directory ->
+    /// the first caller's directory).
+    pub called: BTreeMap<String, String>,
 }
 
 /// Walks `root` and returns every module directory, libraries included, with the bytes
@@ -307,6 +310,85 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
     out
 }
 
+/// The outlines ([`crate::parse::FileOutline`]) of a directory's Terraform files whose
+/// text holds `needle` (a cheap test before parsing).
+fn outlines(files: &[DiscoveredFile], needle: &str) -> Vec<crate::parse::FileOutline> {
+    files
+        .iter()
+        .filter(|f| !f.kind.is_vars())
+        .filter_map(|f| {
+            let text = f.contents.text()?;
+            let text: &str = &text;
+            text.contains(needle)
+                .then(|| crate::parse::outline(text, f.kind))
+        })
+        .collect()
+}
+
+/// The block that makes a directory a root to Terraform (`backend "s3"`, `cloud`), if any.
+fn backend_of(files: &[DiscoveredFile]) -> Option<String> {
+    let mut found = outlines(files, "backend")
+        .into_iter()
+        .chain(outlines(files, "cloud"))
+        .filter_map(|o| o.backend);
+    found.next()
+}
+
+/// Every directory that a module call of the walked directories names as its literal
+/// local `source` (`./x`, `../x`, `//subdir` dropped), project-relative, with the first
+/// caller's directory. Calls whose source leaves the project are left out.
+pub fn local_call_targets(
+    module_dirs: &[(String, Vec<DiscoveredFile>)],
+) -> BTreeMap<String, String> {
+    let found: Vec<(String, Vec<String>)> = module_dirs
+        .par_iter()
+        .map(|(id, files)| {
+            let sources = outlines(files, "source")
+                .into_iter()
+                .flat_map(|o| o.sources)
+                .collect();
+            (id.clone(), sources)
+        })
+        .collect();
+    let mut targets = BTreeMap::new();
+    for (id, sources) in found {
+        for source in sources {
+            if !(source.starts_with("./") || source.starts_with("../")) {
+                continue;
+            }
+            // `./modules/x//sub` names `./modules/x/sub` too; the package is its first part.
+            let source = match source.split_once("//") {
+                Some((package, sub)) => format!("{package}/{sub}"),
+                None => source,
+            };
+            let target = terraci_db::system::normalize(&Utf8Path::new(&id).join(&source));
+            let target = target.as_str().trim_end_matches('/').to_owned();
+            if !target.starts_with("..") && !target.is_empty() && target != id {
+                targets.entry(target).or_insert_with(|| id.clone());
+            }
+        }
+    }
+    targets
+}
+
+/// `depth` segment names: the pattern's own (but its last) where it has them, then
+/// `{levelN}`, ending with the pattern's last segment.
+fn pattern_of_depth(pattern: &Pattern, depth: usize) -> String {
+    let own = pattern.segments();
+    let (last, front) = own.split_last().expect("a pattern has segments");
+    let names: Vec<String> = (0..depth.saturating_sub(1))
+        .map(|i| {
+            front
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("level{}", i + 1))
+        })
+        .chain(std::iter::once(last.clone()))
+        .map(|n| format!("{{{n}}}"))
+        .collect();
+    names.join("/")
+}
+
 /// Module infos (ids, pattern components, parents, roles) for the walked directories.
 fn assemble(
     module_dirs: Vec<(String, Vec<DiscoveredFile>)>,
@@ -322,31 +404,82 @@ fn assemble(
     let mut out = Discovered {
         modules: Vec::new(),
         diagnostics,
+        called: BTreeMap::new(),
     };
 
-    let depth = pattern.depth();
+    let roots_mode = pattern.is_roots();
+    let depth = if roots_mode { 1 } else { pattern.depth() };
     let is_library = |id: &str| {
         libraries
             .iter()
             .any(|l| id == l || id.starts_with(&format!("{l}/")))
+    };
+    let called = if roots_mode {
+        local_call_targets(&module_dirs)
+    } else {
+        BTreeMap::new()
     };
     let module_ids: Vec<String> = module_dirs
         .iter()
         .filter(|(id, _)| id.split('/').count() >= depth || is_library(id))
         .map(|(id, _)| id.clone())
         .collect();
+    // Pattern mode: roots deeper than the pattern with no module at its depth above them,
+    // in a tree where no module is at the pattern's depth at all (the pattern is
+    // shallower than every root). A tree with modules at that depth is TerraCi's layout
+    // of submodules grouped under a directory (`ec2/db-migrate`): no warning.
+    let none_at_depth = !module_dirs
+        .iter()
+        .any(|(id, _)| id.split('/').count() == depth);
+    let mut misplaced: Vec<(String, String)> = Vec::new();
     for (id, files) in module_dirs {
         let parts: Vec<&str> = id.split('/').collect();
-        let role = if is_library(&id) {
+        let role = if is_library(&id) || called.contains_key(&id) {
             Role::Library
         } else if parts.len() < depth {
             Role::Plain
         } else {
             Role::Root
         };
+        if !roots_mode && role == Role::Plain {
+            if let Some(backend) = backend_of(&files) {
+                let levels = if parts.len() == 1 { "level" } else { "levels" };
+                out.diagnostics.push(
+                    Diagnostic::new(
+                        Severity::Warning,
+                        Code::UndiscoveredRoot,
+                        format!(
+                            "`{id}` has a `{backend}` block but is {} {levels} deep, above \
+                             the pattern `{pattern}` ({} segments): it gets no jobs and no \
+                             reference can reach it; `structure.discovery: roots` includes \
+                             it (or a pattern of its depth, `{}`)",
+                            parts.len(),
+                            pattern.depth(),
+                            pattern_of_depth(pattern, parts.len())
+                        ),
+                    )
+                    .with_module(id.clone()),
+                );
+            }
+        }
+        if !roots_mode
+            && none_at_depth
+            && role == Role::Root
+            && parts.len() > depth
+            && module_ids.binary_search(&parts[..depth].join("/")).is_err()
+        {
+            if let Some(backend) = backend_of(&files) {
+                misplaced.push((id.clone(), backend));
+            }
+        }
         let mut components = IndexMap::new();
         let mut submodule = None;
-        if parts.len() >= depth {
+        if roots_mode {
+            components.insert(
+                "module".to_owned(),
+                (*parts.last().expect("non-empty")).to_owned(),
+            );
+        } else if parts.len() >= depth {
             for (name, value) in pattern.segments().iter().zip(&parts) {
                 components.insert(name.clone(), (*value).to_owned());
             }
@@ -370,6 +503,36 @@ fn assemble(
             },
             files,
         });
+    }
+    out.called = called;
+    if let Some((example, backend)) = misplaced.first() {
+        let deeper: std::collections::BTreeSet<usize> = misplaced
+            .iter()
+            .map(|(id, _)| id.split('/').count())
+            .collect();
+        let fits = match (deeper.len(), deeper.first()) {
+            (1, Some(&d)) => format!(
+                "the pattern `{}` fits them, `structure.discovery: roots` fits every depth",
+                pattern_of_depth(pattern, d)
+            ),
+            _ => "`structure.discovery: roots` fits them".to_owned(),
+        };
+        let count = misplaced.len();
+        let (roots, sit) = if count == 1 {
+            ("root sits", "its components name")
+        } else {
+            ("roots sit", "their components name")
+        };
+        out.diagnostics.push(Diagnostic::new(
+            Severity::Warning,
+            Code::PatternDepth,
+            format!(
+                "{count} {roots} deeper than the pattern `{pattern}` ({} segments) with no \
+                 module at that depth above them, e.g. `{example}` (`{backend}` block): \
+                 {sit} a directory that is not a module and the rest becomes a submodule; {fits}",
+                pattern.depth()
+            ),
+        ));
     }
     out
 }
@@ -653,6 +816,55 @@ mod tests {
         let addons = &d.modules[3].info;
         assert_eq!(addons.submodule.as_deref(), Some("addons"));
         assert_eq!(addons.components["module"], "eks");
+    }
+
+    #[test]
+    fn roots_discovery_finds_every_depth_but_libraries() {
+        let fs = MemorySystem::new();
+        for (f, text) in [
+            ("/p/core/main.tf", "terraform {\n  backend \"s3\" {}\n}\n"),
+            ("/p/net/hub/eu/vpc/main.tf", ""),
+            ("/p/net/hub/eu/vpc/eks/main.tf", ""),
+            (
+                "/p/apps/web/main.tf",
+                "module \"svc\" {\n  source = \"../modules/svc\"\n}\nmodule \"r\" {\n  source = \"hashicorp/x/aws\"\n}\n",
+            ),
+            (
+                "/p/apps/api/main.tf.json",
+                r#"{"module": {"lib": {"source": "./lib//sub"}}}"#,
+            ),
+            ("/p/apps/api/lib/sub/main.tf", ""),
+            ("/p/apps/modules/svc/main.tf", "terraform {\n  backend \"s3\" {}\n}\n"),
+            ("/p/shared/listed/main.tf", ""),
+            ("/p/.terraform/modules/x/main.tf", ""),
+        ] {
+            fs.write_file(f, text);
+        }
+        let d = discover_modules(
+            &fs,
+            &ReadPolicy::new(&fs, "/p".into(), 1 << 20),
+            &Pattern::roots(),
+            &["shared".into()],
+        );
+        assert_eq!(
+            ids(&d),
+            [
+                "apps/api",
+                "apps/api/lib/sub (library) parent=apps/api",
+                "apps/modules/svc (library)",
+                "apps/web",
+                "core",
+                "net/hub/eu/vpc",
+                "net/hub/eu/vpc/eks parent=net/hub/eu/vpc",
+                "shared/listed (library)",
+            ]
+        );
+        let eks = &d.modules[6].info;
+        assert_eq!(eks.submodule, None);
+        assert_eq!(eks.components.len(), 1);
+        assert_eq!(eks.components["module"], "eks");
+        assert_eq!(d.called["apps/modules/svc"], "apps/web");
+        assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
     }
 
     #[test]

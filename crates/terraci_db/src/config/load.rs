@@ -321,6 +321,20 @@ fn finish(
             config.structure.pattern
         ))
     })?;
+    let pattern = match config.structure.discovery {
+        super::Discovery::Pattern => pattern,
+        super::Discovery::Roots => {
+            if config.structure.pattern != super::Structure::default().pattern {
+                warnings.push(
+                    "`structure.pattern` is not used with `structure.discovery: roots`: every \
+                     directory with Terraform files that is not a library is a root, and its \
+                     one component is `module`"
+                        .to_owned(),
+                );
+            }
+            Pattern::roots()
+        }
+    };
     if let Some(name) = config.execution.env.keys().find(|k| !super::is_env_name(k)) {
         return Err(ConfigError::Invalid(format!(
             "execution.env: {}",

@@ -121,12 +121,31 @@ pub struct Structure {
     /// Directory pattern of a root module: `{name}` segments separated by `/`; the last
     /// segment is the module. Default `{service}/{environment}/{region}/{module}`.
     pub pattern: String,
+    /// How root modules are found: `pattern` (TerraCi's meaning: every directory with
+    /// Terraform files at least as deep as the pattern) or `roots` (every directory with
+    /// Terraform files at any depth, except libraries: `library_modules.paths` and the
+    /// directories that a local module call anywhere in the project names as its literal
+    /// `source`). With `roots`, `pattern` is not used and each module's only component is
+    /// `module`, its directory's name.
+    pub discovery: Discovery,
+}
+
+/// How root modules are found (`structure.discovery`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Discovery {
+    /// Directories at least as deep as `structure.pattern` (TerraCi's meaning).
+    #[default]
+    Pattern,
+    /// Every directory with Terraform files that is not a library, at any depth.
+    Roots,
 }
 
 impl Default for Structure {
     fn default() -> Self {
         Structure {
             pattern: "{service}/{environment}/{region}/{module}".into(),
+            discovery: Discovery::Pattern,
         }
     }
 }

@@ -2,10 +2,12 @@
 
 use std::fmt;
 
-/// A validated directory pattern: the ordered segment names.
+/// A validated directory pattern: the ordered segment names, and how roots are found
+/// (`structure.discovery`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Pattern {
     segments: Vec<String>,
+    discovery: super::Discovery,
 }
 
 /// Why a pattern is invalid (the caller names the pattern and where it came from).
@@ -45,7 +47,25 @@ impl Pattern {
             }
             segments.push(name.to_owned());
         }
-        Ok(Pattern { segments })
+        Ok(Pattern {
+            segments,
+            discovery: super::Discovery::Pattern,
+        })
+    }
+
+    /// `discovery: roots`: every non-library directory with Terraform files is a root,
+    /// at any depth; its one component is `module`, the directory's name.
+    pub fn roots() -> Pattern {
+        Pattern {
+            segments: vec!["module".to_owned()],
+            discovery: super::Discovery::Roots,
+        }
+    }
+
+    /// Roots are every non-library directory (`discovery: roots`), not the directories
+    /// at the pattern's depth.
+    pub fn is_roots(&self) -> bool {
+        self.discovery == super::Discovery::Roots
     }
 
     pub fn segments(&self) -> &[String] {
@@ -59,6 +79,9 @@ impl Pattern {
 
 impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_roots() {
+            return f.write_str("(discovery: roots) {module}");
+        }
         let parts: Vec<String> = self.segments.iter().map(|s| format!("{{{s}}}")).collect();
         f.write_str(&parts.join("/"))
     }
