@@ -425,7 +425,7 @@ pub(crate) fn render_config(choices: &Choices) -> String {
          \x20 # Directories of shared modules: dependencies, never targets.\n\
          {libraries}\
          \n\
-         # What the code alone cannot say (see the README):\n\
+         # What the code alone cannot say (see docs/configuration.md):\n\
          # variables:        # values set in CI or kept in other tfvars, per module glob\n\
          #   - modules: [\"*/prod/**\"]\n\
          #     values: {{stack: blue}}\n\
