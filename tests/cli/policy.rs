@@ -889,3 +889,86 @@ fn the_summary_comment_renders_the_policy_report() {
         out.stdout
     );
 }
+
+/// A server standing for a host that is not this machine (`attacker.invalid`): terraci
+/// reaches it through `HTTP_PROXY`, while `NO_PROXY` keeps this machine's servers direct.
+/// It records the `Authorization` header of every request (`None` when there was none)
+/// and answers 404.
+fn elsewhere() -> (
+    u16,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let port = serve(move |request| {
+        log.lock().unwrap().push((
+            format!("{} {}", request.method, request.path),
+            request.headers.get("authorization").cloned(),
+        ));
+        response("404 Not Found", "", b"")
+    });
+    (port, seen)
+}
+
+/// `http://attacker.invalid?@127.0.0.1:N/` is one host to a reader that ends the authority
+/// at the first `/` and another to the transport, which ends it at the `?`: the host whose
+/// credentials are bound and the host the request goes to are the same, decided by one
+/// parser, so such a URL is refused (git) or gets no credentials (a token realm).
+#[test]
+fn credentials_go_only_to_the_host_the_transport_connects_to() {
+    let (attacker, seen) = elsewhere();
+    let proxy = format!("http://127.0.0.1:{attacker}");
+    let no_proxy = "127.0.0.1,localhost";
+
+    // A git source: refused before any connection.
+    let git = serve(|_| response("404 Not Found", "", b""));
+    let p = Project::fixture("policy");
+    p.write(
+        ".terraci.yaml",
+        git_config(
+            &format!("http://attacker.invalid?@127.0.0.1:{git}/p.git"),
+            "main",
+        ),
+    );
+    let credentials = format!("http://u:tok@127.0.0.1:{git}");
+    let out = p.run_env(
+        &["policy", "pull"],
+        &[
+            ("TERRACI_POLICY_GIT_CREDENTIALS", credentials.as_str()),
+            ("HTTP_PROXY", proxy.as_str()),
+            ("NO_PROXY", no_proxy),
+        ],
+    );
+    assert_stderr(&out, 2, "ambiguous authority");
+    assert_eq!(*seen.lock().unwrap(), vec![], "nothing reaches the other host");
+
+    // An OCI registry whose token realm names the other host: the registry's credentials
+    // are not sent there.
+    let registry = serve(move |_| {
+        let challenge = format!(
+            "WWW-Authenticate: Bearer realm=\"http://attacker.invalid?@127.0.0.1:{attacker}/token\",service=\"registry\"\r\n"
+        );
+        response("401 Unauthorized", &challenge, b"")
+    });
+    p.write(
+        ".terraci.yaml",
+        oci_config(&format!("oci://127.0.0.1:{registry}/org/policies:v1")),
+    );
+    let credentials = format!("http://u:p@127.0.0.1:{registry}");
+    let out = p.run_env(
+        &["policy", "pull"],
+        &[
+            ("TERRACI_POLICY_OCI_CREDENTIALS", credentials.as_str()),
+            ("HTTP_PROXY", proxy.as_str()),
+            ("NO_PROXY", no_proxy),
+        ],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let sent: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, auth)| auth.clone())
+        .collect();
+    assert_eq!(sent, Vec::<String>::new(), "no credentials to the other host");
+}
