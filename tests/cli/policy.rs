@@ -940,7 +940,11 @@ fn credentials_go_only_to_the_host_the_transport_connects_to() {
         ],
     );
     assert_stderr(&out, 2, "ambiguous authority");
-    assert_eq!(*seen.lock().unwrap(), vec![], "nothing reaches the other host");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![],
+        "nothing reaches the other host"
+    );
 
     // An OCI registry whose token realm names the other host: the registry's credentials
     // are not sent there.
@@ -970,5 +974,62 @@ fn credentials_go_only_to_the_host_the_transport_connects_to() {
         .iter()
         .filter_map(|(_, auth)| auth.clone())
         .collect();
-    assert_eq!(sent, Vec::<String>::new(), "no credentials to the other host");
+    assert_eq!(
+        sent,
+        Vec::<String>::new(),
+        "no credentials to the other host"
+    );
+}
+
+/// A plan.json that is a symlink to a file outside the project is not read: `policy check`
+/// fails and names the file (the checkout decides what is at that name).
+#[test]
+fn a_plan_json_linked_out_of_the_project_is_refused() {
+    let p = Project::fixture("policy");
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("plan.json");
+    std::fs::write(&secret, r#"{"resource_changes":[],"secret":"OUTSIDE"}"#).unwrap();
+    let plan = p.path().join("platform/stage/eu-central-1/vpc/plan.json");
+    std::fs::remove_file(&plan).unwrap();
+    std::os::unix::fs::symlink(&secret, &plan).unwrap();
+    let out = check_vpc(&p);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("cannot read platform/stage/eu-central-1/vpc/plan.json: a symlink to")
+            && out.stderr.contains("outside"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.contains("OUTSIDE") && !out.stderr.contains("OUTSIDE"));
+}
+
+/// A `path` source that is a symlink out of the project (or under a linked parent) loads
+/// nothing from there: `policy pull` and `policy check` refuse it.
+#[test]
+fn a_path_source_linked_out_of_the_project_is_refused() {
+    let p = Project::fixture("policy");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outside.path().join("inner")).unwrap();
+    std::fs::write(outside.path().join("deny.rego"), DENY_ALL).unwrap();
+    std::fs::write(outside.path().join("inner/deny.rego"), DENY_ALL).unwrap();
+    std::os::unix::fs::symlink(outside.path(), p.path().join("linked")).unwrap();
+    for source in ["linked", "linked/inner"] {
+        p.write(
+            ".terraci.yaml",
+            format!(
+                "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+                 extensions:\n  policy:\n    enabled: true\n    sources:\n      - type: path\n        path: {source}\n"
+            ),
+        );
+        for args in [&["policy", "pull"][..], &["policy", "check"][..]] {
+            let out = p.run(args);
+            assert_stderr(&out, 2, &format!("`{source}` resolves to"));
+            assert!(
+                out.stderr.contains("outside the project") && !out.stdout.contains("tagged policy"),
+                "{args:?}: {}",
+                out.stderr
+            );
+        }
+    }
 }

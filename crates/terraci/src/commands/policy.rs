@@ -103,6 +103,9 @@ fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     }
 }
 
+/// The largest plan.json `policy check` reads (plans are often larger than source files).
+const PLAN_MAX_BYTES: u64 = 512 << 20;
+
 fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(failure(
@@ -195,10 +198,13 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         }
     }
 
+    // A plan.json is the checkout's too: read confined to the project (a regular file
+    // whose real path lies inside it, bounded), so a link to a file elsewhere is refused.
+    let confined = terraci_db::system::ReadPolicy::new(io.system, &root, PLAN_MAX_BYTES);
     let mut plans = Vec::new();
     for m in &modules {
-        let text = match io.system.read(&plan_of(m)) {
-            Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
+        let text = match io.system.read_confined(&plan_of(m), &confined, false) {
+            Ok((bytes, _)) => String::from_utf8(bytes).unwrap_or_default(),
             Err(e) => {
                 return Err(failure(format!("cannot read {m}/plan.json: {e}")));
             }
