@@ -57,14 +57,30 @@ fn findings_by_rule(result: &serde_json::Value) -> BTreeMap<String, Vec<serde_js
 #[test]
 fn regorus_gives_the_results_opa_gives_on_the_fixture_plans() {
     let p = Project::fixture("policy");
-    // Every namespace, every module, nothing blocking: all findings are listed.
-    p.write(
-        ".terraci.yaml",
-        "structure:\n  pattern: \"{service}/{environment}/{region}/{module}\"\n\
-         extensions:\n  policy:\n    enabled: true\n    sources:\n      - {type: path, path: terraform}\n      - {type: path, path: compliance}\n      - {type: path, path: builtins}\n\
-         \x20   namespaces: [terraform, compliance, builtins]\n    decisions: {deny: warn, warn: warn}\n",
-    );
+    // Every namespace, every module, nothing blocking: all findings are listed. The rules
+    // are conftest style (`input.resource_changes`), as OPA was given the plan: `input: plan`.
+    let config = |input: &str| {
+        format!(
+            "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+             extensions:\n  policy:\n    enabled: true\n{input}    sources:\n      - {{type: path, path: terraform}}\n      - {{type: path, path: compliance}}\n      - {{type: path, path: builtins}}\n\
+             \x20   namespaces: [terraform, compliance, builtins]\n    decisions: {{deny: warn, warn: warn}}\n"
+        )
+    };
+    let findings = |out: &Output| {
+        json(&out.stdout)["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| findings_by_rule(r).values().map(Vec::len).sum::<usize>())
+            .sum::<usize>()
+    };
+    // Without it, TerraCi's envelope: those rules find less (the plan is `input.plan`).
+    p.write(".terraci.yaml", config(""));
+    let envelope = p.run(&["policy", "check", "--format", "json"]);
+    assert_eq!(envelope.code, 0, "{}", envelope.stderr);
+    p.write(".terraci.yaml", config("    input: plan\n"));
     let out = p.run(&["policy", "check", "--format", "json"]);
+    assert!(findings(&envelope) < findings(&out));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let got = json(&out.stdout);
     let expected = json(&p.read("expected.json"));
@@ -1032,4 +1048,80 @@ fn a_path_source_linked_out_of_the_project_is_refused() {
             );
         }
     }
+}
+
+/// A project whose one path source `envelope/` holds `rego`, with `input` set when given.
+fn envelope_project(rego: &str, input: Option<&str>) -> Project {
+    let p = Project::fixture("policy");
+    let input = input.map_or(String::new(), |i| format!("    input: {i}\n"));
+    p.write(
+        ".terraci.yaml",
+        format!(
+            "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+             extensions:\n  policy:\n    enabled: true\n{input}    sources:\n      - type: path\n        path: envelope\n"
+        ),
+    );
+    p.write("envelope/policy.rego", rego);
+    p
+}
+
+/// By default the policies get TerraCi's input: the plan under `input.plan`, the module
+/// under `input.terraci`. A rule written for TerraCi fires.
+#[test]
+fn the_input_is_terracis_envelope_by_default() {
+    let warn = "package terraform\n\nimport rego.v1\n\n\
+        warn contains msg if {\n  some r in input.plan.resource_changes\n  \"create\" in r.change.actions\n  msg := sprintf(\"New resource: %s\", [r.address])\n}\n";
+    let p = envelope_project(warn, None);
+    let out = p.run(&[
+        "policy",
+        "check",
+        "--module",
+        "platform/stage/eu-central-1/app",
+    ]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    for address in ["terraform_data.assets", "terraform_data.web"] {
+        assert!(
+            out.stdout
+                .contains(&format!("warning: terraform.warn: New resource: {address}")),
+            "{}",
+            out.stdout
+        );
+    }
+
+    let deny = "package terraform\n\nimport rego.v1\n\n\
+        deny contains msg if {\n  input.terraci.module.path == \"platform/prod/eu-central-1/db\"\n  \"terraform\" in input.terraci.policy.namespaces\n  msg := sprintf(\"%s/%s\", [input.terraci.module.components.environment, input.terraci.plan.path])\n}\n";
+    let p = envelope_project(deny, Some("envelope"));
+    let out = p.run(&["policy", "check"]);
+    assert_failure(
+        &out,
+        "failure: terraform.deny: prod/platform/prod/eu-central-1/db/plan.json",
+    );
+    assert_eq!(out.stdout.matches("failure:").count(), 1, "{}", out.stdout);
+}
+
+/// Conftest-style rules (`input.resource_changes`) need `input: plan`; under the default
+/// envelope they find nothing.
+#[test]
+fn conftest_style_policies_work_with_input_plan() {
+    let warn = "package terraform\n\nimport rego.v1\n\n\
+        warn contains r.address if { some r in input.resource_changes }\n";
+    let check = |p: &Project| {
+        p.run(&[
+            "policy",
+            "check",
+            "--module",
+            "platform/stage/eu-central-1/app",
+        ])
+    };
+    let out = check(&envelope_project(warn, Some("plan")));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("warning: terraform.warn: terraform_data.web"),
+        "{}",
+        out.stdout
+    );
+    let out = check(&envelope_project(warn, None));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("warning:"), "{}", out.stdout);
 }

@@ -209,14 +209,28 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
                 return Err(failure(format!("cannot read {m}/plan.json: {e}")));
             }
         };
-        plans.push((m.clone(), policy_mod::effective(policy, m), text));
+        // The module's pattern segments, for the envelope's `input.terraci.module`.
+        let components: Vec<(String, String)> = ws.modules[m]
+            .info(&ws.db)
+            .components
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        plans.push((
+            m.clone(),
+            components,
+            policy_mod::effective(policy, m),
+            text,
+        ));
     }
     let inputs: Vec<Input<'_>> = plans
         .iter()
-        .map(|(m, settings, plan)| Input {
+        .map(|(m, components, settings, plan)| Input {
             module: m,
+            components,
             settings: settings.clone(),
             plan,
+            input: policy.input,
         })
         .collect();
     let summary = check::run(&policies, &inputs);
