@@ -906,14 +906,14 @@ fn the_summary_comment_renders_the_policy_report() {
     );
 }
 
+/// The requests a server saw: (method and path, `Authorization` header).
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
 /// A server standing for a host that is not this machine (`attacker.invalid`): terraci
 /// reaches it through `HTTP_PROXY`, while `NO_PROXY` keeps this machine's servers direct.
 /// It records the `Authorization` header of every request (`None` when there was none)
 /// and answers 404.
-fn elsewhere() -> (
-    u16,
-    std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>,
-) {
+fn elsewhere() -> (u16, Seen) {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
     let port = serve(move |request| {
