@@ -57,14 +57,30 @@ fn findings_by_rule(result: &serde_json::Value) -> BTreeMap<String, Vec<serde_js
 #[test]
 fn regorus_gives_the_results_opa_gives_on_the_fixture_plans() {
     let p = Project::fixture("policy");
-    // Every namespace, every module, nothing blocking: all findings are listed.
-    p.write(
-        ".terraci.yaml",
-        "structure:\n  pattern: \"{service}/{environment}/{region}/{module}\"\n\
-         extensions:\n  policy:\n    enabled: true\n    sources:\n      - {type: path, path: terraform}\n      - {type: path, path: compliance}\n      - {type: path, path: builtins}\n\
-         \x20   namespaces: [terraform, compliance, builtins]\n    decisions: {deny: warn, warn: warn}\n",
-    );
+    // Every namespace, every module, nothing blocking: all findings are listed. The rules
+    // are conftest style (`input.resource_changes`), as OPA was given the plan: `input: plan`.
+    let config = |input: &str| {
+        format!(
+            "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+             extensions:\n  policy:\n    enabled: true\n{input}    sources:\n      - {{type: path, path: terraform}}\n      - {{type: path, path: compliance}}\n      - {{type: path, path: builtins}}\n\
+             \x20   namespaces: [terraform, compliance, builtins]\n    decisions: {{deny: warn, warn: warn}}\n"
+        )
+    };
+    let findings = |out: &Output| {
+        json(&out.stdout)["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| findings_by_rule(r).values().map(Vec::len).sum::<usize>())
+            .sum::<usize>()
+    };
+    // Without it, TerraCi's envelope: those rules find less (the plan is `input.plan`).
+    p.write(".terraci.yaml", config(""));
+    let envelope = p.run(&["policy", "check", "--format", "json"]);
+    assert_eq!(envelope.code, 0, "{}", envelope.stderr);
+    p.write(".terraci.yaml", config("    input: plan\n"));
     let out = p.run(&["policy", "check", "--format", "json"]);
+    assert!(findings(&envelope) < findings(&out));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let got = json(&out.stdout);
     let expected = json(&p.read("expected.json"));
@@ -1002,4 +1018,224 @@ fn the_summary_comment_renders_the_policy_report() {
         "{}",
         out.stdout
     );
+}
+
+/// The requests a server saw: (method and path, `Authorization` header).
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
+/// A server standing for a host that is not this machine (`attacker.invalid`): terraci
+/// reaches it through `HTTP_PROXY`, while `NO_PROXY` keeps this machine's servers direct.
+/// It records the `Authorization` header of every request (`None` when there was none)
+/// and answers 404.
+fn elsewhere() -> (u16, Seen) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let port = serve(move |request| {
+        log.lock().unwrap().push((
+            format!("{} {}", request.method, request.path),
+            request.headers.get("authorization").cloned(),
+        ));
+        response("404 Not Found", "", b"")
+    });
+    (port, seen)
+}
+
+/// `http://attacker.invalid?@127.0.0.1:N/` is one host to a reader that ends the authority
+/// at the first `/` and another to the transport, which ends it at the `?`: the host whose
+/// credentials are bound and the host the request goes to are the same, decided by one
+/// parser, so such a URL is refused (git) or gets no credentials (a token realm).
+#[test]
+fn credentials_go_only_to_the_host_the_transport_connects_to() {
+    let (attacker, seen) = elsewhere();
+    let proxy = format!("http://127.0.0.1:{attacker}");
+    let no_proxy = "127.0.0.1,localhost";
+
+    // A git source: refused before any connection.
+    let git = serve(|_| response("404 Not Found", "", b""));
+    let p = Project::fixture("policy");
+    p.write(
+        ".terraci.yaml",
+        git_config(
+            &format!("http://attacker.invalid?@127.0.0.1:{git}/p.git"),
+            "main",
+        ),
+    );
+    let credentials = format!("http://u:tok@127.0.0.1:{git}");
+    let out = p.run_env(
+        &["policy", "pull"],
+        &[
+            ("TERRACI_POLICY_GIT_CREDENTIALS", credentials.as_str()),
+            ("HTTP_PROXY", proxy.as_str()),
+            ("NO_PROXY", no_proxy),
+        ],
+    );
+    assert_stderr(&out, 2, "ambiguous authority");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![],
+        "nothing reaches the other host"
+    );
+
+    // An OCI registry whose token realm names the other host: the registry's credentials
+    // are not sent there.
+    let registry = serve(move |_| {
+        let challenge = format!(
+            "WWW-Authenticate: Bearer realm=\"http://attacker.invalid?@127.0.0.1:{attacker}/token\",service=\"registry\"\r\n"
+        );
+        response("401 Unauthorized", &challenge, b"")
+    });
+    p.write(
+        ".terraci.yaml",
+        oci_config(&format!("oci://127.0.0.1:{registry}/org/policies:v1")),
+    );
+    let credentials = format!("http://u:p@127.0.0.1:{registry}");
+    let out = p.run_env(
+        &["policy", "pull"],
+        &[
+            ("TERRACI_POLICY_OCI_CREDENTIALS", credentials.as_str()),
+            ("HTTP_PROXY", proxy.as_str()),
+            ("NO_PROXY", no_proxy),
+        ],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let sent: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, auth)| auth.clone())
+        .collect();
+    assert_eq!(
+        sent,
+        Vec::<String>::new(),
+        "no credentials to the other host"
+    );
+}
+
+/// A plan.json that is a symlink to a file outside the project is not read: `policy check`
+/// fails and names the file (the checkout decides what is at that name).
+#[test]
+fn a_plan_json_linked_out_of_the_project_is_refused() {
+    let p = Project::fixture("policy");
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("plan.json");
+    std::fs::write(&secret, r#"{"resource_changes":[],"secret":"OUTSIDE"}"#).unwrap();
+    let plan = p.path().join("platform/stage/eu-central-1/vpc/plan.json");
+    std::fs::remove_file(&plan).unwrap();
+    std::os::unix::fs::symlink(&secret, &plan).unwrap();
+    let out = check_vpc(&p);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("cannot read platform/stage/eu-central-1/vpc/plan.json: a symlink to")
+            && out.stderr.contains("outside"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.contains("OUTSIDE") && !out.stderr.contains("OUTSIDE"));
+}
+
+/// A `path` source that is a symlink out of the project (or under a linked parent) loads
+/// nothing from there: `policy pull` and `policy check` refuse it.
+#[test]
+fn a_path_source_linked_out_of_the_project_is_refused() {
+    let p = Project::fixture("policy");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outside.path().join("inner")).unwrap();
+    std::fs::write(outside.path().join("deny.rego"), DENY_ALL).unwrap();
+    std::fs::write(outside.path().join("inner/deny.rego"), DENY_ALL).unwrap();
+    std::os::unix::fs::symlink(outside.path(), p.path().join("linked")).unwrap();
+    for source in ["linked", "linked/inner"] {
+        p.write(
+            ".terraci.yaml",
+            format!(
+                "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+                 extensions:\n  policy:\n    enabled: true\n    sources:\n      - type: path\n        path: {source}\n"
+            ),
+        );
+        for args in [&["policy", "pull"][..], &["policy", "check"][..]] {
+            let out = p.run(args);
+            assert_stderr(&out, 2, &format!("`{source}` resolves to"));
+            assert!(
+                out.stderr.contains("outside the project") && !out.stdout.contains("tagged policy"),
+                "{args:?}: {}",
+                out.stderr
+            );
+        }
+    }
+}
+
+/// A project whose one path source `envelope/` holds `rego`, with `input` set when given.
+fn envelope_project(rego: &str, input: Option<&str>) -> Project {
+    let p = Project::fixture("policy");
+    let input = input.map_or(String::new(), |i| format!("    input: {i}\n"));
+    p.write(
+        ".terraci.yaml",
+        format!(
+            "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+             extensions:\n  policy:\n    enabled: true\n{input}    sources:\n      - type: path\n        path: envelope\n"
+        ),
+    );
+    p.write("envelope/policy.rego", rego);
+    p
+}
+
+/// By default the policies get TerraCi's input: the plan under `input.plan`, the module
+/// under `input.terraci`. A rule written for TerraCi fires.
+#[test]
+fn the_input_is_terracis_envelope_by_default() {
+    let warn = "package terraform\n\nimport rego.v1\n\n\
+        warn contains msg if {\n  some r in input.plan.resource_changes\n  \"create\" in r.change.actions\n  msg := sprintf(\"New resource: %s\", [r.address])\n}\n";
+    let p = envelope_project(warn, None);
+    let out = p.run(&[
+        "policy",
+        "check",
+        "--module",
+        "platform/stage/eu-central-1/app",
+    ]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    for address in ["terraform_data.assets", "terraform_data.web"] {
+        assert!(
+            out.stdout
+                .contains(&format!("warning: terraform.warn: New resource: {address}")),
+            "{}",
+            out.stdout
+        );
+    }
+
+    let deny = "package terraform\n\nimport rego.v1\n\n\
+        deny contains msg if {\n  input.terraci.module.path == \"platform/prod/eu-central-1/db\"\n  \"terraform\" in input.terraci.policy.namespaces\n  msg := sprintf(\"%s/%s\", [input.terraci.module.components.environment, input.terraci.plan.path])\n}\n";
+    let p = envelope_project(deny, Some("envelope"));
+    let out = p.run(&["policy", "check"]);
+    assert_failure(
+        &out,
+        "failure: terraform.deny: prod/platform/prod/eu-central-1/db/plan.json",
+    );
+    assert_eq!(out.stdout.matches("failure:").count(), 1, "{}", out.stdout);
+}
+
+/// Conftest-style rules (`input.resource_changes`) need `input: plan`; under the default
+/// envelope they find nothing.
+#[test]
+fn conftest_style_policies_work_with_input_plan() {
+    let warn = "package terraform\n\nimport rego.v1\n\n\
+        warn contains r.address if { some r in input.resource_changes }\n";
+    let check = |p: &Project| {
+        p.run(&[
+            "policy",
+            "check",
+            "--module",
+            "platform/stage/eu-central-1/app",
+        ])
+    };
+    let out = check(&envelope_project(warn, Some("plan")));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("warning: terraform.warn: terraform_data.web"),
+        "{}",
+        out.stdout
+    );
+    let out = check(&envelope_project(warn, None));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("warning:"), "{}", out.stdout);
 }

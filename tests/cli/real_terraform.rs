@@ -316,7 +316,7 @@ fn denying_repository(state: &Path) -> Project {
     );
     p.write(
         "policies/terraform.rego",
-        "package terraform\n\nimport rego.v1\n\ndeny contains msg if {\n  some rc in input.resource_changes\n  rc.name == \"app\"\n  msg := sprintf(\"%s may not be created here\", [rc.address])\n}\n",
+        "package terraform\n\nimport rego.v1\n\ndeny contains msg if {\n  some rc in input.plan.resource_changes\n  rc.name == \"app\"\n  msg := sprintf(\"%s may not be created here\", [rc.address])\n}\n",
     );
     p
 }

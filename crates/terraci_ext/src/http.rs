@@ -1,6 +1,6 @@
 //! The network boundary: the only code that speaks HTTP. It owns how every client is
 //! built ([`agent`]: timeouts, redirects, proxy and TLS), how much of a response is read,
-//! and which credentials may go to which host ([`bound_credentials`], [`is_local_http`]).
+//! and which credentials may go to which host ([`Endpoint`], [`bound_credentials`]).
 //! Its users: the GitLab and GitHub REST APIs of `terraci summary` ([`Client`]), the OCI
 //! registries of `policy pull` ([`get`]) and git's smart HTTP for git policy sources
 //! (an [`agent`] for [`Purpose::GitFetch`], driven by gix's transport).
@@ -471,32 +471,112 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// `http://` to this machine (a test server, a local mirror).
-pub(crate) fn is_local_http(url: &str) -> bool {
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let authority = rest.split('/').next().unwrap_or("");
-    let host = authority.rsplit('@').next().unwrap_or("");
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.split(':').next().unwrap_or(""),
-    };
-    matches!(host, "localhost" | "127.0.0.1" | "::1")
+/// Where a request goes: the scheme, host and port of a URL as the transport itself reads
+/// it. It is built on `ureq::http::Uri`, the parser ureq uses for every request terraci
+/// sends, so one parser decides both where a request goes and which credential (or which
+/// plain-http exception) goes with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Endpoint {
+    /// Lower case.
+    pub(crate) scheme: String,
+    /// Lower case; an IPv6 address without its brackets.
+    pub(crate) host: String,
+    /// The URL's port, or the scheme's default (80, 443), or `None` for another scheme
+    /// without one.
+    pub(crate) port: Option<u16>,
+    /// The user-info (`user:password`), as written.
+    user_info: Option<String>,
 }
 
-/// `scheme://host[:port]` of a URL, lower-cased, without user-info or path.
-fn origin(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split('/').next()?;
-    let host = authority.rsplit('@').next()?;
-    (!host.is_empty()).then(|| {
-        format!(
-            "{}://{}",
-            scheme.to_ascii_lowercase(),
-            host.to_ascii_lowercase()
-        )
-    })
+/// Why a URL has no [`Endpoint`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum UrlError {
+    #[error("not a URL with a scheme and a host")]
+    NoHost,
+    #[error("the URL holds whitespace, a control character or `\\`")]
+    BadCharacter,
+    #[error(
+        "ambiguous authority: the host is not what the text before the first `/` says (a `?` or `#` before an `@`)"
+    )]
+    Ambiguous,
+    #[error("not a URL: {0}")]
+    Invalid(String),
+}
+
+impl Endpoint {
+    pub(crate) fn parse(url: &str) -> Result<Endpoint, UrlError> {
+        if url
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '\\')
+        {
+            return Err(UrlError::BadCharacter);
+        }
+        let uri: ureq::http::Uri = url
+            .parse()
+            .map_err(|e: ureq::http::uri::InvalidUri| UrlError::Invalid(e.to_string()))?;
+        let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+            return Err(UrlError::NoHost);
+        };
+        // Any other reader that ends the authority at the first `/` only (and takes the
+        // host after the last `@`) must see the same authority, or the URL is refused.
+        let rest = url.split_once("://").map_or("", |(_, r)| r);
+        let naive = rest.split('/').next().unwrap_or("");
+        if naive != authority.as_str() {
+            return Err(UrlError::Ambiguous);
+        }
+        let user_info = authority
+            .as_str()
+            .rsplit_once('@')
+            .map(|(info, _)| info.to_owned());
+        if user_info
+            .as_deref()
+            .is_some_and(|i| i.contains(['?', '#', '/', '\\', '@']))
+        {
+            return Err(UrlError::Ambiguous);
+        }
+        let host = authority.host();
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host)
+            .to_ascii_lowercase();
+        if host.is_empty() {
+            return Err(UrlError::NoHost);
+        }
+        let scheme = scheme.to_ascii_lowercase();
+        let port = authority.port_u16().or(match scheme.as_str() {
+            "http" => Some(80),
+            "https" => Some(443),
+            _ => None,
+        });
+        Ok(Endpoint {
+            scheme,
+            host,
+            port,
+            user_info,
+        })
+    }
+
+    /// `http` to this machine (a test server, a local mirror).
+    pub(crate) fn is_local_http(&self) -> bool {
+        self.scheme == "http" && matches!(self.host.as_str(), "localhost" | "127.0.0.1" | "::1")
+    }
+
+    /// HTTPS anywhere, or plain HTTP to this machine: where a credential may travel.
+    pub(crate) fn is_safe_for_credentials(&self) -> bool {
+        self.scheme == "https" || self.is_local_http()
+    }
+
+    /// The same scheme, host and port.
+    pub(crate) fn same_origin(&self, other: &Endpoint) -> bool {
+        self.scheme == other.scheme && self.host == other.host && self.port == other.port
+    }
+}
+
+/// `http://` to this machine (a test server, a local mirror), as [`Endpoint`] reads it.
+#[cfg(test)]
+fn is_local_http(url: &str) -> bool {
+    Endpoint::parse(url).is_ok_and(|e| e.is_local_http())
 }
 
 fn percent_decode(text: &str) -> String {
@@ -532,19 +612,26 @@ pub(crate) fn bound_credentials(
     var: &str,
     url: &str,
 ) -> Option<(String, String)> {
-    if !(url.starts_with("https://") || is_local_http(url)) {
+    bound_credentials_for(system, var, &Endpoint::parse(url).ok()?)
+}
+
+/// [`bound_credentials`] for an endpoint already parsed: each line of `var` is read with
+/// the same parser, and its user-info only once that parser accepted the line.
+pub(crate) fn bound_credentials_for(
+    system: &dyn terraci_db::system::System,
+    var: &str,
+    wanted: &Endpoint,
+) -> Option<(String, String)> {
+    if !wanted.is_safe_for_credentials() {
         return None;
     }
-    let wanted = origin(url)?;
     let store = system.env_var(var)?;
     store.lines().map(str::trim).find_map(|line| {
-        if origin(line)? != wanted {
+        let line = Endpoint::parse(line).ok()?;
+        if !line.same_origin(wanted) {
             return None;
         }
-        let rest = line.split_once("://")?.1;
-        let authority = rest.split('/').next()?;
-        let (user_info, _) = authority.rsplit_once('@')?;
-        let (user, password) = user_info.split_once(':')?;
+        let (user, password) = line.user_info.as_deref()?.split_once(':')?;
         Some((percent_decode(user), percent_decode(password)))
     })
 }
@@ -717,5 +804,53 @@ mod credential_tests {
         assert!(!super::is_local_http("http://git.example.com/p.git"));
         assert!(!super::is_local_http("http://127.0.0.1.evil.example/p.git"));
         assert!(!super::is_local_http("http://localhost@evil.example/p.git"));
+        assert!(!super::is_local_http(
+            "http://evil.example?@127.0.0.1/p.git"
+        ));
+        assert!(!super::is_local_http("http://evil.example#@localhost/"));
+        assert!(!super::is_local_http("http://evil.example\\@localhost/"));
+    }
+
+    /// The transport (ureq's `http::Uri`) ends the authority at `?` or `#`: a credential
+    /// written for the host after the `@` never goes to the host before it.
+    #[test]
+    fn an_ambiguous_authority_binds_no_credentials() {
+        let system = terraci_db::system::MemorySystem::default();
+        let var = "TERRACI_POLICY_GIT_CREDENTIALS";
+        system.set_env(var, "https://u:tok@git.example.com\n");
+        for url in [
+            "https://attacker.invalid?@git.example.com/p.git",
+            "https://attacker.invalid#@git.example.com/",
+            "https://attacker.invalid\\@git.example.com/p.git",
+            "https://attacker.invalid/?@git.example.com/p.git",
+        ] {
+            assert!(
+                super::bound_credentials(&system, var, url).is_none(),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            super::Endpoint::parse("https://attacker.invalid?@git.example.com/p.git"),
+            Err(super::UrlError::Ambiguous)
+        );
+        // A credential line is read by the same parser: an ambiguous one binds nothing.
+        system.set_env(var, "https://u:tok@git.example.com?@attacker.invalid\n");
+        for url in [
+            "https://git.example.com/p.git",
+            "https://attacker.invalid/p.git",
+        ] {
+            assert!(
+                super::bound_credentials(&system, var, url).is_none(),
+                "{url}"
+            );
+        }
+        let e = super::Endpoint::parse("HTTPS://U:p@Git.Example.COM/p.git").expect("a URL");
+        assert_eq!(
+            (e.scheme.as_str(), e.host.as_str(), e.port),
+            ("https", "git.example.com", Some(443))
+        );
+        let e = super::Endpoint::parse("http://[::1]:8080/").expect("a URL");
+        assert!(e.is_local_http());
+        assert_eq!(e.port, Some(8080));
     }
 }

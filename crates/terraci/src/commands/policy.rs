@@ -117,6 +117,9 @@ fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     }
 }
 
+/// The largest plan.json `policy check` reads (plans are often larger than source files).
+const PLAN_MAX_BYTES: u64 = 512 << 20;
+
 fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(failure(
@@ -221,22 +224,39 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         }
     }
 
+    // A plan.json is the checkout's too: read confined to the project (a regular file
+    // whose real path lies inside it, bounded), so a link to a file elsewhere is refused.
+    let confined = terraci_db::system::ReadPolicy::new(io.system, &root, PLAN_MAX_BYTES);
     let mut plans = Vec::new();
     for m in &modules {
-        let text = match io.system.read(&plan_of(m)) {
-            Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
+        let text = match io.system.read_confined(&plan_of(m), &confined, false) {
+            Ok((bytes, _)) => String::from_utf8(bytes).unwrap_or_default(),
             Err(e) => {
                 return Err(failure(format!("cannot read {m}/plan.json: {e}")));
             }
         };
-        plans.push((m.clone(), policy_mod::effective(policy, m), text));
+        // The module's pattern segments, for the envelope's `input.terraci.module`.
+        let components: Vec<(String, String)> = ws.modules[m]
+            .info(&ws.db)
+            .components
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        plans.push((
+            m.clone(),
+            components,
+            policy_mod::effective(policy, m),
+            text,
+        ));
     }
     let inputs: Vec<Input<'_>> = plans
         .iter()
-        .map(|(m, settings, plan)| Input {
+        .map(|(m, components, settings, plan)| Input {
             module: m,
+            components,
             settings: settings.clone(),
             plan,
+            input: policy.input,
         })
         .collect();
     let summary = check::run(&policies, &inputs);

@@ -270,6 +270,22 @@ pub struct Policy {
     pub overrides: Vec<PolicyOverride>,
     /// Where pulled policies go. Default `<service_dir>/policies`.
     pub source_cache_dir: Option<String>,
+    /// What the policies see as `input`: `envelope` (default, TerraCi's: `input.plan` is
+    /// the plan, `input.terraci` the module, namespaces and plan path) or `plan` (the plan
+    /// JSON is the whole input, as conftest gives it).
+    pub input: PolicyInput,
+}
+
+/// `extensions.policy.input`: the shape of the Rego `input`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyInput {
+    /// `{"plan": <plan.json>, "terraci": {"module": {"path", "components"}, "policy":
+    /// {"namespaces"}, "plan": {"path"}}}`, as TerraCi's policy plugin gives it.
+    #[default]
+    Envelope,
+    /// The plan JSON itself (conftest style: `input.resource_changes`).
+    Plan,
 }
 
 /// One policy source.

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::engine::{Finding, Kind, Policies, PolicyError};
 use super::Effective;
-use terraci_db::config::Action;
+use terraci_db::config::{Action, PolicyInput};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -68,11 +68,15 @@ pub struct Summary {
     pub results: Vec<ModuleResult>,
 }
 
-/// A module to check: its id, its settings, its plan JSON text.
+/// A module to check: its id, its pattern components, its settings, its plan JSON text
+/// and the shape of the policies' `input`.
 pub struct Input<'a> {
     pub module: &'a str,
+    /// Pattern segment -> value, in pattern order.
+    pub components: &'a [(String, String)],
     pub settings: Effective,
     pub plan: &'a str,
+    pub input: PolicyInput,
 }
 
 /// Evaluates every module (sorted by id) and applies its decisions.
@@ -97,7 +101,14 @@ fn check_one(policies: &Policies, input: &Input<'_>) -> ModuleResult {
         result.skipped = true;
         return result;
     }
-    match policies.evaluate(input.plan, &input.settings.namespaces) {
+    let subject = super::engine::Subject {
+        module: input.module,
+        components: input.components,
+        namespaces: &input.settings.namespaces,
+    };
+    let evaluated = super::engine::plan_input(input.plan, input.input, &subject)
+        .and_then(|value| policies.evaluate(value, &input.settings.namespaces));
+    match evaluated {
         Ok(findings) => {
             for f in findings {
                 let action = match f.kind {
@@ -316,26 +327,36 @@ mod tests {
                 module: "c/block",
                 settings: settings(Action::Block, Action::Warn),
                 plan: both,
+                components: &[],
+                input: PolicyInput::Plan,
             },
             Input {
                 module: "a/warn",
                 settings: settings(Action::Warn, Action::Warn),
                 plan: both,
+                components: &[],
+                input: PolicyInput::Plan,
             },
             Input {
                 module: "b/ignore",
                 settings: settings(Action::Ignore, Action::Ignore),
                 plan: both,
+                components: &[],
+                input: PolicyInput::Plan,
             },
             Input {
                 module: "d/warn-blocks",
                 settings: settings(Action::Ignore, Action::Block),
                 plan: both,
+                components: &[],
+                input: PolicyInput::Plan,
             },
             Input {
                 module: "e/clean",
                 settings: settings(Action::Block, Action::Block),
                 plan: "{}",
+                components: &[],
+                input: PolicyInput::Plan,
             },
         ]);
         let got: Vec<(&str, Status, usize, usize, usize)> = s
@@ -387,6 +408,8 @@ mod tests {
             module: "legacy/db",
             settings: off,
             plan: "not json",
+            components: &[],
+            input: PolicyInput::Plan,
         }]);
         assert!(s.results[0].skipped);
         assert_eq!(s.status, Status::Pass);
@@ -402,6 +425,8 @@ mod tests {
             module: "m",
             settings: settings(Action::Block, Action::Warn),
             plan: "{",
+            components: &[],
+            input: PolicyInput::Plan,
         }]);
         assert_eq!(s.results[0].status, Status::Fail);
         assert!(s.results[0]

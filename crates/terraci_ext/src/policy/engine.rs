@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::time::Duration;
+use terraci_db::config::PolicyInput;
 use terraci_db::diagnostic::Code;
 
 use regorus::unstable::{Rule, RuleHead};
@@ -147,20 +148,15 @@ impl Policies {
         self.rules.keys().map(String::as_str)
     }
 
-    /// Evaluates the decision rules of `namespaces` with `input` (plan JSON text). The
+    /// Evaluates the decision rules of `namespaces` with `input` (see [`plan_input`]). The
     /// findings are sorted by namespace, rule and message.
     pub(crate) fn evaluate(
         &self,
-        input: &str,
+        input: regorus::Value,
         namespaces: &[String],
     ) -> Result<Vec<Finding>, PolicyError> {
         let mut engine = self.engine.clone();
-        engine.set_input_json(input).map_err(|e| PolicyError {
-            code: Code::PolicyInput,
-            file: None,
-            line: None,
-            message: format!("the plan is not valid JSON: {e}"),
-        })?;
+        engine.set_input(input);
         engine.set_execution_timer_config(regorus::utils::limits::ExecutionTimerConfig {
             limit: self.limit,
             check_interval: std::num::NonZeroU32::MIN,
@@ -307,6 +303,66 @@ fn located(
     }
 }
 
+/// Where a module's plan is, for the policies' `input` (see [`plan_input`]).
+pub(crate) struct Subject<'a> {
+    /// The module id (`input.terraci.module.path`).
+    pub(crate) module: &'a str,
+    /// Pattern segment -> value (`input.terraci.module.components`, left out when empty).
+    pub(crate) components: &'a [(String, String)],
+    /// The namespaces evaluated (`input.terraci.policy.namespaces`).
+    pub(crate) namespaces: &'a [String],
+}
+
+/// The Rego `input` for a module's plan JSON text: the plan itself
+/// ([`PolicyInput::Plan`]), or TerraCi's envelope ([`PolicyInput::Envelope`]):
+/// `{"plan": <plan>, "terraci": {"module": {"path", "components"}, "policy":
+/// {"namespaces"}, "plan": {"path": "<module>/plan.json"}}}`. The envelope is built as a
+/// value around the parsed plan, never by joining texts, so nothing in plan.json can add
+/// or replace a `terraci` key.
+pub(crate) fn plan_input(
+    plan: &str,
+    kind: PolicyInput,
+    subject: &Subject<'_>,
+) -> Result<regorus::Value, PolicyError> {
+    let plan = regorus::Value::from_json_str(plan).map_err(|e| PolicyError {
+        code: Code::PolicyInput,
+        file: None,
+        line: None,
+        message: format!("the plan is not valid JSON: {e}"),
+    })?;
+    if kind == PolicyInput::Plan {
+        return Ok(plan);
+    }
+    let mut module = serde_json::Map::new();
+    module.insert("path".into(), subject.module.into());
+    if !subject.components.is_empty() {
+        let components: serde_json::Map<String, serde_json::Value> = subject
+            .components
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().into()))
+            .collect();
+        module.insert("components".into(), components.into());
+    }
+    let terraci = serde_json::json!({
+        "module": module,
+        "policy": {"namespaces": subject.namespaces},
+        "plan": {"path": format!("{}/plan.json", subject.module)},
+    });
+    let mut envelope = regorus::Value::new_object();
+    let object = envelope.as_object_mut().map_err(|e| PolicyError {
+        code: Code::PolicyInput,
+        file: None,
+        line: None,
+        message: format!("cannot build the input: {e}"),
+    })?;
+    object.insert(regorus::Value::from("plan"), plan);
+    object.insert(
+        regorus::Value::from("terraci"),
+        regorus::Value::from(terraci),
+    );
+    Ok(envelope)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,7 +396,10 @@ mod tests {
         )])
         .unwrap();
         let out = p
-            .evaluate(r#"{"rs": ["b", "a"], "tags": null}"#, &["terraform".into()])
+            .evaluate(
+                Value::from_json_str(r#"{"rs": ["b", "a"], "tags": null}"#).unwrap(),
+                &["terraform".into()],
+            )
             .unwrap();
         let got: Vec<(&str, &str, Kind)> = out
             .iter()
@@ -356,7 +415,10 @@ mod tests {
         );
         assert_eq!(out[2].metadata["severity"], "low");
         // Another namespace: nothing.
-        assert!(p.evaluate("{}", &["compliance".into()]).unwrap().is_empty());
+        assert!(p
+            .evaluate(Value::from_json_str("{}").unwrap(), &["compliance".into()])
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
@@ -372,6 +434,49 @@ mod tests {
         assert!(err.line.is_some_and(|l| (3..=5).contains(&l)), "{err:?}");
     }
 
+    /// The envelope is a value around the parsed plan: a plan.json that holds its own
+    /// `terraci` key (or text meant to close the object) changes nothing of
+    /// `input.terraci`, and is itself under `input.plan`.
+    #[test]
+    fn the_envelope_holds_the_plan_and_cannot_be_forged_from_it() {
+        let p = policies(&[(
+            "p.rego",
+            "package terraform\n\nimport rego.v1\n\n\
+             deny contains sprintf(\"%s %s %s %s\", [input.terraci.module.path, input.terraci.module.components.env, input.terraci.plan.path, input.plan.terraci.module.path]) if { true }\n\
+             warn contains r.address if { some r in input.plan.resource_changes }\n\
+             warn contains \"no\" if { input.resource_changes }\n",
+        )])
+        .unwrap();
+        let plan = r#"{"terraci": {"module": {"path": "evil"}}, "resource_changes": [{"address": "a.b"}], "x": "\"}, \"terraci\": {\"module\": {\"path\": \"evil2\"}}"}"#;
+        let components = [("env".to_owned(), "prod".to_owned())];
+        let namespaces = ["terraform".to_owned()];
+        let subject = Subject {
+            module: "prod/vpc",
+            components: &components,
+            namespaces: &namespaces,
+        };
+        let input = plan_input(plan, PolicyInput::Envelope, &subject).unwrap();
+        let got: Vec<String> = p
+            .evaluate(input, &namespaces)
+            .unwrap()
+            .into_iter()
+            .map(|f| format!("{}: {}", f.rule, f.message))
+            .collect();
+        assert_eq!(
+            got,
+            ["deny: prod/vpc prod prod/vpc/plan.json evil", "warn: a.b"]
+        );
+        // `plan`: the plan is the whole input, as conftest gives it.
+        let input = plan_input(plan, PolicyInput::Plan, &subject).unwrap();
+        let got: Vec<String> = p
+            .evaluate(input, &namespaces)
+            .unwrap()
+            .into_iter()
+            .map(|f| f.message)
+            .collect();
+        assert_eq!(got, ["no"]);
+    }
+
     #[test]
     fn a_runtime_error_names_file_and_line() {
         // Two values for one complete rule: an error in OPA too.
@@ -381,7 +486,10 @@ mod tests {
         )])
         .unwrap();
         let err = p
-            .evaluate(r#"{"x": true}"#, &["terraform".into()])
+            .evaluate(
+                Value::from_json_str(r#"{"x": true}"#).unwrap(),
+                &["terraform".into()],
+            )
             .unwrap_err();
         assert_eq!(err.code, Code::PolicyRuntime, "{err:?}");
         assert_eq!(err.file.as_deref(), Some("pol/conflict.rego"), "{err:?}");
@@ -397,7 +505,9 @@ mod tests {
         )];
         let p = Policies::load(&files, Duration::from_millis(300)).unwrap();
         let started = std::time::Instant::now();
-        let err = p.evaluate("{}", &["terraform".into()]).unwrap_err();
+        let err = p
+            .evaluate(Value::from_json_str("{}").unwrap(), &["terraform".into()])
+            .unwrap_err();
         assert_eq!(err.code, Code::PolicyLimit, "{err:?}");
         assert!(err.message.contains("data.terraform.deny"), "{err:?}");
         assert!(started.elapsed() < Duration::from_secs(10));

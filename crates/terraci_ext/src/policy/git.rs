@@ -107,8 +107,11 @@ pub(super) fn fetch(
     url: &str,
     reference: Option<&str>,
 ) -> Result<Fetched, GitError> {
-    let http = url.starts_with("http://") || url.starts_with("https://");
-    if url.starts_with("http://") && !crate::http::is_local_http(url) {
+    let http = http_url(url)?;
+    if http
+        .as_ref()
+        .is_some_and(|(e, _)| e.scheme == "http" && !e.is_local_http())
+    {
         return Err(GitError::PlainHttp);
     }
     let dir = store.join(store_name(url));
@@ -146,9 +149,7 @@ pub(super) fn fetch(
             gix::remote::Direction::Fetch,
         )
         .map_err(|e| GitError::Refspecs(e.to_string()))?;
-    let outcome = if http {
-        let parsed = gix::url::parse(gix::bstr::BStr::new(url))
-            .map_err(|e| GitError::NotAUrl(e.to_string()))?;
+    let outcome = if let Some((endpoint, parsed)) = http {
         let has_user_info = parsed.user().is_some();
         let mut transport = gix_transport::client::blocking_io::http::connect_http(
             super::git_http::UreqHttp::new(),
@@ -157,12 +158,11 @@ pub(super) fn fetch(
             false,
         );
         if !has_user_info {
-            let bound = url
-                .starts_with("https://")
-                .then(|| {
-                    crate::http::bound_credentials(system, "TERRACI_POLICY_GIT_CREDENTIALS", url)
-                })
-                .flatten();
+            let bound = crate::http::bound_credentials_for(
+                system,
+                "TERRACI_POLICY_GIT_CREDENTIALS",
+                &endpoint,
+            );
             if let Some((username, password)) = bound {
                 let account = gix::sec::identity::Account {
                     username,
@@ -211,6 +211,35 @@ pub(super) fn fetch(
         oid,
         source,
     })
+}
+
+/// For an `http://` or `https://` URL: where its requests go, and the URL gix's transport
+/// is built from. The transport makes every request URL from gix's serialisation of the
+/// URL and sends it with ureq, so the [`crate::http::Endpoint`] of that serialisation is
+/// where credentials would go; it must be the endpoint of the URL as written too, or the
+/// URL is refused (`https://attacker?@git.example.com/` must not bind git.example.com's
+/// credentials). `None` for any other kind of URL.
+fn http_url(url: &str) -> Result<Option<(crate::http::Endpoint, gix::Url)>, GitError> {
+    let Ok(parsed) = gix::url::parse(gix::bstr::BStr::new(url)) else {
+        return Ok(None);
+    };
+    if !matches!(
+        parsed.scheme,
+        gix::url::Scheme::Http | gix::url::Scheme::Https
+    ) {
+        return Ok(None);
+    }
+    let ambiguous = |why: String| GitError::NotAUrl(format!("ambiguous authority: {why}"));
+    let written = crate::http::Endpoint::parse(url).map_err(|e| ambiguous(e.to_string()))?;
+    let serialised = parsed.to_bstring().to_string();
+    let sent = crate::http::Endpoint::parse(&serialised).map_err(|e| ambiguous(e.to_string()))?;
+    if !written.same_origin(&sent) {
+        return Err(ambiguous(format!(
+            "the transport would connect to {}, not {}",
+            sent.host, written.host
+        )));
+    }
+    Ok(Some((sent, parsed)))
 }
 
 /// The store's `config`, always terraci's own: whatever a store found on disk says

@@ -135,16 +135,10 @@ pub(super) fn parse(url: &str) -> Result<Reference, OciError> {
     if !valid_repo || !valid_ref {
         return Err(not_a_reference());
     }
-    let plain = {
-        let name = host.rsplit_once(':').map_or(host, |(h, port)| {
-            if port.chars().all(|c| c.is_ascii_digit()) {
-                h
-            } else {
-                host
-            }
-        });
-        matches!(name, "localhost" | "127.0.0.1" | "[::1]")
-    };
+    // The host as the transport reads it: a `?`, `#` or user-info in it is refused.
+    let endpoint =
+        http::Endpoint::parse(&format!("https://{host}/")).map_err(|_| not_a_reference())?;
+    let plain = matches!(endpoint.host.as_str(), "localhost" | "127.0.0.1" | "::1");
     let scheme = if plain { "http" } else { "https" };
     Ok(Reference {
         base: format!("{scheme}://{host}"),
@@ -244,7 +238,7 @@ fn token(challenge: &str, basic: Option<&str>) -> Result<String, OciError> {
     } else {
         format!("{realm}?{}", query.join("&"))
     };
-    let safe = url.starts_with("https://") || http::is_local_http(&url);
+    let safe = http::Endpoint::parse(&url).is_ok_and(|e| e.is_safe_for_credentials());
     let mut headers = Vec::new();
     if let Some(b) = basic.filter(|_| safe) {
         headers.push(("Authorization", b));

@@ -17,7 +17,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use terraci_db::config::PolicySource;
-use terraci_db::system::{EntryKind, System};
+use terraci_db::system::{EntryKind, ReadPolicy, System};
 
 /// The lock file's name inside the cache directory.
 pub const LOCK_FILE: &str = "policy.lock.json";
@@ -83,6 +83,8 @@ pub(crate) enum FilesError {
         path: String,
         source: std::io::Error,
     },
+    #[error("cannot read {path}: {why}")]
+    Refused { path: String, why: String },
     #[error("{0} is not UTF-8 text")]
     NotText(String),
     #[error("{lock} is not a policy lock ({source}): run `terraci policy pull`")]
@@ -138,7 +140,23 @@ fn path_dir(
             format!("`{path}` is not a directory of the project"),
         ));
     }
-    Ok(dir)
+    // Every symlink on the way resolved: a path source (or a parent of it) that is a link
+    // out of the project would load policies from anywhere.
+    let real = system
+        .canonicalize(&dir)
+        .map_err(|e| err(source, format!("`{path}`: {e}")))?;
+    let real_root = system
+        .canonicalize(root)
+        .unwrap_or_else(|_| root.to_owned());
+    if !real.starts_with(&real_root) {
+        return Err(err(
+            source,
+            format!(
+                "`{path}` resolves to `{real}`, outside the project: a path source must be a directory of the project, not a link out of it"
+            ),
+        ));
+    }
+    Ok(real)
 }
 
 /// Refuses a `file://` or local-path git URL into the project: git (and gix's
@@ -244,7 +262,7 @@ pub fn pull(
             PolicySource::Path { path } => {
                 let dir = path_dir(system, root, source, path)?;
                 let files =
-                    rego_files(system, &dir, path).map_err(|e| err(source, e.to_string()))?;
+                    rego_files(system, root, &dir, path).map_err(|e| err(source, e.to_string()))?;
                 Locked {
                     kind: "path".into(),
                     source: path.clone(),
@@ -447,9 +465,13 @@ pub(crate) fn is_policy_file(name: &str) -> bool {
 /// is `dir` as messages name it.
 pub(crate) fn rego_files(
     system: &dyn System,
+    root: &Utf8Path,
     dir: &Utf8Path,
     shown: &str,
 ) -> Result<Vec<(String, String)>, FilesError> {
+    // Each file is read confined to the project: a regular file whose real path lies
+    // inside it, bounded in size (symlinked entries are skipped by the walk already).
+    let policy = ReadPolicy::new(system, root, terraci_db::system::DEFAULT_MAX_FILE_SIZE);
     let mut out = Vec::new();
     let mut stack = vec![(dir.to_owned(), shown.trim_end_matches('/').to_owned())];
     let mut seen = BTreeSet::new();
@@ -470,9 +492,11 @@ pub(crate) fn rego_files(
             match entry.kind {
                 EntryKind::Dir => stack.push((child, child_rel)),
                 EntryKind::File if is_policy_file(&entry.name) => {
-                    let bytes = system.read(&child).map_err(|source| FilesError::Read {
-                        path: child_rel.clone(),
-                        source,
+                    let (bytes, _) = system.read_confined(&child, &policy, false).map_err(|e| {
+                        FilesError::Refused {
+                            path: child_rel.clone(),
+                            why: e.to_string(),
+                        }
                     })?;
                     let text = String::from_utf8(bytes)
                         .map_err(|_| FilesError::NotText(child_rel.clone()))?;
@@ -536,7 +560,8 @@ pub fn policy_files(
                 let dir = path_dir(system, root, source, path)?;
                 let shown = path.trim_end_matches('/').to_owned();
                 out.extend(
-                    rego_files(system, &dir, &shown).map_err(|e| err(source, e.to_string()))?,
+                    rego_files(system, root, &dir, &shown)
+                        .map_err(|e| err(source, e.to_string()))?,
                 );
             }
             PolicySource::Git { url, reference } => {
