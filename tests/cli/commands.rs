@@ -126,6 +126,108 @@ fn init_refuses_to_overwrite_without_force() {
     assert!(p.read(".terraci.yaml").contains("structure:"));
 }
 
+/// A configured project in a repository, with a module below the root.
+fn configured_repo_in_git() -> Project {
+    let p = Project::empty();
+    std::fs::create_dir(p.path().join(".git")).expect("mkdir .git");
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{team}/{module}\"\n",
+    );
+    p.write(
+        "net/vpc/main.tf",
+        "resource \"null_resource\" \"this\" {}\n",
+    );
+    p
+}
+
+#[test]
+fn commands_in_a_subdirectory_use_the_config_above() {
+    let p = configured_repo_in_git();
+    for sub in ["net", "net/vpc"] {
+        let graph = p.run_in(sub, &["graph", "--format", "levels"]);
+        assert_eq!(graph.code, 0, "{}", graph.stderr);
+        assert_eq!(
+            graph.stdout, "Level 0 (1 module):\n  net/vpc\n\n",
+            "in {sub}"
+        );
+        let validate = p.run_in(sub, &["validate"]);
+        assert_eq!(validate.code, 0, "{}", validate.stderr);
+    }
+    // `-d DIR` names the project root itself: no search above it.
+    let explicit = p.run_in("net", &["-d", ".", "graph", "--format", "levels"]);
+    assert_eq!(explicit.code, 1, "{}", explicit.stderr);
+    assert!(
+        explicit.stderr.contains("no modules found"),
+        "{}",
+        explicit.stderr
+    );
+}
+
+#[test]
+fn the_config_search_stops_at_the_repository_top() {
+    let p = Project::empty();
+    p.write(".terraci.yaml", "exclude: [\"*\"]\n");
+    std::fs::create_dir_all(p.path().join("repo/.git")).expect("mkdir .git");
+    p.write(
+        "repo/net/vpc/main.tf",
+        "resource \"null_resource\" \"this\" {}\n",
+    );
+    let out = p.run_in("repo/net", &["init", "--ci", "-q"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(p.read("repo/net/.terraci.yaml").contains("structure:"));
+}
+
+#[test]
+fn init_in_a_subdirectory_refuses_naming_the_config_above() {
+    let p = configured_repo_in_git();
+    let before = p.read(".terraci.yaml");
+    let out = p.run_in("net/vpc", &["init", "--ci"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "error: config file already exists above the current directory: [PROJECT]/.terraci.yaml \
+         (use --force to overwrite it, or -d . to start a separate project here)\n"
+    );
+    assert!(!p.path().join("net/vpc/.terraci.yaml").exists());
+    assert_eq!(p.read(".terraci.yaml"), before);
+
+    let separate = p.run_in("net/vpc", &["-d", ".", "init", "--ci", "-q"]);
+    assert_eq!(separate.code, 0, "{}", separate.stderr);
+    assert!(p.read("net/vpc/.terraci.yaml").contains("structure:"));
+    assert_eq!(p.read(".terraci.yaml"), before);
+}
+
+#[test]
+fn init_dry_run_prints_the_config_and_writes_nothing() {
+    let p = Project::empty();
+    p.write("live/net/prod/vpc/main.tf", "");
+    let out = p.run(&[
+        "init",
+        "--ci",
+        "--dry-run",
+        "--pattern",
+        "{team}/{env}/{module}",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("structure:"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("pattern: \"{team}/{env}/{module}\""),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stderr.contains("wrote"), "{}", out.stderr);
+    assert!(!p.path().join(".terraci.yaml").exists());
+
+    // It is what `init` writes.
+    assert_eq!(
+        p.run(&["init", "--ci", "-q", "--pattern", "{team}/{env}/{module}"])
+            .code,
+        0
+    );
+    assert_eq!(p.read(".terraci.yaml"), out.stdout);
+}
+
 #[test]
 fn init_refuses_to_shadow_another_config_name() {
     // Writing .terraci.yaml next to terraci.yml would silently replace it for every

@@ -54,11 +54,22 @@ impl Project {
         self.run_env(args, &[])
     }
 
+    /// [`Project::run`] with the subdirectory `sub` of the project as the working directory.
+    pub(crate) fn run_in(&self, sub: &str, args: &[&str]) -> Output {
+        let mut cmd = self.command(args);
+        cmd.current_dir(self.path().join(sub));
+        self.finish(cmd)
+    }
+
     pub(crate) fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = self.command(args);
         for (k, v) in env {
             cmd.env(k, v);
         }
+        self.finish(cmd)
+    }
+
+    fn finish(&self, mut cmd: Command) -> Output {
         let out = cmd.output().expect("run terraci");
         Output {
             code: out.status.code().unwrap_or(-1),

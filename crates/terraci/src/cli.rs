@@ -21,7 +21,7 @@ pub struct GlobalArgs {
     /// Config file (default: .terraci.yaml, .terraci.yml, terraci.yaml, terraci.yml in the project dir)
     #[arg(short = 'c', long, global = true, env = "TERRACI_CONFIG")]
     pub config: Option<Utf8PathBuf>,
-    /// Project directory
+    /// Project directory (default: the directory of the config found from here upward to the repository top, else the current one)
     #[arg(short = 'd', long, global = true, env = "TERRACI_DIR")]
     pub(crate) dir: Option<Utf8PathBuf>,
     /// More output (repeat for more)
@@ -350,6 +350,9 @@ pub struct InitArgs {
     /// Overwrite an existing config file
     #[arg(short = 'f', long)]
     pub(crate) force: bool,
+    /// Print the config to stdout instead of writing it
+    #[arg(long)]
+    pub(crate) dry_run: bool,
     /// CI provider to configure (default: gitlab, or github when only .github/ exists)
     #[arg(long, value_enum)]
     pub(crate) provider: Option<InitProvider>,

@@ -15,6 +15,10 @@ use terraci_db::system::System;
 pub(crate) enum InitError {
     #[error("config file already exists: {0} (use --force to overwrite)")]
     Exists(String),
+    #[error(
+        "config file already exists above the current directory: {0} (use --force to overwrite it, or -d . to start a separate project here)"
+    )]
+    ExistsAbove(String),
     #[error("--pattern `{pattern}` is invalid: {reason}")]
     Pattern {
         pattern: String,
@@ -82,8 +86,13 @@ pub(crate) fn init(
     let shown = target
         .strip_prefix(dir)
         .map_or_else(|_| target.to_string(), Utf8Path::to_string);
-    // Checked before asking, so nobody answers questions only to be refused.
-    if system.is_file(&target) && !args.force {
+    // Checked before asking, so nobody answers questions only to be refused. A dry run
+    // writes nothing, so it is not refused.
+    if system.is_file(&target) && !args.force && !args.dry_run {
+        // Found above the current directory (see `project_dir`): name it in full.
+        if global.dir.is_none() && system.absolute(Utf8Path::new("."))? != dir {
+            return Err(InitError::ExistsAbove(target.to_string()));
+        }
         return Err(InitError::Exists(shown));
     }
 
@@ -103,6 +112,10 @@ pub(crate) fn init(
         reason,
     })?;
 
+    if args.dry_run {
+        stdout.write_all(render_config(&choices).as_bytes())?;
+        return Ok(());
+    }
     system
         .write_atomic(&target, render_config(&choices).as_bytes())
         .map_err(|source| InitError::Write {

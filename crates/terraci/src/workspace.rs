@@ -11,7 +11,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context as _};
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use salsa::Setter as _;
 
 use crate::cli::{EvalArgs, GlobalArgs, SelectArgs};
@@ -84,6 +84,9 @@ impl Start {
 /// stamp it.
 pub(crate) type FileStamps = Vec<(String, Option<terraci_db::system::Stamp>)>;
 
+/// The project root: `-d DIR` as given; else, without `-c`, the directory holding the
+/// config file found from the current directory upward to the repository's top (as git
+/// finds its repository); else the current directory.
 pub(crate) fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::Result<Utf8PathBuf> {
     let dir = global.dir.clone().unwrap_or_else(|| Utf8PathBuf::from("."));
     let abs = system.absolute(&dir)?;
@@ -92,6 +95,12 @@ pub(crate) fn project_dir(system: &dyn System, global: &GlobalArgs) -> anyhow::R
             exit::ERROR,
             format!("project directory `{dir}` does not exist"),
         ));
+    }
+    if global.dir.is_none() && global.config.is_none() {
+        let found = terraci_db::config::find_config_upward(system, &abs);
+        if let Some(root) = found.as_deref().and_then(Utf8Path::parent) {
+            return Ok(root.to_owned());
+        }
     }
     Ok(abs)
 }

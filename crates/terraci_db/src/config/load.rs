@@ -48,6 +48,23 @@ pub fn find_config_file(
         .find(|p| system.is_file(p))
 }
 
+/// The config file that governs `start` (absolute), found as git finds its repository:
+/// `start` itself, then each parent in turn, stopping after the repository's top (a
+/// directory holding `.git`) or the filesystem root. `None` when none has one.
+pub fn find_config_upward(system: &dyn System, start: &Utf8Path) -> Option<Utf8PathBuf> {
+    let mut dir = Some(start);
+    while let Some(here) = dir {
+        if let Some(found) = find_config_file(system, here, None) {
+            return Some(found);
+        }
+        if system.is_dir(&here.join(".git")) || system.is_file(&here.join(".git")) {
+            return None;
+        }
+        dir = here.parent();
+    }
+    None
+}
+
 /// The config file's bytes, read as a Terraform file is but confined to the directory it
 /// is in: a committed `.terraci.yaml` that links to /proc/self/environ or /dev/zero, or a
 /// FIFO, is refused without being opened (a parse error would quote what it read).
