@@ -311,15 +311,17 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
 }
 
 /// The outlines ([`crate::parse::FileOutline`]) of a directory's Terraform files whose
-/// text holds `needle` (a cheap test before parsing).
-fn outlines(files: &[DiscoveredFile], needle: &str) -> Vec<crate::parse::FileOutline> {
+/// text holds one of `needles` (a cheap test before parsing; each file is outlined once).
+fn outlines(files: &[DiscoveredFile], needles: &[&str]) -> Vec<crate::parse::FileOutline> {
     files
         .iter()
         .filter(|f| !f.kind.is_vars())
         .filter_map(|f| {
             let text = f.contents.text()?;
             let text: &str = &text;
-            text.contains(needle)
+            needles
+                .iter()
+                .any(|n| text.contains(n))
                 .then(|| crate::parse::outline(text, f.kind))
         })
         .collect()
@@ -327,11 +329,9 @@ fn outlines(files: &[DiscoveredFile], needle: &str) -> Vec<crate::parse::FileOut
 
 /// The block that makes a directory a root to Terraform (`backend "s3"`, `cloud`), if any.
 fn backend_of(files: &[DiscoveredFile]) -> Option<String> {
-    let mut found = outlines(files, "backend")
+    outlines(files, &["backend", "cloud"])
         .into_iter()
-        .chain(outlines(files, "cloud"))
-        .filter_map(|o| o.backend);
-    found.next()
+        .find_map(|o| o.backend)
 }
 
 /// Every directory that a module call of the walked directories names as its literal
@@ -343,7 +343,7 @@ pub fn local_call_targets(
     let found: Vec<(String, Vec<String>)> = module_dirs
         .par_iter()
         .map(|(id, files)| {
-            let sources = outlines(files, "source")
+            let sources = outlines(files, &["source"])
                 .into_iter()
                 .flat_map(|o| o.sources)
                 .collect();
@@ -410,9 +410,10 @@ fn assemble(
     let roots_mode = pattern.is_roots();
     let depth = if roots_mode { 1 } else { pattern.depth() };
     let is_library = |id: &str| {
-        libraries
-            .iter()
-            .any(|l| id == l || id.starts_with(&format!("{l}/")))
+        libraries.iter().any(|l| {
+            id.strip_prefix(l.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
     };
     let called = if roots_mode {
         local_call_targets(&module_dirs)

@@ -885,6 +885,99 @@ pub(crate) fn lower_template(template: &Template) -> Expr {
     }
 }
 
+/// What discovery needs to know of a Terraform file before any query runs: the literal
+/// `source` of each of its module calls, and its `backend "<type>"` or `cloud` block.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct FileOutline {
+    pub(crate) sources: Vec<String>,
+    /// `backend "s3"` or `cloud`.
+    pub(crate) backend: Option<String>,
+}
+
+/// The [`FileOutline`] of a Terraform file's text (a file that does not parse gives what
+/// its parsed top-level blocks hold).
+pub(crate) fn outline(text: &str, kind: FileKind) -> FileOutline {
+    let mut out = FileOutline::default();
+    match kind {
+        FileKind::Native => {
+            let body = match prepare(text, true) {
+                Ok(prepared) => match fast::parse(&prepared.text) {
+                    Some(body) => body,
+                    None => match parse_prepared(&prepared) {
+                        ParsedFile::Native(tree) => lower_tree(&tree),
+                        _ => return out,
+                    },
+                },
+                Err(_) => return out,
+            };
+            for block in body.blocks() {
+                match block.ident.as_str() {
+                    "module" => {
+                        if let Some(source) =
+                            block.body.attribute("source").and_then(|e| match &e.kind {
+                                ExprKind::String(s) => Some(s),
+                                _ => None,
+                            })
+                        {
+                            out.sources.push(source.to_string());
+                        }
+                    }
+                    "terraform" => {
+                        for inner in block.body.blocks() {
+                            match inner.ident.as_str() {
+                                "backend" => {
+                                    let kind = inner.labels.first().map_or("", |l| l.as_str());
+                                    out.backend = Some(format!("backend \"{kind}\""));
+                                }
+                                "cloud" => out.backend = Some("cloud".to_owned()),
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        FileKind::Json => {
+            let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+                return out;
+            };
+            // `module` is an object of calls, or a list of such objects.
+            let groups = |v: Option<&serde_json::Value>| -> Vec<serde_json::Value> {
+                match v {
+                    Some(serde_json::Value::Array(items)) => items.clone(),
+                    Some(v) => vec![v.clone()],
+                    None => Vec::new(),
+                }
+            };
+            for group in groups(value.get("module")) {
+                let Some(calls) = group.as_object() else {
+                    continue;
+                };
+                for call in calls.values() {
+                    for call in groups(Some(call)) {
+                        if let Some(source) = call.get("source").and_then(|s| s.as_str()) {
+                            out.sources.push(source.to_owned());
+                        }
+                    }
+                }
+            }
+            for terraform in groups(value.get("terraform")) {
+                for backend in groups(terraform.get("backend")) {
+                    if let Some(kind) = backend.as_object().and_then(|o| o.keys().next()) {
+                        out.backend = Some(format!("backend \"{kind}\""));
+                    }
+                }
+                if terraform.get("cloud").is_some() {
+                    out.backend = Some("cloud".to_owned());
+                }
+            }
+        }
+        FileKind::VarsNative | FileKind::VarsJson => {}
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1050,96 +1143,4 @@ mod tests {
         assert_eq!(line_col("ab\ncé d", 7), (2, 4));
         assert_eq!(line_col("x", 0), (1, 1));
     }
-}
-
-/// What discovery needs to know of a Terraform file before any query runs: the literal
-/// `source` of each of its module calls, and its `backend "<type>"` or `cloud` block.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct FileOutline {
-    pub(crate) sources: Vec<String>,
-    /// `backend "s3"` or `cloud`.
-    pub(crate) backend: Option<String>,
-}
-
-/// The [`FileOutline`] of a Terraform file's text (a file that does not parse gives what
-/// its parsed top-level blocks hold).
-pub(crate) fn outline(text: &str, kind: FileKind) -> FileOutline {
-    let mut out = FileOutline::default();
-    match kind {
-        FileKind::Native => {
-            let body = match prepare(text, true) {
-                Ok(prepared) => match fast::parse(&prepared.text) {
-                    Some(body) => body,
-                    None => match parse_prepared(&prepared) {
-                        ParsedFile::Native(tree) => lower_tree(&tree),
-                        _ => return out,
-                    },
-                },
-                Err(_) => return out,
-            };
-            for block in body.blocks() {
-                match block.ident.as_str() {
-                    "module" => {
-                        if let Some(source) = block
-                            .body
-                            .attribute("source")
-                            .and_then(crate::facts::literal_string)
-                        {
-                            out.sources.push(source.to_owned());
-                        }
-                    }
-                    "terraform" => {
-                        for inner in block.body.blocks() {
-                            match inner.ident.as_str() {
-                                "backend" => {
-                                    let kind = inner.labels.first().map_or("", |l| l.as_str());
-                                    out.backend = Some(format!("backend \"{kind}\""));
-                                }
-                                "cloud" => out.backend = Some("cloud".to_owned()),
-                                _ => {}
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        FileKind::Json => {
-            let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
-                return out;
-            };
-            // `module` is an object of calls, or a list of such objects.
-            let groups = |v: Option<&serde_json::Value>| -> Vec<serde_json::Value> {
-                match v {
-                    Some(serde_json::Value::Array(items)) => items.clone(),
-                    Some(v) => vec![v.clone()],
-                    None => Vec::new(),
-                }
-            };
-            for group in groups(value.get("module")) {
-                let Some(calls) = group.as_object() else {
-                    continue;
-                };
-                for call in calls.values() {
-                    for call in groups(Some(call)) {
-                        if let Some(source) = call.get("source").and_then(|s| s.as_str()) {
-                            out.sources.push(source.to_owned());
-                        }
-                    }
-                }
-            }
-            for terraform in groups(value.get("terraform")) {
-                for backend in groups(terraform.get("backend")) {
-                    if let Some(kind) = backend.as_object().and_then(|o| o.keys().next()) {
-                        out.backend = Some(format!("backend \"{kind}\""));
-                    }
-                }
-                if terraform.get("cloud").is_some() {
-                    out.backend = Some("cloud".to_owned());
-                }
-            }
-        }
-        FileKind::VarsNative | FileKind::VarsJson => {}
-    }
-    out
 }
