@@ -398,11 +398,39 @@ fn is_policy_path(rel: &str) -> bool {
 
 /// The policy files under a slot as (slot-relative path, bytes), sorted.
 fn slot_files(system: &dyn System, slot: &Utf8Path) -> Result<Vec<(String, Vec<u8>)>, FilesError> {
+    policy_paths(system, slot, "")?
+        .into_iter()
+        .map(|(abs, rel)| {
+            let bytes = system.read(&abs).map_err(|source| FilesError::Read {
+                path: abs.to_string(),
+                source,
+            })?;
+            Ok((rel, bytes))
+        })
+        .collect()
+}
+
+/// The policy files under `dir`, recursively (hidden entries skipped, each directory
+/// listed once), as (absolute path, `prefix`/relative path), sorted by the latter.
+fn policy_paths(
+    system: &dyn System,
+    dir: &Utf8Path,
+    prefix: &str,
+) -> Result<Vec<(Utf8PathBuf, String)>, FilesError> {
     let mut out = Vec::new();
-    let mut stack = vec![(slot.to_owned(), String::new())];
+    let mut stack = vec![(dir.to_owned(), prefix.trim_end_matches('/').to_owned())];
+    let mut seen = BTreeSet::new();
     while let Some((abs, rel)) = stack.pop() {
+        if !seen.insert(abs.clone()) {
+            continue;
+        }
         let entries = system.read_dir(&abs).map_err(|source| FilesError::Read {
-            path: abs.to_string(),
+            // A slot (no prefix) is named by where it is, a source as the config shows it.
+            path: if prefix.is_empty() {
+                abs.to_string()
+            } else {
+                rel.clone()
+            },
             source,
         })?;
         for entry in entries {
@@ -417,18 +445,12 @@ fn slot_files(system: &dyn System, slot: &Utf8Path) -> Result<Vec<(String, Vec<u
             };
             match entry.kind {
                 EntryKind::Dir => stack.push((child, child_rel)),
-                EntryKind::File if is_policy_file(&entry.name) => {
-                    let bytes = system.read(&child).map_err(|source| FilesError::Read {
-                        path: child.to_string(),
-                        source,
-                    })?;
-                    out.push((child_rel, bytes));
-                }
+                EntryKind::File if is_policy_file(&entry.name) => out.push((child, child_rel)),
                 _ => {}
             }
         }
     }
-    out.sort();
+    out.sort_by(|a, b| a.1.cmp(&b.1));
     Ok(out)
 }
 
@@ -472,42 +494,20 @@ pub(crate) fn rego_files(
     // Each file is read confined to the project: a regular file whose real path lies
     // inside it, bounded in size (symlinked entries are skipped by the walk already).
     let policy = ReadPolicy::new(system, root, terraci_db::system::DEFAULT_MAX_FILE_SIZE);
-    let mut out = Vec::new();
-    let mut stack = vec![(dir.to_owned(), shown.trim_end_matches('/').to_owned())];
-    let mut seen = BTreeSet::new();
-    while let Some((abs, rel)) = stack.pop() {
-        if !seen.insert(abs.clone()) {
-            continue;
-        }
-        let entries = system.read_dir(&abs).map_err(|source| FilesError::Read {
-            path: rel.clone(),
-            source,
-        })?;
-        for entry in entries {
-            if entry.name.starts_with('.') {
-                continue;
-            }
-            let child = abs.join(&entry.name);
-            let child_rel = format!("{rel}/{}", entry.name);
-            match entry.kind {
-                EntryKind::Dir => stack.push((child, child_rel)),
-                EntryKind::File if is_policy_file(&entry.name) => {
-                    let (bytes, _) = system.read_confined(&child, &policy, false).map_err(|e| {
-                        FilesError::Refused {
-                            path: child_rel.clone(),
-                            why: e.to_string(),
-                        }
+    policy_paths(system, dir, shown)?
+        .into_iter()
+        .map(|(abs, rel)| {
+            let (bytes, _) =
+                system
+                    .read_confined(&abs, &policy, false)
+                    .map_err(|e| FilesError::Refused {
+                        path: rel.clone(),
+                        why: e.to_string(),
                     })?;
-                    let text = String::from_utf8(bytes)
-                        .map_err(|_| FilesError::NotText(child_rel.clone()))?;
-                    out.push((child_rel, text));
-                }
-                _ => {}
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
+            let text = String::from_utf8(bytes).map_err(|_| FilesError::NotText(rel.clone()))?;
+            Ok((rel, text))
+        })
+        .collect()
 }
 
 /// Reads the project's lock from the cache home, if `policy pull` wrote one (the copy in
