@@ -791,3 +791,35 @@ fn one_diagnostic_per_root_cause_with_hints_and_a_summary() {
     let doc: Value = serde_json::from_str(&strict.stdout).expect("validate --format json");
     assert_eq!(doc["valid"], false);
 }
+
+#[test]
+fn flat_state_names_end_in_a_neighbours_name() {
+    let p = Project::fixture("rules/flat-names");
+    let g = graph(&p, &[]);
+    // Empty `backend "s3" {}` blocks everywhere: only the end of each flat name tells.
+    assert_eq!(deps_of(&g, "components/base"), ids(&["components/account"]));
+    // `-app-api` is `app-api`, not `api`.
+    assert_eq!(
+        deps_of(&g, "components/app"),
+        ids(&["components/app-api", "components/base"])
+    );
+    // Every part known (`demo-dev-account`): the same rule.
+    assert_eq!(
+        deps_of(&g, "components/reader"),
+        ids(&["components/account"])
+    );
+    // A component that states its key, one with local state, no such component, and a
+    // name that only ends inside a word: no edge, and a diagnostic that says why.
+    let keyed = diagnostics_about(&g, "demo-dev-keyed");
+    assert!(
+        keyed[0]
+            .1
+            .contains("its backend states its own key \"keyed/terraform.tfstate\""),
+        "{keyed:?}"
+    );
+    let plain = diagnostics_about(&g, "demo-dev-plain");
+    assert!(plain[0].1.contains("keeps its state locally"), "{plain:?}");
+    assert_eq!(diagnostics_about(&g, "demo-dev-missing").len(), 1);
+    assert_eq!(diagnostics_about(&g, "demo-dev-database").len(), 1);
+    snap!("rules_flat_names", summary(&g));
+}

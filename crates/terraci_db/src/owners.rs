@@ -25,11 +25,19 @@ impl StateIdentity {
     /// Whether the two cannot be the same state: the same backend type with an identity
     /// field known on both sides and different.
     pub fn conflicts(&self, other: &StateIdentity) -> bool {
-        self.backend == other.backend
-            && self
-                .fields
-                .iter()
-                .any(|(k, v)| other.fields.get(k).is_some_and(|o| o != v))
+        self.first_conflict(other).is_some()
+    }
+
+    /// The first identity field (in name order) known on both sides and different,
+    /// when the backend types are the same: the field a diagnostic names.
+    pub fn first_conflict(&self, other: &StateIdentity) -> Option<&'static str> {
+        if self.backend != other.backend {
+            return None;
+        }
+        self.fields
+            .iter()
+            .find(|(k, v)| other.fields.get(*k).is_some_and(|o| o != *v))
+            .map(|(k, _)| *k)
     }
 
     /// The field that locates the state within its store (s3 `key`, gcs `prefix`,
@@ -81,8 +89,10 @@ pub struct IdentityIndex {
     /// under the prefix (s3 `<prefix>/<ws>/<key>`, remote `<prefix><ws>`).
     pub by_workspace_prefix: BTreeMap<(String, String, String), Vec<Owner>>,
     pub ids: BTreeSet<String>,
-    /// The identities of modules whose backend gives any identity field: what the
-    /// path-based rules check a candidate against (see [`StateIdentity::conflicts`]).
+    /// The identities of modules whose backend gives any identity field or leaves one
+    /// to `terraform init` (an empty `backend "s3" {}`): what the path-based rules check
+    /// a candidate against (see [`StateIdentity::conflicts`]), and the flat-suffix rule
+    /// reads the backend type of.
     pub identities: BTreeMap<String, StateIdentity>,
     /// A module's last directory, `_` read as `-` -> the ids ending in it: where a
     /// `terraform_remote_state` block's name hints at the module it means.
@@ -107,7 +117,7 @@ impl IdentityIndex {
                 self.segments.insert(seg.to_owned());
             }
         }
-        if !identity.fields.is_empty() {
+        if !identity.fields.is_empty() || identity.partial {
             self.identities.insert(id.to_owned(), identity.clone());
         }
         let location_field = identity.location_field();

@@ -14,6 +14,15 @@
 //! 4. **Tail**: the known trailing segments of the state path (all of a literal key, or
 //!    what follows the unknown part of a template) equal the trailing segments of
 //!    module ids. Leading segments may be dropped only when no module id holds them.
+//! 5. **Flat suffix**: a state name without `/` (`${var.project}-${var.env}-base.tfstate`,
+//!    or its known end `-base.tfstate`) that ends in `-`, `_` or `.` and the name of a
+//!    module next to the reader (`base`, in the reader's directory or context), when that
+//!    module's backend is of the reader's type and leaves its state path unstated (an
+//!    empty `backend "s3" {}` completed at `terraform init`). The longest such name
+//!    decides (`lab-results` before `results`).
+//!
+//! Every rule after the first skips a module whose backend is known to keep its state
+//! elsewhere: the same type with an identity field known on both sides and different.
 
 use super::references::StateTarget;
 use terraci_db::owners::{IdentityIndex, Owner};
@@ -26,6 +35,8 @@ pub enum Rule {
     Path,
     Context,
     Tail,
+    /// The end of a flat state name is a neighbour's directory name (rule 5).
+    FlatSuffix,
     /// `dependencies.add` / `external_state` in `.terraci.yaml`.
     Declared,
 }
@@ -38,6 +49,7 @@ impl Rule {
             Rule::Path => "state path",
             Rule::Context => "context",
             Rule::Tail => "tail of the state path",
+            Rule::FlatSuffix => "suffix of a flat state name",
             Rule::Declared => "declared in .terraci.yaml",
         }
     }
@@ -68,6 +80,9 @@ pub(super) fn match_reference(
             if let Some(found) = match_tail(tail, true, r, index) {
                 return found;
             }
+            if let Some(found) = match_flat(tail, r, from, depth, index, &mut near_miss) {
+                return found;
+            }
             return Match::None(tail.clone(), near_miss);
         }
         return Match::None(describe_identity(r), near_miss);
@@ -89,15 +104,7 @@ pub(super) fn match_reference(
     }
     // Rule 3: context.
     if (1..=2).contains(&parts.len()) {
-        let mut contexts = Vec::new();
-        if let Some((ctx, _)) = from.rsplit_once('/') {
-            contexts.push(ctx.to_owned());
-        }
-        let from_parts: Vec<&str> = from.split('/').collect();
-        if from_parts.len() > depth {
-            contexts.push(from_parts[..depth - 1].join("/"));
-        }
-        let mut found: Vec<String> = contexts
+        let mut found: Vec<String> = contexts(from, depth)
             .iter()
             .map(|c| {
                 if c.is_empty() {
@@ -120,7 +127,122 @@ pub(super) fn match_reference(
     if let Some(found) = match_tail(&format!("/{normalised}"), false, r, index) {
         return found;
     }
+    // Rule 5: flat suffix.
+    if let Some(found) = match_flat(&normalised, r, from, depth, index, &mut near_miss) {
+        return found;
+    }
     Match::None(normalised, near_miss)
+}
+
+/// The directories a short state path is read relative to: the reader's parent, and
+/// the context of the pattern (its first `depth - 1` segments) when the reader is deeper.
+fn contexts(from: &str, depth: usize) -> Vec<String> {
+    let mut contexts = Vec::new();
+    if let Some((ctx, _)) = from.rsplit_once('/') {
+        contexts.push(ctx.to_owned());
+    } else {
+        contexts.push(String::new());
+    }
+    let from_parts: Vec<&str> = from.split('/').collect();
+    if depth > 0 && from_parts.len() > depth {
+        contexts.push(from_parts[..depth - 1].join("/"));
+    }
+    contexts.sort();
+    contexts.dedup();
+    contexts
+}
+
+/// Rule 5. `name` is a flat state name (no `/`): a whole normalised path, or the known
+/// end of a template (`-base.tfstate`). Its candidates are the modules directly in the
+/// reader's contexts whose directory name ends it after a separator; each must have a
+/// backend of the reader's type that states no location (else the identity rule would
+/// have found it, or it keeps its state elsewhere) and no identity field that differs.
+fn match_flat(
+    name: &str,
+    r: &StateTarget,
+    from: &str,
+    depth: usize,
+    index: &IdentityIndex,
+    near_miss: &mut Option<String>,
+) -> Option<Match> {
+    let backend = match &r.identity {
+        Some(mine) => mine.backend.as_str(),
+        None => r.backend.as_deref()?,
+    };
+    let name = name.strip_suffix(".tfstate").unwrap_or(name);
+    if name.contains('/') {
+        return None;
+    }
+    let mut best: Vec<&str> = Vec::new();
+    let mut best_len = 0;
+    for ctx in contexts(from, depth) {
+        let prefix = if ctx.is_empty() {
+            ctx
+        } else {
+            format!("{ctx}/")
+        };
+        let siblings = index
+            .ids
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix.as_str()),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|id| id.starts_with(&prefix));
+        for id in siblings {
+            let leaf = &id[prefix.len()..];
+            if leaf.contains('/') || leaf.len() < best_len || id == from {
+                continue;
+            }
+            let Some(head) = name.strip_suffix(leaf) else {
+                continue;
+            };
+            if !head.ends_with(['-', '_', '.']) {
+                continue;
+            }
+            let why_not = match index.identities.get(id.as_str()) {
+                None => Some(format!(
+                    "`{id}` ends the name, but has no `{backend}` backend"
+                )),
+                Some(theirs) if theirs.backend == "local" && backend != "local" => Some(format!(
+                    "`{id}` ends the name, but keeps its state locally, with no backend block"
+                )),
+                Some(theirs) if theirs.backend != backend => Some(format!(
+                    "`{id}` ends the name, but its backend is `{}`, not `{backend}`",
+                    theirs.backend
+                )),
+                Some(theirs) => match (theirs.location(), &r.identity) {
+                    (Some(location), _) => Some(format!(
+                        "`{id}` ends the name, but its backend states its own {} \"{location}\"",
+                        theirs.location_field().unwrap_or("location")
+                    )),
+                    (None, Some(mine)) if mine.conflicts(theirs) => Some(format!(
+                        "`{id}` ends the name, but its backend's {} differs",
+                        mine.first_conflict(theirs).unwrap_or("identity")
+                    )),
+                    _ => None,
+                },
+            };
+            if let Some(why) = why_not {
+                near_miss.get_or_insert(why);
+                continue;
+            }
+            if leaf.len() > best_len {
+                best_len = leaf.len();
+                best.clear();
+            }
+            best.push(id);
+        }
+    }
+    best.sort_unstable();
+    best.dedup();
+    match best.as_slice() {
+        [] => None,
+        [one] => Some(Match::One((*one).to_owned(), Rule::FlatSuffix)),
+        _ => Some(Match::Ambiguous(
+            Rule::FlatSuffix,
+            best.iter().map(|s| (*s).to_owned()).collect(),
+        )),
+    }
 }
 
 /// Where the reference's state sits: its location in its workspace's layout.
@@ -516,6 +638,29 @@ mod tests {
                 "s3 bucket=b key=?", "default", Some("/infra-vpc.tfstate"), "none: /infra-vpc.tfstate"),
             ("tail miss", &[("terraform/projects/app", "s3 key=?")],
                 "s3 bucket=b key=?", "default", Some("/infra-vpc.tfstate"), "none: /infra-vpc.tfstate"),
+            // Flat suffix: the reader is stage/app.
+            ("flat: known end of a flat name", &[("stage/base", "s3 key=?"), ("stage/app", "s3 key=?")],
+                "s3 bucket=b key=?", "default", Some("-base.tfstate"), "stage/base by suffix of a flat state name"),
+            ("flat: a whole flat name", &[("stage/base", "s3 key=?"), ("stage/app", "s3 key=?")],
+                "s3 bucket=b key=nia-ptl-base.tfstate", "default", None, "stage/base by suffix of a flat state name"),
+            ("flat: the longest name wins", &[("stage/lab-results", "s3 key=?"), ("stage/results", "s3 key=?")],
+                "s3 bucket=b key=?", "default", Some("-ptl-lab-results.tfstate"), "stage/lab-results by suffix of a flat state name"),
+            ("flat: only after a separator", &[("stage/base", "s3 key=?")],
+                "s3 bucket=b key=?", "default", Some("-database.tfstate"), "none: -database.tfstate"),
+            ("flat: never a module that states its key", &[("stage/base", "s3 key=base/terraform.tfstate")],
+                "s3 bucket=b key=?", "default", Some("-base.tfstate"),
+                "none: -base.tfstate (`stage/base` ends the name, but its backend states its own key \"base/terraform.tfstate\")"),
+            ("flat: never a module of another backend type", &[("stage/base", "gcs bucket=?")],
+                "s3 bucket=b key=?", "default", Some("-base.tfstate"),
+                "none: -base.tfstate (`stage/base` ends the name, but its backend is `gcs`, not `s3`)"),
+            ("flat: never a module in another bucket", &[("stage/base", "s3 bucket=other key=?")],
+                "s3 bucket=b key=?", "default", Some("-base.tfstate"),
+                "none: -base.tfstate (`stage/base` ends the name, but its backend's bucket differs)"),
+            ("flat: never a module without a backend", &[("stage/base", "local path=terraform.tfstate")],
+                "s3 bucket=b key=?", "default", Some("-base.tfstate"),
+                "none: -base.tfstate (`stage/base` ends the name, but keeps its state locally, with no backend block)"),
+            ("flat: only next to the reader", &[("prod/base", "s3 key=?")],
+                "s3 bucket=b key=?", "default", Some("-base.tfstate"), "none: -base.tfstate"),
         ];
         for (case, modules, spec, ws, tail, want) in cases {
             let index = index(modules);

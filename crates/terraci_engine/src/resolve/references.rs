@@ -634,8 +634,9 @@ fn failed_path_tail(
 /// The known end of a template whose beginning is unknown: the literal text and known
 /// interpolations after the last unknown one. `None` when the template does not begin
 /// with the unknown part (a known head, `"stage/${data.x.region}/vpc"`, says where the
-/// state is: the tail alone would be a guess), when no `/` is in the tail (no whole
-/// segment is known) or the expression is not a template.
+/// state is: the tail alone would be a guess), when the tail holds neither a `/` (a
+/// whole segment known) nor begins with a separator (`-base.tfstate`: the end of a flat
+/// name, see the flat-suffix rule), or the expression is not a template.
 fn known_tail(e: &Expr, ctx: &EvalContext<'_>) -> Option<String> {
     let ExprKind::Template(parts) = &e.kind else {
         return None;
@@ -658,7 +659,8 @@ fn known_tail(e: &Expr, ctx: &EvalContext<'_>) -> Option<String> {
     }
     tail.reverse();
     let tail = tail.concat();
-    tail.contains('/').then_some(tail)
+    let flat = tail.len() > 1 && tail.starts_with(['-', '_', '.']) && tail != ".tfstate";
+    (tail.contains('/') || flat).then_some(tail)
 }
 
 /// The node of `field`'s value in a literal `config` object (where a diagnostic about the

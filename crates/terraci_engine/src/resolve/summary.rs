@@ -672,13 +672,14 @@ fn write_resolution(
     Some(())
 }
 
-pub const RULES: [super::Rule; 6] = [
+pub const RULES: [super::Rule; 7] = [
     super::Rule::Identity,
     super::Rule::PartialIdentity,
     super::Rule::Path,
     super::Rule::Context,
     super::Rule::Tail,
     super::Rule::Declared,
+    super::Rule::FlatSuffix,
 ];
 
 /// The index of `rule` in [`RULES`], which the decoder reads back. A match, so that a
@@ -692,6 +693,7 @@ pub fn rule_code(rule: super::Rule) -> u8 {
         Rule::Context => 3,
         Rule::Tail => 4,
         Rule::Declared => 5,
+        Rule::FlatSuffix => 6,
     }
 }
 
