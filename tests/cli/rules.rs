@@ -384,6 +384,13 @@ fn matching_rules() {
         );
     }
     assert_eq!(diagnostics_about(&g, "own state").len(), 2);
+    let elsewhere = diagnostics_about(&g, "no module for state path \"rds\"");
+    assert!(
+        elsewhere[0]
+            .1
+            .contains("its backend's `bucket` is \"state\", not \"another-team\""),
+        "{elsewhere:?}"
+    );
     snap!("rules_matching", summary(&g));
 }
 

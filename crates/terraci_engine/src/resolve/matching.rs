@@ -91,14 +91,23 @@ pub(super) fn match_reference(
         // `terraform.tfstate` alone names no directory.
         return Match::None(r.path.clone().unwrap_or_default(), near_miss);
     }
+    // A module whose backend is known to keep its state elsewhere is no candidate of
+    // the rules below; the first one found is what `unmatched-remote-state` names.
+    let mut fits = |id: &str, what: &str| match conflict(r, index, id) {
+        None => true,
+        Some(why) => {
+            near_miss.get_or_insert_with(|| format!("`{id}` {what}, but {why}"));
+            false
+        }
+    };
     // Rule 2: path.
-    if index.ids.contains(&normalised) {
+    if index.ids.contains(&normalised) && fits(&normalised, "is the state path") {
         return Match::One(normalised, Rule::Path);
     }
     let parts: Vec<&str> = normalised.split('/').collect();
     for start in 1..parts.len() {
         let suffix = parts[start..].join("/");
-        if index.ids.contains(&suffix) {
+        if index.ids.contains(&suffix) && fits(&suffix, "ends the state path") {
             return Match::One(suffix, Rule::Path);
         }
     }
@@ -113,7 +122,7 @@ pub(super) fn match_reference(
                     format!("{c}/{normalised}")
                 }
             })
-            .filter(|c| index.ids.contains(c))
+            .filter(|c| index.ids.contains(c) && fits(c, "is the state path next to this module"))
             .collect();
         found.sort();
         found.dedup();
@@ -132,6 +141,29 @@ pub(super) fn match_reference(
         return found;
     }
     Match::None(normalised, near_miss)
+}
+
+/// Why module `id` cannot own the state `r` reads although a path rule points at it: an
+/// identity field other than the state path itself (which the path rules read relative
+/// to the module: `eks/terraform.tfstate` for `stage/eks`), known on both sides of the
+/// same backend type and different: another bucket, storage account or organization.
+fn conflict(r: &StateTarget, index: &IdentityIndex, id: &str) -> Option<String> {
+    let mine = r.identity.as_ref()?;
+    let theirs = index.identities.get(id)?;
+    if mine.backend != theirs.backend {
+        return None;
+    }
+    let location = mine.location_field();
+    let (field, _) = mine
+        .fields
+        .iter()
+        .find(|(k, v)| Some(**k) != location && theirs.fields.get(**k).is_some_and(|o| o != *v))?;
+    let field: &str = field;
+    Some(format!(
+        "its backend's `{field}` is \"{}\", not \"{}\"",
+        theirs.fields.get(field).map_or("", String::as_str),
+        mine.fields.get(field).map_or("", String::as_str)
+    ))
 }
 
 /// The directories a short state path is read relative to: the reader's parent, and
@@ -215,11 +247,9 @@ fn match_flat(
                         "`{id}` ends the name, but its backend states its own {} \"{location}\"",
                         theirs.location_field().unwrap_or("location")
                     )),
-                    (None, Some(mine)) if mine.conflicts(theirs) => Some(format!(
-                        "`{id}` ends the name, but its backend's {} differs",
-                        mine.first_conflict(theirs).unwrap_or("identity")
-                    )),
-                    _ => None,
+                    _ => {
+                        conflict(r, index, id).map(|why| format!("`{id}` ends the name, but {why}"))
+                    }
                 },
             };
             if let Some(why) = why_not {
@@ -619,6 +649,18 @@ mod tests {
                 "s3 bucket=b key=terraform.tfstate", "default", None, "none: terraform.tfstate"),
             ("context rule", &[("stage/vpc", "s3 key=?"), ("prod/vpc", "s3 key=?")],
                 "s3 bucket=b key=vpc/terraform.tfstate", "default", None, "stage/vpc by context"),
+            ("path never takes a module in another bucket", &[("stage/vpc", "s3 bucket=a key=?")],
+                "s3 bucket=b key=stage/vpc/terraform.tfstate", "default", None,
+                "none: stage/vpc (`stage/vpc` is the state path, but its backend's `bucket` is \"a\", not \"b\")"),
+            ("path suffix never takes a module in another bucket", &[("stage/vpc", "s3 bucket=a key=?")],
+                "s3 bucket=b key=old/stage/vpc/terraform.tfstate", "default", None,
+                "none: old/stage/vpc (`stage/vpc` ends the state path, but its backend's `bucket` is \"a\", not \"b\")"),
+            ("context never takes a module in another storage account",
+                &[("stage/vpc", "azurerm storage_account_name=tenant1 container_name=c key=?")],
+                "azurerm storage_account_name=tenant2 container_name=c key=vpc/terraform.tfstate", "default", None,
+                "none: vpc (`stage/vpc` is the state path next to this module, but its backend's `storage_account_name` is \"tenant1\", not \"tenant2\")"),
+            ("path: an unknown field on one side is no conflict", &[("stage/vpc", "s3 bucket=? key=?")],
+                "s3 bucket=b key=stage/vpc/terraform.tfstate", "default", None, "stage/vpc by state path"),
             // Tail.
             ("tail of a literal key", &[("terraform/projects/infra-vpc", "s3 key=?"), ("terraform/projects/app", "s3 key=?")],
                 "s3 bucket=b key=govuk/infra-vpc.tfstate", "default", None, "terraform/projects/infra-vpc by tail of the state path"),
@@ -655,7 +697,7 @@ mod tests {
                 "none: -base.tfstate (`stage/base` ends the name, but its backend is `gcs`, not `s3`)"),
             ("flat: never a module in another bucket", &[("stage/base", "s3 bucket=other key=?")],
                 "s3 bucket=b key=?", "default", Some("-base.tfstate"),
-                "none: -base.tfstate (`stage/base` ends the name, but its backend's bucket differs)"),
+                "none: -base.tfstate (`stage/base` ends the name, but its backend's `bucket` is \"other\", not \"b\")"),
             ("flat: never a module without a backend", &[("stage/base", "local path=terraform.tfstate")],
                 "s3 bucket=b key=?", "default", Some("-base.tfstate"),
                 "none: -base.tfstate (`stage/base` ends the name, but keeps its state locally, with no backend block)"),
