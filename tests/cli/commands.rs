@@ -376,7 +376,7 @@ fn init_proposes_the_pattern_that_fits_the_tree() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stderr,
-        "pattern {environment}/{region}/{module}: the root modules here are 3 levels deep (e.g. `terraform/projects/app`)\nwrote .terraci.yaml\nnext: `terraci validate`, then `terraci generate -o .gitlab-ci.yml`\n"
+        "pattern {environment}/{region}/{module}: the root modules here are 3 levels deep (e.g. `terraform/projects/app`)\ngraph: 3 modules, 0 edges, 0 cycles, 0 references without an edge\nwrote .terraci.yaml\nnext: `terraci validate`, then `terraci generate -o .gitlab-ci.yml`\n"
     );
     assert!(p
         .read(".terraci.yaml")
@@ -444,6 +444,57 @@ fn init_finds_roots_at_every_depth_and_local_call_targets_as_libraries() {
     let filtered = p.run(&["graph", "--format", "list", "--filter", "module=vpc"]);
     assert_eq!(filtered.code, 0, "{}", filtered.stderr);
     assert_eq!(filtered.stdout, "[net/hub]\n  eu/vpc\n");
+}
+
+#[test]
+fn init_reads_backend_settings_and_variables_from_the_repository() {
+    let p = Project::fixture("init/ci-sources");
+    let out = p.run(&["validate"]);
+    assert!(
+        out.stderr.contains("(`terraci init` writes it)"),
+        "{}",
+        out.stderr
+    );
+    // Every stack has an empty `backend "s3" {}`: nothing in the code says the keys
+    // (`app` finds `web` by the known end of `${var.stack}/web.tfstate` alone).
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{environment}/{module}\"\n",
+    );
+    assert_eq!(json_edges(&p), ["stacks/app -> stacks/web"]);
+    p.remove(".terraci.yaml");
+    let out = p.run(&["init", "--ci"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("4 backend_config and 2 variables entries written, 2 noted but not written"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("graph: 5 modules, 4 edges, 0 cycles, 0 references without an edge"),
+        "{}",
+        out.stderr
+    );
+    let config = p.read(".terraci.yaml");
+    let start = config.find("# Variables the").expect("a variables section");
+    let end = config
+        .find("# dependencies:")
+        .expect("the dependencies example");
+    // Each entry names where it came from; a README's command is for the directory it
+    // `cd`s to; per-environment backend files and a key built from a shell variable are
+    // noted, never written.
+    crate::snap!("init_ci_sources", &config[start..end]);
+    assert_eq!(
+        json_edges(&p),
+        [
+            "stacks/app -> stacks/db",
+            "stacks/app -> stacks/web",
+            "stacks/db -> stacks/net",
+            "stacks/web -> stacks/net",
+        ]
+    );
 }
 
 #[test]

@@ -44,6 +44,10 @@ impl Project {
         std::fs::write(p, contents).expect("write");
     }
 
+    pub(crate) fn remove(&self, rel: &str) {
+        std::fs::remove_file(self.dir.path().join(rel)).expect("remove");
+    }
+
     pub(crate) fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.dir.path().join(rel)).expect("read")
     }

@@ -64,6 +64,8 @@ pub(crate) struct Start {
     pub(crate) moved: Option<Arc<terraci_vcs::Moved>>,
     /// Keep the walk for the run record ([`Workspace::walked`]).
     pub(crate) keep_layout: bool,
+    /// The config to use instead of the file's (`init` loads the config it proposes).
+    pub(crate) config: Option<LoadedConfig>,
     /// Keep the texts discovery read: the JSON views locate every edge's source in them,
     /// which would read most files again (see [`crate::parallel::warm_up`]). They are then plain
     /// [`terraci_db::files::FileContents::Text`], not held.
@@ -119,8 +121,13 @@ pub(crate) fn load_workspace_overlapped(
     // settled by then.
     let started = system.now();
     let root = project_dir(system, global)?;
-    let config_path = find_config_file(system, &root, global.config.as_deref());
-    let config = load_config(system, config_path.as_deref()).map_err(exit::coded)?;
+    let config = match start.config {
+        Some(config) => config,
+        None => {
+            let config_path = find_config_file(system, &root, global.config.as_deref());
+            load_config(system, config_path.as_deref()).map_err(exit::coded)?
+        }
+    };
     let mut diagnostics = config_diagnostics(&config);
     let layout = start.layout.unwrap_or_else(|| walk(system, &root));
     let walked =
@@ -546,8 +553,13 @@ impl Workspace {
                     .filter(|id| !id.is_empty())
                     .collect();
                 if let Some(p) = terraci_engine::discover::propose_pattern(&ids) {
+                    // With no config file, `init` writes one (and reads the tree).
+                    let init = match &self.config.path {
+                        Some(_) => "terraci init --force",
+                        None => "terraci init",
+                    };
                     message.push_str(&format!(
-                        "; the pattern `{}` fits this tree (`terraci init --force` writes it)",
+                        "; the pattern `{}` fits this tree (`{init}` writes it)",
                         p.pattern
                     ));
                 }

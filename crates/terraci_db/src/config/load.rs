@@ -106,6 +106,13 @@ pub fn load_config(
     finish(config, Some(path.to_owned()), warnings)
 }
 
+/// Loads a config from its text, as [`load_config`] loads a file: what `init` checks
+/// before writing (`display` names it in errors).
+pub fn load_config_text(text: &str, display: &str) -> Result<LoadedConfig, ConfigError> {
+    let (config, warnings) = parse_config_with_warnings(text, display)?;
+    finish(config, None, warnings)
+}
+
 /// [`parse_config`], except that under `extensions` a section or a section's key that
 /// terraci does not know (a TerraCi plugin's, a newer TerraCi key) is left out with a
 /// warning saying it has no effect, as TerraCi ignores what no plugin claims. Core keys

@@ -9,8 +9,8 @@ mod pattern;
 mod schema;
 
 pub use load::{
-    closest, find_config_file, find_config_upward, load_config, parse_config, read_config_bytes,
-    ConfigError, LoadedConfig, CONFIG_FILE_NAMES,
+    closest, find_config_file, find_config_upward, load_config, load_config_text, parse_config,
+    read_config_bytes, ConfigError, LoadedConfig, CONFIG_FILE_NAMES,
 };
 pub use pattern::{Pattern, PatternError};
 pub use schema::config_schema;

@@ -3,12 +3,15 @@
 //! Input: the flags, or the answers to three questions on a terminal. Output: a commented
 //! config file, written through `System`, that loads and generates without edits.
 
+mod evidence;
+
 use std::io::{BufRead, Write};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::cli::{GlobalArgs, InitArgs, InitBinary, InitProvider};
 use terraci_db::config::{find_config_file, Binary, Pattern, Structure};
+use terraci_db::diagnostic::Code;
 use terraci_db::system::System;
 
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +57,8 @@ pub(crate) struct Choices {
     pub(crate) libraries: Vec<(String, String)>,
     /// Why roots mode (comment lines), when the pattern is [`ROOTS`].
     pub(crate) roots_note: Option<String>,
+    /// `backend_config` and `variables` read from the repository.
+    pub(crate) evidence: evidence::Evidence,
 }
 
 /// The pattern answer that means `structure.discovery: roots`.
@@ -112,20 +117,26 @@ pub(crate) fn init(
         reason,
     })?;
 
+    let text = render_config(&choices);
+    if !global.quiet {
+        if let Some(why) = why.filter(|_| choices.pattern == proposed) {
+            writeln!(stderr, "{why}")?;
+        }
+        for line in report(system, dir, global, &choices, &text) {
+            writeln!(stderr, "{line}")?;
+        }
+    }
     if args.dry_run {
-        stdout.write_all(render_config(&choices).as_bytes())?;
+        stdout.write_all(text.as_bytes())?;
         return Ok(());
     }
     system
-        .write_atomic(&target, render_config(&choices).as_bytes())
+        .write_atomic(&target, text.as_bytes())
         .map_err(|source| InitError::Write {
             path: shown.clone().into(),
             source,
         })?;
     if !global.quiet {
-        if let Some(why) = why.filter(|_| choices.pattern == proposed) {
-            writeln!(stderr, "{why}")?;
-        }
         let output = match choices.provider {
             InitProvider::Gitlab => ".gitlab-ci.yml",
             InitProvider::Github => ".github/workflows/terraform.yml",
@@ -136,6 +147,83 @@ pub(crate) fn init(
         )?;
     }
     Ok(())
+}
+
+/// What `init` read and what the config it writes gives: the libraries, the files it
+/// took settings from, and the graph of the project under that config (modules, edges,
+/// cycles, references left without an edge). The project is loaded without the fact
+/// cache, so `init` writes nothing but the config.
+fn report(
+    system: &dyn System,
+    dir: &Utf8Path,
+    global: &GlobalArgs,
+    choices: &Choices,
+    text: &str,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !choices.libraries.is_empty() {
+        let shown: Vec<&str> = choices.libraries.iter().map(|(d, _)| d.as_str()).collect();
+        lines.push(format!(
+            "libraries (local module sources, never planned): {}",
+            shown.join(", ")
+        ));
+    }
+    let evidence = &choices.evidence;
+    if !evidence.used.is_empty() {
+        let files: Vec<&str> = evidence.used.iter().map(String::as_str).collect();
+        lines.push(format!(
+            "read {}: {} backend_config and {} variables entries written, {} noted but not written",
+            files.join(", "),
+            evidence.backend_config.len(),
+            evidence.variables.len(),
+            evidence.notes.len()
+        ));
+    }
+    let Ok(config) = terraci_db::config::load_config_text(text, ".terraci.yaml") else {
+        return lines;
+    };
+    let mut quiet = global.clone();
+    quiet.dir = Some(dir.to_owned());
+    quiet.no_cache = true;
+    let start = crate::workspace::Start {
+        config: Some(config),
+        ..crate::workspace::Start::default()
+    };
+    let Ok(mut ws) = crate::workspace::load_workspace_overlapped(
+        system,
+        &quiet,
+        &crate::cli::EvalArgs::default(),
+        start,
+    ) else {
+        return lines;
+    };
+    ws.wait_for_cache();
+    let graph = terraci_engine::graph::dependency_graph(&ws.db, ws.project);
+    let edges = graph.edge_count();
+    let open = ws
+        .all_diagnostics()
+        .iter()
+        .filter(|d| {
+            matches!(
+                d.code,
+                Code::UnresolvedRemoteState
+                    | Code::UnmatchedRemoteState
+                    | Code::AmbiguousRemoteState
+            )
+        })
+        .count();
+    lines.push(format!(
+        "graph: {} modules, {edges} edges, {} cycles, {open} references without an edge{}",
+        graph.modules.len(),
+        graph.cycles.len(),
+        if open > 0 || !graph.cycles.is_empty() {
+            " (`terraci validate` says why)"
+        } else {
+            ""
+        }
+    ));
+    ws.dismiss();
+    lines
 }
 
 /// The flags, else: gitlab unless the project only has GitHub workflows, terraform, and
@@ -171,6 +259,7 @@ fn default_choices(
             pattern,
             libraries: found.libraries,
             roots_note,
+            evidence: found.evidence,
         },
         why,
     )
@@ -183,6 +272,7 @@ struct Found {
     why: Option<String>,
     roots_note: Option<String>,
     libraries: Vec<(String, String)>,
+    evidence: evidence::Evidence,
 }
 
 /// The roots below `dir` are every directory with Terraform files that no local module
@@ -219,6 +309,11 @@ fn propose(system: &dyn System, dir: &Utf8Path) -> Found {
         })
         .map(|(target, caller)| ((*target).clone(), (*caller).clone()))
         .collect();
+    let evidence = evidence::gather(
+        system,
+        dir,
+        &roots.iter().map(|r| (*r).to_owned()).collect(),
+    );
     let depth_of = |d: &str| d.split('/').count();
     let Some(shallowest) = roots.iter().map(|d| depth_of(d)).min() else {
         let pattern = Structure::default().pattern;
@@ -228,6 +323,7 @@ fn propose(system: &dyn System, dir: &Utf8Path) -> Found {
             why: Some(why),
             roots_note: None,
             libraries,
+            evidence,
         };
     };
     let root_set: std::collections::BTreeSet<&str> = roots.iter().copied().collect();
@@ -252,6 +348,7 @@ fn propose(system: &dyn System, dir: &Utf8Path) -> Found {
                 why: Some(why),
                 roots_note: None,
                 libraries,
+                evidence,
             }
         }
         None => {
@@ -267,6 +364,7 @@ fn propose(system: &dyn System, dir: &Utf8Path) -> Found {
                 why: Some(format!("discovery: roots ({note})")),
                 roots_note: Some(note),
                 libraries,
+                evidence,
             }
         }
     }
@@ -322,6 +420,7 @@ pub(crate) fn ask(
         pattern,
         libraries: defaults.libraries,
         roots_note: defaults.roots_note,
+        evidence: defaults.evidence,
     })
 }
 
@@ -425,6 +524,7 @@ pub(crate) fn render_config(choices: &Choices) -> String {
         }
         text
     };
+    let read = render_evidence(&choices.evidence);
     format!(
         "# terraci configuration. Every key is optional; `terraci schema` describes them all.\n\
          \n\
@@ -439,13 +539,7 @@ pub(crate) fn render_config(choices: &Choices) -> String {
          {libraries}\
          \n\
          # What the code alone cannot say (see docs/configuration.md):\n\
-         # variables:        # values set in CI or kept in other tfvars, per module glob\n\
-         #   - modules: [\"*/prod/**\"]\n\
-         #     values: {{stack: blue}}\n\
-         #     files: [\"../../vars/{{environment}}.tfvars\"]\n\
-         # backend_config:   # what `terraform init -backend-config` gives the modules\n\
-         #   - modules: [\"**\"]\n\
-         #     values: {{key: \"{{module_path}}/terraform.tfstate\"}}\n\
+         {read}\
          # dependencies:     # edges to add, found edges to ignore\n\
          #   add: [{{from: \"*/*/*/app\", to: \"*/*/*/dns\", reason: \"...\"}}]\n\
          #   ignore: []\n\
@@ -459,6 +553,72 @@ pub(crate) fn render_config(choices: &Choices) -> String {
          extensions:\n\
          {provider}",
     )
+}
+
+/// The `variables` and `backend_config` read from the repository, each entry with the
+/// files and lines it came from; the commented examples when nothing was read.
+fn render_evidence(evidence: &evidence::Evidence) -> String {
+    let mut out = String::new();
+    let section = |out: &mut String, key: &str, what: &str, entries: &[evidence::Entry]| {
+        if entries.is_empty() {
+            return;
+        }
+        out.push_str(&format!("# {what}\n{key}:\n"));
+        for e in entries {
+            out.push_str(&format!(
+                "  - modules: [{}]  # from {}\n",
+                yaml_string(&e.module),
+                escape_comment(&e.sources.join(", "))
+            ));
+            if !e.files.is_empty() {
+                let files: Vec<String> = e.files.iter().map(|f| yaml_string(f)).collect();
+                out.push_str(&format!("    files: [{}]\n", files.join(", ")));
+            }
+            if !e.values.is_empty() {
+                let values: Vec<String> = e
+                    .values
+                    .iter()
+                    .map(|(k, v)| format!("{}: {}", yaml_string(k), yaml_string(v)))
+                    .collect();
+                out.push_str(&format!("    values: {{{}}}\n", values.join(", ")));
+            }
+        }
+        out.push('\n');
+    };
+    section(
+        &mut out,
+        "variables",
+        "Variables the repository's commands pass (-var-file, -var, TF_VAR_*):",
+        &evidence.variables,
+    );
+    section(
+        &mut out,
+        "backend_config",
+        "What the repository gives `terraform init -backend-config` (backend files, commands):",
+        &evidence.backend_config,
+    );
+    if evidence.variables.is_empty() {
+        out.push_str(
+            "# variables:        # values set in CI or kept in other tfvars, per module glob\n\
+             #   - modules: [\"*/prod/**\"]\n\
+             #     values: {stack: blue}\n\
+             #     files: [\"../../vars/{environment}.tfvars\"]\n",
+        );
+    }
+    if evidence.backend_config.is_empty() {
+        out.push_str(
+            "# backend_config:   # what `terraform init -backend-config` gives the modules\n\
+             #   - modules: [\"**\"]\n\
+             #     values: {key: \"{module_path}/terraform.tfstate\"}\n",
+        );
+    }
+    if !evidence.notes.is_empty() {
+        out.push_str("# Read but not written (the repository does not state one value):\n");
+        for note in &evidence.notes {
+            out.push_str(&format!("#   {}\n", escape_comment(note)));
+        }
+    }
+    out
 }
 
 /// A directory name inside a YAML comment: one line.
@@ -485,6 +645,7 @@ mod tests {
             pattern: "{team}/{stack}".into(),
             libraries: Vec::new(),
             roots_note: None,
+            evidence: evidence::Evidence::default(),
         }
     }
 
@@ -534,6 +695,7 @@ mod tests {
                 pattern: "{a}/{b}".into(),
                 libraries: Vec::new(),
                 roots_note: None,
+                evidence: evidence::Evidence::default(),
             }
         );
         let transcript = String::from_utf8(out).expect("utf-8");
