@@ -376,7 +376,7 @@ fn init_proposes_the_pattern_that_fits_the_tree() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stderr,
-        "pattern {environment}/{region}/{module}: the root modules here are 3 levels deep (e.g. `terraform/projects/app`)\ngraph: 3 modules, 0 edges, 0 cycles, 0 references without an edge\nwrote .terraci.yaml\nnext: `terraci validate`, then `terraci generate -o .gitlab-ci.yml`\n"
+        "pattern {environment}/{region}/{module}: the root modules here are 3 levels deep (e.g. `terraform/projects/app`)\ngraph: 3 modules, 0 edges, 0 cycles, 0 references without an edge\nwrote .terraci.yaml\nadded 7 entries to .gitignore (what terraform and terraci runs leave behind)\nnext: `terraci validate`, then `terraci generate -o .gitlab-ci.yml`\n"
     );
     assert!(p
         .read(".terraci.yaml")
@@ -495,6 +495,36 @@ fn init_reads_backend_settings_and_variables_from_the_repository() {
             "stacks/web -> stacks/net",
         ]
     );
+}
+
+#[test]
+fn init_keeps_run_outputs_out_of_git() {
+    let p = Project::fixture("init/mixed-depth");
+    p.write(".gitignore", "node_modules\n*.tfplan");
+    let out = p.run(&["init", "--ci"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("added 6 entries to .gitignore"),
+        "{}",
+        out.stderr
+    );
+    let ignore = p.read(".gitignore");
+    assert!(
+        ignore.starts_with("node_modules\n*.tfplan\n\n# What terraform"),
+        "{ignore}"
+    );
+    for entry in [
+        ".terraform/",
+        "plan.json",
+        "plan.result.json",
+        ".terraci/logs/",
+    ] {
+        assert!(ignore.lines().any(|l| l == entry), "{entry}: {ignore}");
+    }
+    // Once is enough.
+    let out = p.run(&["init", "--ci", "--force"]);
+    assert!(!out.stderr.contains(".gitignore"), "{}", out.stderr);
+    assert_eq!(p.read(".gitignore"), ignore);
 }
 
 #[test]

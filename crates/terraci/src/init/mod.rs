@@ -136,17 +136,76 @@ pub(crate) fn init(
             path: shown.clone().into(),
             source,
         })?;
+    let ignored = ignore_run_outputs(system, dir).map_err(|source| InitError::Write {
+        path: ".gitignore".into(),
+        source,
+    })?;
     if !global.quiet {
+        writeln!(stderr, "wrote {shown}")?;
+        if ignored > 0 {
+            writeln!(
+                stderr,
+                "added {ignored} entries to .gitignore (what terraform and terraci runs leave behind)"
+            )?;
+        }
         let output = match choices.provider {
             InitProvider::Gitlab => ".gitlab-ci.yml",
             InitProvider::Github => ".github/workflows/terraform.yml",
         };
         writeln!(
             stderr,
-            "wrote {shown}\nnext: `terraci validate`, then `terraci generate -o {output}`"
+            "next: `terraci validate`, then `terraci generate -o {output}`"
         )?;
     }
     Ok(())
+}
+
+/// What terraform and terraci runs leave in a checkout: `--changed-only` never counts
+/// them as changes, and `init` adds them to `.gitignore` so that nobody commits them.
+const RUN_OUTPUTS: [&str; 7] = [
+    ".terraform/",
+    "*.tfplan",
+    "plan.txt",
+    "plan.json",
+    "plan.result.json",
+    ".terraci/logs/",
+    ".terraci/cache/",
+];
+
+/// Appends the [`RUN_OUTPUTS`] that `.gitignore` (of the project directory) lacks; how
+/// many it added. Lines already there, in any order, are kept as they are.
+fn ignore_run_outputs(system: &dyn System, dir: &Utf8Path) -> std::io::Result<usize> {
+    let path = dir.join(".gitignore");
+    let policy = terraci_db::system::ReadPolicy::new(system, dir, 1 << 20);
+    let old = match system.read_confined(&path, &policy, false) {
+        Ok((bytes, _)) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(terraci_db::system::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            String::new()
+        }
+        Err(e) => return Err(std::io::Error::other(e.to_string())),
+    };
+    let have: std::collections::BTreeSet<&str> = old.lines().map(str::trim).collect();
+    let missing: Vec<&str> = RUN_OUTPUTS
+        .into_iter()
+        .filter(|p| !have.contains(p) && !have.contains(p.trim_end_matches('/')))
+        .collect();
+    if missing.is_empty() {
+        return Ok(0);
+    }
+    let mut text = old.clone();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str("# What terraform and terraci runs leave behind (added by `terraci init`)\n");
+    for p in &missing {
+        text.push_str(p);
+        text.push('\n');
+    }
+    system.write_atomic(&path, text.as_bytes())?;
+    Ok(missing.len())
 }
 
 /// What `init` read and what the config it writes gives: the libraries, the files it
