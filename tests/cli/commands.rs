@@ -561,3 +561,22 @@ fn a_pattern_that_misses_roots_says_so() {
         "{all}"
     );
 }
+
+#[test]
+fn a_missing_terraform_is_named_as_not_on_path() {
+    let p = Project::fixture("example");
+    let empty = tempfile::tempdir().expect("tempdir");
+    let path = empty.path().to_str().expect("utf-8").to_owned();
+    let out = p.run_env(
+        &["local-exec", "plan", "-f", "environment=stage"],
+        &[("PATH", &path)],
+    );
+    assert_ne!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let all = out.stdout + &out.stderr;
+    assert!(
+        all.contains(
+            "`terraform init` could not start: `terraform` is not on PATH (install it, or name the binary in `execution.binary`"
+        ),
+        "{all}"
+    );
+}

@@ -97,7 +97,7 @@ pub enum Command {
 Keeps the project loaded, applies file changes incrementally and rewrites the output only \
 when its bytes change; prints one line per regeneration to stderr. A change that brings a \
 new error (a half-typed block) prints the diagnostic and keeps the last good file. \
-Without -o the file is .gitlab-ci.yml (gitlab) or .github/workflows/terraci.yml (github) \
+Without -o the file is .gitlab-ci.yml (gitlab) or .github/workflows/terraform.yml (github) \
 in the project directory. Stops cleanly (exit 0) on Ctrl-C or SIGTERM."
     )]
     Watch(WatchArgs),
@@ -206,7 +206,7 @@ pub struct PipelineArgs {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct WatchArgs {
-    /// Write to FILE (default: .gitlab-ci.yml, or .github/workflows/terraci.yml for
+    /// Write to FILE (default: .gitlab-ci.yml, or .github/workflows/terraform.yml for
     /// github, in the project dir); rewritten atomically, only when its bytes change
     #[arg(short = 'o', long)]
     pub(crate) output: Option<Utf8PathBuf>,

@@ -44,11 +44,12 @@ use terraci_engine::graph::dependency_graph;
 use terraci_engine::ir::PlanOptions;
 use terraci_render::{Header, Provider};
 
-/// The pipeline file when `-o` is not given, relative to the project directory.
+/// The pipeline file when `-o` is not given, relative to the project directory: the one
+/// `init`, the README and the recipes name too (one workflow, never two).
 pub(crate) fn default_output(provider: Provider) -> &'static str {
     match provider {
         Provider::Gitlab => ".gitlab-ci.yml",
-        Provider::Github => ".github/workflows/terraci.yml",
+        Provider::Github => ".github/workflows/terraform.yml",
     }
 }
 

@@ -31,6 +31,19 @@ impl CommandLine {
     }
 
     /// `terraform plan`: the program's file name and the subcommand, for messages.
+    /// Why the command did not start, after its short form: a binary that is not found
+    /// is named as such, with where terraci takes it from.
+    pub(crate) fn start_failure(&self, e: &std::io::Error) -> String {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "could not start: `{}` is not on PATH (install it, or name the binary in `execution.binary` of .terraci.yaml: terraform or tofu)",
+                self.program
+            )
+        } else {
+            format!("could not start: {e}")
+        }
+    }
+
     pub(crate) fn display_short(&self) -> String {
         let program = self.program.rsplit('/').next().unwrap_or(&self.program);
         match self.args.first() {

@@ -382,7 +382,11 @@ fn plan_with_results(
         Err(e) => {
             return Err(Status::Failed {
                 code: None,
-                reason: format!("`{}` could not start: {e}", command.display_short()),
+                reason: format!(
+                    "`{}` {}",
+                    command.display_short(),
+                    command.start_failure(&e)
+                ),
             })
         }
     };
@@ -491,7 +495,7 @@ fn execute(
             Ok(Exit::Success) => continue,
             Ok(Exit::Code(code)) => (Some(code), format!("exited with code {code}")),
             Ok(Exit::Signal(signal)) => (None, format!("killed by signal {signal}")),
-            Err(e) => (None, format!("could not start: {e}")),
+            Err(e) => (None, command.start_failure(&e)),
         };
         let (code, what) = failure;
         let interrupted = if interrupt.is_set() {

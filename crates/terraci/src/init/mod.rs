@@ -148,10 +148,10 @@ pub(crate) fn init(
                 "added {ignored} entries to .gitignore (what terraform and terraci runs leave behind)"
             )?;
         }
-        let output = match choices.provider {
-            InitProvider::Gitlab => ".gitlab-ci.yml",
-            InitProvider::Github => ".github/workflows/terraform.yml",
-        };
+        let output = crate::watch::default_output(match choices.provider {
+            InitProvider::Gitlab => terraci_render::Provider::Gitlab,
+            InitProvider::Github => terraci_render::Provider::Github,
+        });
         writeln!(
             stderr,
             "next: `terraci validate`, then `terraci generate -o {output}`"

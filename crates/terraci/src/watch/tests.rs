@@ -477,8 +477,8 @@ fn the_provider_decides_the_default_file_and_o_overrides_it() {
         ..Default::default()
     };
     let (_watch, err) = session_with(&fs, args);
-    assert!(err.ends_with("-> .github/workflows/terraci.yml written in N ms\n"));
-    assert!(fs.is_file("/p/.github/workflows/terraci.yml".into()));
+    assert!(err.ends_with("-> .github/workflows/terraform.yml written in N ms\n"));
+    assert!(fs.is_file("/p/.github/workflows/terraform.yml".into()));
 
     let args = WatchArgs {
         output: Some("/p/ci/out.yml".into()),
