@@ -230,3 +230,30 @@ fn jobs_over_the_needs_limit_are_warned_about_through_the_diagnostic_printer() {
     assert_eq!(quiet.code, 0, "{}", quiet.stderr);
     assert!(!quiet.stderr.contains("needs-limit"), "{}", quiet.stderr);
 }
+
+#[test]
+fn gitlab_applies_wait_for_a_click_unless_auto_approved() {
+    let p = Project::fixture("example");
+    let manual = |out: &crate::support::Output| {
+        out.stdout
+            .split("\napply-")
+            .skip(1)
+            .filter(|job| job.contains("      when: manual\n"))
+            .count()
+    };
+    let default = p.run(&["generate"]);
+    assert_eq!(default.code, 0, "{}", default.stderr);
+    let applies = default.stdout.matches("\napply-").count();
+    assert!(applies > 0);
+    // TerraCi's default: every apply is manual.
+    assert_eq!(manual(&default), applies, "{}", default.stdout);
+    let auto = p.run(&["generate", "--auto-approve"]);
+    assert_eq!(manual(&auto), 0, "{}", auto.stdout);
+    p.write(
+        ".terraci.yaml",
+        p.read(".terraci.yaml")
+            .replace("  gitlab:\n", "  gitlab:\n    auto_approve: true\n"),
+    );
+    assert_eq!(manual(&p.run(&["generate"])), 0);
+    assert_eq!(manual(&p.run(&["generate", "--no-auto-approve"])), applies);
+}

@@ -66,11 +66,15 @@ fn cycles_are_printed_as_paths() {
 #[test]
 fn graph_takes_the_selection_flags_and_short_format() {
     let p = crate::support::Project::fixture("example");
+    // TerraCi's `graph -f levels`: `-f` is the format here (and `-F` still is).
+    let terraci = p.run(&["graph", "-f", "levels"]);
+    assert_eq!(terraci.code, 0, "{}", terraci.stderr);
+    assert!(terraci.stdout.starts_with("Level 0"), "{}", terraci.stdout);
     let out = p.run(&[
         "graph",
         "-F",
         "levels",
-        "-f",
+        "--filter",
         "environment=stage",
         "-x",
         "**/rds",
@@ -90,6 +94,6 @@ fn graph_takes_the_selection_flags_and_short_format() {
         all.stdout
     );
     // A filter key that is no pattern segment is an error, as for generate.
-    let bad = p.run(&["graph", "-f", "nope=x"]);
+    let bad = p.run(&["graph", "--filter", "nope=x"]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
 }

@@ -315,7 +315,7 @@ fn pwned(dir: &Path) -> Vec<PathBuf> {
 )]
 fn gitlab_ci_local_cds_into_exactly_each_directory() {
     let h = hostile();
-    let run = terraci(&h, &["generate", "--no-cache"]);
+    let run = terraci(&h, &["generate", "--no-cache", "--auto-approve"]);
     assert_eq!(run.code, Some(0), "{}", run.text());
     let generate_stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     let pipeline = String::from_utf8(run.stdout).expect("UTF-8");

@@ -128,7 +128,14 @@ fn the_gitlab_pipeline_plans_and_applies_with_real_terraform() {
     let state = work.path().join("state");
     std::fs::create_dir_all(&state).expect("mkdir state");
     let p = repository(&state);
-    let out = p.run(&["generate", "-o", ".gitlab-ci.yml", "--var", "suffix=1"]);
+    let out = p.run(&[
+        "generate",
+        "-o",
+        ".gitlab-ci.yml",
+        "--var",
+        "suffix=1",
+        "--auto-approve",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     commit_all(p.path());
     let home = work.path().join("home");
@@ -372,7 +379,14 @@ fn a_blocking_policy_stops_the_gitlab_apply_job_of_the_module_it_denies() {
     let state = work.path().join("state");
     std::fs::create_dir_all(&state).expect("mkdir state");
     let p = denying_repository(&state);
-    let out = p.run(&["generate", "-o", ".gitlab-ci.yml", "--var", "suffix=1"]);
+    let out = p.run(&[
+        "generate",
+        "-o",
+        ".gitlab-ci.yml",
+        "--var",
+        "suffix=1",
+        "--auto-approve",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     commit_all(p.path());
     let home = work.path().join("home");

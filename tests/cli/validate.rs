@@ -98,7 +98,7 @@ fn a_pattern_deeper_than_the_tree_finds_no_modules_and_fails() {
     p.write("stage/vpc/main.tf", "locals {}\n");
     p.write("stage/app/main.tf", "locals {}\n");
     p.write("_modules/net/main.tf", "locals {}\n");
-    let expected = "error: no modules found: pattern `{service}/{environment}/{region}/{module}` needs module directories 4 levels deep; the deepest directories with Terraform files are 2 levels deep: `_modules/net`, `stage/app`, `stage/vpc`; the pattern `{environment}/{module}` fits this tree (`terraci init --force` writes it)\n";
+    let expected = "error: no modules found: pattern `{service}/{environment}/{region}/{module}` needs module directories 4 levels deep; the deepest directories with Terraform files are 2 levels deep: `_modules/net`, `stage/app`, `stage/vpc`; the pattern `{environment}/{module}` fits this tree (`terraci init` writes it)\n";
     for command in [
         &["validate"][..],
         &["generate"],

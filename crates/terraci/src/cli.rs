@@ -202,6 +202,23 @@ pub struct PipelineArgs {
     /// Write a GitHub workflow even over GitHub's size limit
     #[arg(long)]
     pub(crate) force: bool,
+    /// GitLab apply jobs run without a click (`extensions.gitlab.auto_approve: true`)
+    #[arg(long, conflicts_with = "no_auto_approve")]
+    pub(crate) auto_approve: bool,
+    /// GitLab apply jobs wait for a click, the default (`auto_approve: false`)
+    #[arg(long)]
+    pub(crate) no_auto_approve: bool,
+}
+
+impl PipelineArgs {
+    /// `--auto-approve` / `--no-auto-approve`, over the config's `auto_approve`.
+    pub(crate) fn auto_approve(&self) -> Option<bool> {
+        match (self.auto_approve, self.no_auto_approve) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -303,11 +320,19 @@ pub(crate) enum GraphFormat {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct GraphArgs {
-    #[arg(short = 'F', long, value_enum, default_value_t = GraphFormat::Dot)]
+    /// Output format (`-f`, as in TerraCi; `-F` also works)
+    #[arg(short = 'f', short_alias = 'F', long, value_enum, default_value_t = GraphFormat::Dot)]
     pub(crate) format: GraphFormat,
-    /// Only the modules these filters select (and the edges between them)
-    #[command(flatten)]
-    pub(crate) select: SelectArgs,
+    /// Exclude modules matching this glob (repeatable)
+    #[arg(short = 'x', long = "exclude")]
+    pub(crate) exclude: Vec<String>,
+    /// Include only modules matching this glob (repeatable)
+    #[arg(short = 'i', long = "include")]
+    pub(crate) include: Vec<String>,
+    /// Keep modules whose pattern segment KEY equals VALUE (repeatable; `-f` is --format
+    /// here, as in TerraCi)
+    #[arg(long = "filter", value_name = "KEY=VALUE")]
+    pub(crate) filter: Vec<String>,
     /// Print counts: modules, edges, levels, cycles
     #[arg(long)]
     pub(crate) stats: bool,
@@ -328,6 +353,17 @@ pub struct GraphArgs {
 pub struct SummaryArgs {
     #[command(flatten)]
     pub(crate) eval: EvalArgs,
+}
+
+impl GraphArgs {
+    /// The module selection (what `SelectArgs` is for the other commands).
+    pub(crate) fn select(&self) -> SelectArgs {
+        SelectArgs {
+            exclude: self.exclude.clone(),
+            include: self.include.clone(),
+            filter: self.filter.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -192,7 +192,16 @@ fn render_pipeline(
     plan: &terraci_engine::ir::JobPlan,
     request: &PipelineRequest<'_>,
 ) -> anyhow::Result<Pipeline> {
-    let config = &ws.config.config;
+    let mut config = std::borrow::Cow::Borrowed(&ws.config.config);
+    if let Some(approve) = request.args.auto_approve() {
+        config
+            .to_mut()
+            .extensions
+            .gitlab
+            .get_or_insert_with(Default::default)
+            .auto_approve = Some(approve);
+    }
+    let config = &*config;
     // GitLab YAML stays in pieces (the jobs' texts): joined, the pipeline would be
     // held twice at once.
     if let terraci_render::Provider::Gitlab = request.provider {

@@ -71,6 +71,11 @@ struct Run {
 }
 
 fn three_module_pipeline() -> String {
+    three_module_pipeline_with(&auto_approved())
+}
+
+/// The vpc/eks/app pipeline under `config`.
+fn three_module_pipeline_with(config: &Config) -> String {
     let plan = build_job_plan(
         &[
             target("app", &["eks"]),
@@ -84,9 +89,19 @@ fn three_module_pipeline() -> String {
         vec!["module".into()],
     )
     .expect("distinct job names");
-    render_gitlab(&plan, &Config::default(), &header())
+    render_gitlab(&plan, config, &header())
         .expect("renders")
         .text
+}
+
+/// `extensions.gitlab.auto_approve: true`: applies run without a click (the default
+/// makes them manual, which gitlab-ci-local, like GitLab, does not start by itself).
+fn auto_approved() -> Config {
+    let mut config = Config::default();
+    let mut gitlab = terraci_db::config::GitLab::default();
+    gitlab.auto_approve = Some(true);
+    config.extensions.gitlab = Some(gitlab);
+    config
 }
 
 /// Runs `pipeline` with gitlab-ci-local's shell executor on the vpc/eks/app repository.
@@ -224,6 +239,26 @@ fn gitlab_ci_local_runs_the_pipeline_in_dependency_order() {
     for module in ["vpc", "eks", "app"] {
         assert!(!run.repo.join(module).join("plan.tfplan").exists());
     }
+}
+
+/// By default (TerraCi's default) an apply waits for a click: gitlab-ci-local, which
+/// cannot click, refuses to run the default-branch pipeline until told which manual
+/// jobs to start (`--manual`), and starts no apply.
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
+fn by_default_applies_wait_for_a_click() {
+    let pipeline = three_module_pipeline_with(&Config::default());
+    let run = run_pipeline(&pipeline);
+    assert!(!run.success, "{}\n{}", run.output, run.log);
+    assert!(
+        run.output.contains("apply-vpc is when:manual"),
+        "{}",
+        run.output
+    );
+    assert!(!run.log.contains("apply"), "{}", run.log);
 }
 
 /// The control experiment: without the plan artifact the apply job has no plan file, so

@@ -549,7 +549,8 @@ fn effective_config(gitlab: &GitLab, kind: JobKind) -> GitLabJobConfig {
         JobKind::Apply => OverwriteType::Apply,
     };
     apply_overwrites(&mut out, gitlab, &wanted);
-    if kind == JobKind::Apply && out.when.is_none() && gitlab.auto_approve == Some(false) {
+    // As TerraCi: an apply waits for a click unless `auto_approve: true`.
+    if kind == JobKind::Apply && out.when.is_none() && gitlab.auto_approve != Some(true) {
         out.when = Some(GitLabWhen::Manual);
     }
     if kind == JobKind::Apply && out.rules.is_none() {

@@ -50,7 +50,7 @@ fn render(
     }
     let json = args.format == GraphFormat::Json && !args.stats;
     let mut view = ws.graph_view(diagnostics, json);
-    let select = &args.select;
+    let select = &args.select();
     if !(select.exclude.is_empty() && select.include.is_empty() && select.filter.is_empty()) {
         let filters = ws.filters(select)?;
         ws.require_selected(&filters)?;

@@ -537,10 +537,8 @@ pub(crate) fn render_config(choices: &Choices) -> String {
              \x20   stages_prefix: deploy\n\
              \x20   # Per-module .terraform/ cache.\n\
              \x20   cache_enabled: true\n\
-             \x20   # Apply jobs wait for a click; remove to apply on success.\n\
-             \x20   overwrites:\n\
-             \x20     - type: apply\n\
-             \x20       when: manual\n",
+             \x20   # Apply jobs wait for a click (as in TerraCi); `true` applies on success.\n\
+             \x20   auto_approve: false\n",
             image = terraci_render::default_image(choices.binary, None),
         ),
         InitProvider::Github => "  github:\n\
@@ -695,7 +693,7 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
-    use terraci_db::config::{parse_config, GitLabWhen, OverwriteType};
+    use terraci_db::config::parse_config;
 
     fn choices(provider: InitProvider, binary: Binary) -> Choices {
         Choices {
@@ -736,8 +734,7 @@ mod tests {
             gitlab.image.as_ref().map(|i| i.name().to_owned()),
             Some(terraci_render::default_image(Binary::Tofu, None))
         );
-        assert_eq!(gitlab.overwrites[0].job_type, OverwriteType::Apply);
-        assert_eq!(gitlab.overwrites[0].when, Some(GitLabWhen::Manual));
+        assert_eq!(gitlab.auto_approve, Some(false));
     }
 
     #[test]

@@ -541,9 +541,10 @@ pub struct GitLab {
     pub plan_enabled: Option<bool>,
     /// TerraCi's older spelling of `execution.init_enabled`; when set, it wins.
     pub(crate) init_enabled: Option<bool>,
-    /// TerraCi key: `false` makes apply jobs `when: manual` (unless `overwrites` or
-    /// `job_defaults` set `when`); `true` or unset, applies run on their own (on the
-    /// default branch, see the README).
+    /// TerraCi key: unless `true`, apply jobs are `when: manual` (as in TerraCi; unless
+    /// `overwrites` or `job_defaults` set `when`); `true`, applies run on their own (on
+    /// the default branch, see the README). `generate --auto-approve` /
+    /// `--no-auto-approve` set it for one run.
     pub auto_approve: Option<bool>,
 }
 
