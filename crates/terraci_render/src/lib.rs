@@ -32,10 +32,11 @@ pub use gitlab::{
 use terraci_db::config::{Binary, Config};
 use terraci_db::diagnostic::{Code, Diagnostic};
 
-/// Default image tags, used when `terraform_version` is not configured. Pinned to a
-/// minor version so a pipeline does not change under a user on a new release.
-pub(crate) const DEFAULT_TERRAFORM_VERSION: &str = "1.9";
-pub(crate) const DEFAULT_TOFU_VERSION: &str = "1.9";
+/// Default image tags, used when `terraform_version` is not configured: the release
+/// evaluation is held against, pinned to a minor version so that a pipeline does not
+/// change under a user on a new release.
+pub(crate) const DEFAULT_TERRAFORM_VERSION: &str = terraci_engine::eval::TERRAFORM_VERSION;
+pub(crate) const DEFAULT_TOFU_VERSION: &str = terraci_engine::eval::TOFU_VERSION;
 
 /// The job that stands in for an empty pipeline.
 pub(crate) const NO_CHANGES_JOB: &str = "terraci-no-changes";

@@ -6,6 +6,14 @@
 //! reason it is unknown, or an [`EvalError`] for a real error (type error, unknown function,
 //! evaluation limit). Pure: no IO except through the host, no global state.
 
+/// The Terraform release whose semantics evaluation is held against (its function list,
+/// its answers in `terraform console`): also the default image tag of the pipelines
+/// (`terraci_render::default_image`), so that jobs run what terraci read the code as.
+pub const TERRAFORM_VERSION: &str = "1.11";
+/// The OpenTofu release of the same language level (OpenTofu 1.10 follows Terraform
+/// 1.10/1.11 in what terraci evaluates).
+pub const TOFU_VERSION: &str = "1.10";
+
 mod convert;
 mod evaluator;
 mod functions;
