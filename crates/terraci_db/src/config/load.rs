@@ -131,8 +131,9 @@ pub(super) fn parse_config_with_warnings(
     if value.apply_merge().is_err() {
         return Err(first);
     }
+    let translated = terraci_policy_syntax(&mut value);
     let warnings = strip_unknown_extension_keys(&mut value);
-    if warnings.is_empty() {
+    if warnings.is_empty() && !translated {
         return Err(first);
     }
     match serde_yaml::from_value::<Config>(value) {
@@ -318,6 +319,101 @@ fn tagged_variant(
         .iter()
         .find(|v| v["properties"]["type"]["const"].as_str() == Some(tag))
         .cloned()
+}
+
+/// TerraCi's documented policy syntax, read as terraci's: a top-level `policy:` section
+/// (TerraCi's docs) is `extensions.policy`; a source without `type` is typed by its key
+/// (`- path: dir`, `- git: url` with `ref`, `- oci: url`); `on_failure`/`on_warning` are
+/// `decisions.deny`/`decisions.warn`, `overwrites` are `overrides` (their `on_failure`
+/// too), `cache_dir` is `source_cache_dir`. A key of both spellings keeps terraci's.
+/// Whether anything was translated.
+fn terraci_policy_syntax(value: &mut serde_yaml::Value) -> bool {
+    use serde_yaml::{Mapping, Value};
+    let key = |k: &str| Value::String(k.to_owned());
+    let Some(root) = value.as_mapping_mut() else {
+        return false;
+    };
+    let mut changed = false;
+    if let Some(policy) = root.remove(key("policy")) {
+        let extensions = root
+            .entry(key("extensions"))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        if let Some(extensions) = extensions.as_mapping_mut() {
+            if !extensions.contains_key(key("policy")) {
+                extensions.insert(key("policy"), policy);
+                changed = true;
+            }
+        }
+    }
+    let Some(policy) = root
+        .get_mut(key("extensions"))
+        .and_then(|e| e.get_mut("policy"))
+        .and_then(Value::as_mapping_mut)
+    else {
+        return changed;
+    };
+    // `on_failure` -> `decisions.deny` in a section (the policy or an override).
+    let decisions = |section: &mut Mapping| -> bool {
+        let mut moved = false;
+        for (old, new) in [
+            ("on_failure", "deny"),
+            ("failure_action", "deny"),
+            ("on_warning", "warn"),
+            ("warning_action", "warn"),
+        ] {
+            let Some(v) = section.remove(key(old)) else {
+                continue;
+            };
+            let d = section
+                .entry(key("decisions"))
+                .or_insert_with(|| Value::Mapping(Mapping::new()));
+            if let Some(d) = d.as_mapping_mut() {
+                if !d.contains_key(key(new)) {
+                    d.insert(key(new), v);
+                }
+            }
+            moved = true;
+        }
+        moved
+    };
+    changed |= decisions(policy);
+    for (old, new) in [
+        ("overwrites", "overrides"),
+        ("cache_dir", "source_cache_dir"),
+    ] {
+        if let Some(v) = policy.remove(key(old)) {
+            if !policy.contains_key(key(new)) {
+                policy.insert(key(new), v);
+            }
+            changed = true;
+        }
+    }
+    if let Some(overrides) = policy.get_mut("overrides").and_then(Value::as_sequence_mut) {
+        for o in overrides.iter_mut().filter_map(Value::as_mapping_mut) {
+            changed |= decisions(o);
+        }
+    }
+    if let Some(sources) = policy.get_mut("sources").and_then(Value::as_sequence_mut) {
+        for source in sources.iter_mut().filter_map(Value::as_mapping_mut) {
+            if source.contains_key(key("type")) {
+                continue;
+            }
+            let typed = ["path", "git", "oci"]
+                .into_iter()
+                .find(|k| source.contains_key(key(k)));
+            match typed {
+                Some("path") => {}
+                Some(kind) => {
+                    let url = source.remove(key(kind)).expect("found above");
+                    source.insert(key("url"), url);
+                }
+                _ => continue,
+            }
+            source.insert(key("type"), key(typed.expect("matched")));
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// Keys of TerraCi's older policy syntax and the keys that replaced them.
@@ -556,19 +652,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_policy_source_keeps_its_variant_keys_and_old_keys_name_their_successor() {
+    fn terracis_documented_policy_syntax_loads_and_takes_effect() {
+        let text = "policy:\n  enabled: true\n  sources:\n    - path: terraform\n    - git: ssh://h/p.git\n      ref: main\n    - oci: oci://r.example/p:v1\n  on_failure: warn\n  on_warning: ignore\n  cache_dir: .terraci/policies\n  overwrites:\n    - match: \"**/prod/**\"\n      on_failure: block\n";
+        let (config, warnings) = parse_config_with_warnings(text, ".terraci.yaml").unwrap();
+        assert_eq!(warnings, Vec::<String>::new());
+        let policy = config.extensions.policy.expect("the policy section");
+        assert!(policy.enabled);
+        assert_eq!(
+            policy.sources,
+            [
+                crate::config::PolicySource::Path {
+                    path: "terraform".into()
+                },
+                crate::config::PolicySource::Git {
+                    url: "ssh://h/p.git".into(),
+                    reference: Some("main".into())
+                },
+                crate::config::PolicySource::Oci {
+                    url: "oci://r.example/p:v1".into()
+                },
+            ]
+        );
+        assert_eq!(policy.decisions.deny, Some(crate::config::Action::Warn));
+        assert_eq!(policy.decisions.warn, Some(crate::config::Action::Ignore));
+        assert_eq!(
+            policy.overrides[0].decisions.deny,
+            Some(crate::config::Action::Block)
+        );
+        assert_eq!(
+            policy.source_cache_dir.as_deref(),
+            Some(".terraci/policies")
+        );
+    }
+
+    #[test]
+    fn a_policy_source_keeps_its_variant_keys_and_old_keys_take_effect() {
         let text = "extensions:\n  policy:\n    on_failure: warn\n    sources:\n      - type: git\n        url: ssh://h/p.git\n        ref: v1\n        depth: 1\n      - type: path\n        path: p\n";
         let (config, warnings) = parse_config_with_warnings(text, ".terraci.yaml").unwrap();
         assert_eq!(
             warnings,
-            [
-                "extensions.policy.on_failure is not a key terraci knows; it has no effect (TerraCi renamed it: use `decisions.deny`)",
-                "extensions.policy.sources[0].depth is not a key terraci knows; it has no effect",
-            ]
+            ["extensions.policy.sources[0].depth is not a key terraci knows; it has no effect"]
         );
-        let sources = &config.extensions.policy.unwrap().sources;
+        let policy = config.extensions.policy.unwrap();
+        assert_eq!(policy.decisions.deny, Some(crate::config::Action::Warn));
         assert_eq!(
-            sources[0],
+            policy.sources[0],
             crate::config::PolicySource::Git {
                 url: "ssh://h/p.git".into(),
                 reference: Some("v1".into())
