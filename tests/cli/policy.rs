@@ -1239,3 +1239,330 @@ fn conftest_style_policies_work_with_input_plan() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(!out.stdout.contains("warning:"), "{}", out.stdout);
 }
+
+/// `terraci ARGS` in `p`, killed (and the test failed) when it runs past `limit`.
+fn run_bounded(p: &Project, args: &[&str], limit: std::time::Duration) -> Output {
+    let mut cmd = p.command(args);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn terraci");
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stdout.read_to_end(&mut b);
+        b
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stderr.read_to_end(&mut b);
+        b
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("terraci {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output {
+        code: status.code().unwrap_or(-1),
+        stdout: p.redact(&out.join().unwrap()),
+        stderr: p.redact(&err.join().unwrap()),
+    }
+}
+
+/// A project whose sources are the path sources `dirs`, with `extra` config lines of the
+/// policy section.
+fn path_project(dirs: &[&str], extra: &str) -> Project {
+    let p = Project::fixture("policy");
+    let sources: String = dirs
+        .iter()
+        .map(|d| format!("      - type: path\n        path: {d}\n"))
+        .collect();
+    p.write(
+        ".terraci.yaml",
+        format!(
+            "structure:\n  pattern: \"{{service}}/{{environment}}/{{region}}/{{module}}\"\n\
+             extensions:\n  policy:\n    enabled: true\n{extra}    sources:\n{sources}"
+        ),
+    );
+    p
+}
+
+/// Sources that hold no `.rego` (a merge request deleted them, a source resolved to an
+/// empty tree) would pass every plan: with a blocking decision `policy check` fails closed;
+/// with none it warns. `policy pull` refuses a source without policy files of any kind.
+#[test]
+fn an_empty_source_fails_closed_when_a_decision_blocks() {
+    let p = path_project(&["empty"], "");
+    p.write("empty/README.md", "policies were here\n");
+    p.write("empty/deny_test.rego", "package terraform_test\n");
+    let out = p.run(&["policy", "check"]);
+    assert_stderr(
+        &out,
+        2,
+        "error[policy-source]: the policy sources hold no .rego files; with a blocking decision terraci fails closed",
+    );
+    assert!(!out.stdout.contains("pass"), "{}", out.stdout);
+    // One empty source among others fails closed too.
+    let p = path_project(&["terraform", "empty"], "");
+    p.write("empty/README.md", "policies were here\n");
+    assert_stderr(
+        &p.run(&["policy", "check"]),
+        2,
+        "policy source path:empty holds no .rego files; with a blocking decision terraci fails closed",
+    );
+    assert_pull_fails(
+        &p,
+        "policy source path:empty: holds no policy files (`.rego`, not `_test.rego`)",
+    );
+
+    // Nothing blocks: a warning, and every module passes.
+    let p = path_project(
+        &["empty"],
+        "    decisions:\n      deny: warn\n      warn: warn\n",
+    );
+    p.write("empty/README.md", "policies were here\n");
+    let out = p.run(&["policy", "check"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "warning[policy-source]: the policy sources hold no .rego files: every module passes"
+        ),
+        "{}",
+        out.stderr
+    );
+    // An override that blocks is a blocking decision.
+    let p = path_project(
+        &["empty"],
+        "    decisions:\n      deny: warn\n    overrides:\n      - match: \"**/prod/**\"\n        decisions:\n          warn: block\n",
+    );
+    p.write("empty/README.md", "policies were here\n");
+    assert_stderr(&p.run(&["policy", "check"]), 2, "terraci fails closed");
+
+    // A git repository without policy files at the ref: the pull is refused.
+    let repo = tempfile::tempdir().unwrap();
+    let r = repo.path();
+    git_at(r, &["init", "-q", "-b", "main"]);
+    std::fs::write(r.join("README.md"), "no policies\n").unwrap();
+    std::fs::write(r.join("x_test.rego"), "package x\n").unwrap();
+    git_at(r, &["add", "."]);
+    git_at(r, &["commit", "-q", "-m", "empty"]);
+    let url = format!("file://{}", r.display());
+    let p = Project::fixture("policy");
+    p.write(".terraci.yaml", git_config(&url, "main"));
+    assert_pull_fails(&p, "holds no policy files (`.rego`, not `_test.rego`)");
+}
+
+/// A wanted namespace that no policy gives a rule fails every module a blocking decision
+/// applies to (a warning for the others): `compliance` is wanted, only `terraform` exists.
+#[test]
+fn a_missing_namespace_fails_a_blocking_module() {
+    let config = "    namespaces: [terraform, compliance]\n    decisions:\n      deny: warn\n    overrides:\n      - match: \"**/prod/**\"\n        decisions:\n          deny: block\n";
+    let p = path_project(&["terraform"], config);
+    let out = p.run(&["policy", "check"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("error[policy-namespace]: platform/prod/eu-central-1/db: namespace `compliance` has no rules (no policy file declares `package compliance` with a deny, violation or warn rule): with a blocking decision terraci fails closed"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("fail") && l.contains("platform/prod/")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout
+            .lines()
+            .any(|l| l.starts_with("fail") && l.contains("platform/stage/")),
+        "{}",
+        out.stdout
+    );
+    // Nothing blocks: the namespace is a warning, no module fails by it.
+    let p = path_project(
+        &["terraform"],
+        "    namespaces: [terraform, compliance]\n    decisions:\n      deny: warn\n",
+    );
+    let out = p.run(&["policy", "check"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("warning[policy-namespace]: namespace `compliance` has no rules"),
+        "{}",
+        out.stderr
+    );
+    // A package with no decision rule is no rules either.
+    let p = path_project(&["terraform"], "    namespaces: [terraform, compliance]\n");
+    p.write(
+        "terraform/compliance.rego",
+        "package compliance\n\nhelper := 1\n",
+    );
+    let out = p.run(&["policy", "check"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("namespace `compliance` has no rules"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A tar.gz of one file of `size` zero bytes (a gzip bomb: about a thousandth of its size).
+fn zero_bomb(name: &str, size: u64) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let mut tar = tar::Builder::new(gz);
+    let mut header = tar::Header::new_gnu();
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_cksum();
+    tar.append_data(&mut header, name, std::io::repeat(0).take(size))
+        .unwrap();
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// A registry serving `org/policies:v1` made of `layers` (media type, bytes), listed in
+/// the manifest in that order (a layer may be listed more than once).
+fn artifact_of(layers: &[(&str, Vec<u8>)]) -> BTreeMap<String, (String, Vec<u8>)> {
+    let descriptors: Vec<serde_json::Value> = layers
+        .iter()
+        .map(|(media, bytes)| {
+            serde_json::json!({"mediaType": media, "digest": sha256(bytes), "size": bytes.len()})
+        })
+        .collect();
+    let config = b"{}".to_vec();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.cncf.openpolicyagent.config.v1+json", "digest": sha256(&config), "size": config.len()},
+        "layers": descriptors,
+    })
+    .to_string()
+    .into_bytes();
+    let mut routes = BTreeMap::new();
+    routes.insert(
+        "/v2/org/policies/manifests/v1".to_owned(),
+        (
+            "application/vnd.oci.image.manifest.v1+json".to_owned(),
+            manifest,
+        ),
+    );
+    for (_, bytes) in layers {
+        routes.insert(
+            format!("/v2/org/policies/blobs/{}", sha256(bytes)),
+            ("application/octet-stream".to_owned(), bytes.clone()),
+        );
+    }
+    routes
+}
+
+/// The artifact is bounded as a whole: one small gzip bomb listed 8 times is refused (a
+/// layer is listed once), and 8 distinct bombs stop at the bound of unpacked bytes; so do
+/// too many layers. Each error names its bound, and the pull ends quickly.
+#[test]
+fn an_artifact_that_unpacks_without_bound_is_refused() {
+    const TAR: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+    const MIB: u64 = 1 << 20;
+    let limit = std::time::Duration::from_secs(60);
+    let p = Project::fixture("policy");
+    let pull = |routes| {
+        let port = registry(routes);
+        p.write(
+            ".terraci.yaml",
+            oci_config(&format!("oci://127.0.0.1:{port}/org/policies:v1")),
+        );
+        run_bounded(&p, &["policy", "pull"], limit)
+    };
+
+    let bomb = zero_bomb("policies/zero.rego", 40 * MIB);
+    assert!(bomb.len() < 256 << 10, "{}", bomb.len());
+    let repeated: Vec<(&str, Vec<u8>)> = (0..8).map(|_| (TAR, bomb.clone())).collect();
+    let out = pull(artifact_of(&repeated));
+    assert_stderr(
+        &out,
+        2,
+        &format!(
+            "layer {} is listed twice in the manifest: a layer is unpacked once",
+            sha256(&bomb)
+        ),
+    );
+
+    let distinct: Vec<(&str, Vec<u8>)> = (0..8)
+        .map(|i| (TAR, zero_bomb(&format!("policies/zero{i}.rego"), 40 * MIB)))
+        .collect();
+    let out = pull(artifact_of(&distinct));
+    assert_stderr(&out, 2, "the artifact unpacks to more than 64 MiB");
+
+    // Many small files, many layers.
+    let many: Vec<(&str, Vec<u8>)> = (0..65)
+        .map(|i| {
+            (
+                "application/vnd.cncf.openpolicyagent.policy.layer.v1+rego",
+                format!("package p{i}\n").into_bytes(),
+            )
+        })
+        .collect();
+    let out = pull(artifact_of(&many));
+    assert_stderr(
+        &out,
+        2,
+        "the manifest lists 65 layers, over the 64 an artifact may have",
+    );
+    let files: Vec<(String, String)> = (0..6_000)
+        .map(|i| (format!("p/{i}.rego"), format!("package p{i}\n")))
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let two: Vec<(&str, Vec<u8>)> = vec![(TAR, tar_gz(&files)), (TAR, tar_gz(&files[..4_500]))];
+    let out = pull(artifact_of(&two));
+    assert_stderr(&out, 2, "the artifact has more than 10000 files");
+    // Nothing was kept of a refused artifact.
+    assert!(
+        !p.cache_home().join("policies/locks").exists()
+            || std::fs::read_dir(p.cache_home().join("policies/locks"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}
+
+/// One builtin call that would allocate without bound (`numbers.range` over a billion
+/// numbers) is refused before it starts: the module fails with `policy-limit` naming the
+/// builtin, quickly, instead of running past `--timeout` into gigabytes.
+#[test]
+fn a_huge_builtin_call_is_a_policy_limit() {
+    let rego = "package terraform\n\nimport rego.v1\n\n\
+        deny contains msg if {\n  n := count(numbers.range(1, 1000000000))\n  msg := sprintf(\"%d\", [n])\n}\n";
+    let p = envelope_project(rego, None);
+    let out = run_bounded(
+        &p,
+        &[
+            "policy",
+            "check",
+            "--module",
+            "platform/stage/eu-central-1/app",
+        ],
+        std::time::Duration::from_secs(20),
+    );
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("error[policy-limit]")
+            && out.stderr.contains("data.terraform.deny: numbers.range would make 1000000000 numbers, over the 1000000 one call may make"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("envelope/policy.rego:"),
+        "{}",
+        out.stderr
+    );
+}

@@ -300,9 +300,17 @@ fn route(
 ) -> (u16, Value) {
     let input: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    // A comment over the provider's limit is refused, as the APIs refuse it.
+    let chars = input["body"].as_str().map_or(0, |b| b.chars().count());
     if segments.first() == Some(&"api") {
         if header("private-token").as_deref() != Some(TOKEN) {
             return (401, json!({"message": "401 Unauthorized"}));
+        }
+        if matches!(method, "POST" | "PUT") && chars > 1_000_000 {
+            return (
+                400,
+                json!({"message": {"note": ["is too long (maximum is 1000000 characters)"]}}),
+            );
         }
         return match (method, &segments[2..]) {
             ("GET", ["user"]) => (
@@ -376,6 +384,14 @@ fn route(
                     .map(|(id, b, _, who)| github_comment(*id, b, who))
                     .collect(),
             ),
+        ),
+        ("POST" | "PATCH", ["repos", "acme", "infra", "issues", ..]) if chars > 65_536 => (
+            422,
+            json!({"message": "Validation Failed",
+                   "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
+                               "message": "Body is too long (maximum is 65536 characters)"}],
+                   "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment",
+                   "status": "422"}),
         ),
         ("POST", ["repos", "acme", "infra", "issues", "5", "comments"]) => {
             let (id, text) = s.create(&input, "github-actions[bot]");
@@ -931,4 +947,123 @@ fn github_finds_its_own_comment_by_the_actions_login_and_leaves_others_alone() {
         "{}",
         out.stderr
     );
+}
+
+/// The GitHub pull-request environment of the fake server, with the event file in `p`.
+fn github_env(p: &Project, server: &Server) -> Vec<(&'static str, String)> {
+    p.write(
+        "event.json",
+        json!({"action": "synchronize", "number": 5,
+               "pull_request": {"number": 5, "head": {"sha": PLAN_COMMIT, "ref": "grow"},
+                                 "base": {"ref": "main"}}})
+        .to_string(),
+    );
+    let dir = p.path().display().to_string();
+    vec![
+        ("GITHUB_ACTIONS", "true".to_owned()),
+        ("GITHUB_API_URL", server.url.clone()),
+        ("GITHUB_REPOSITORY", "acme/infra".into()),
+        ("GITHUB_EVENT_PATH", format!("{dir}/event.json")),
+        ("GITHUB_RUN_ID", "123".into()),
+        ("GITHUB_TOKEN", TOKEN.into()),
+    ]
+}
+
+/// 1,500 changed modules with long ids: the full comment is far over GitHub's 65,536
+/// characters (the fake API answers a longer body with GitHub's 422, as GitHub does). The
+/// comment is posted fitted to each provider's limit, saying what it left out.
+#[test]
+fn a_comment_of_many_modules_fits_the_providers_limit() {
+    let p = Project::empty();
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{service}/{environment}/{region}/{module}\"\n",
+    );
+    let long = "a_module_with_a_rather_long_name_".repeat(3);
+    for i in 0..1500 {
+        let env = ["prod", "stage"][i % 2];
+        let module = format!("platform/{env}/eu-central-1/{long}{i:04}");
+        p.write(
+            &format!("{module}/main.tf"),
+            "resource \"terraform_data\" \"x\" {}\n",
+        );
+        copy_plan(&p, &module, "create");
+    }
+    let server = Server::start();
+    let out = run(&p, &["summary"], &github_env(&p, &server));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let ours = server.ours();
+    assert_eq!(ours.len(), 1, "{}", out.stderr);
+    let body = &ours[0].1;
+    assert!(body.chars().count() <= 65_536, "{}", body.chars().count());
+    assert!(body.starts_with(MARKER), "{}", &body[..200]);
+    assert!(
+        body.contains("The per-module details, the graph and ")
+            && body.contains(
+                " more table rows are left out: the comment would be over 65,000 characters."
+            ),
+        "{}",
+        &body[body.len() - 800..]
+    );
+    assert!(body.contains(" more modules | | | | | |"), "{body}");
+    let github_rows = body.matches("| 🔄 changes |").count();
+    assert!(github_rows > 100, "{github_rows}");
+
+    // GitLab takes up to 1,000,000 characters: every module has its row, only the details
+    // are left out.
+    let server = Server::start();
+    let out = run(&p, &["summary"], &server.gitlab_env());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let ours = server.ours();
+    assert_eq!(ours.len(), 1, "{}", out.stderr);
+    let body = &ours[0].1;
+    assert!(
+        body.chars().count() <= 1_000_000,
+        "{}",
+        body.chars().count()
+    );
+    assert_eq!(body.matches("| 🔄 changes |").count(), 1500);
+}
+
+/// A valid plan.json over `--max-file-size` (16 MiB) is summarised: plans have their own
+/// bound (`--max-plan-size`, 512 MiB). Over that bound the module says "too large", never
+/// that its plan failed.
+#[test]
+fn a_large_valid_plan_is_summarised() {
+    let p = project();
+    let module = "platform/prod/eu-central-1/vpc";
+    let padding = "x".repeat(200);
+    let mut plan = String::from(
+        r#"{"format_version": "1.2", "terraform_version": "1.11.4", "resource_changes": ["#,
+    );
+    for i in 0..80_000 {
+        if i > 0 {
+            plan.push(',');
+        }
+        plan.push_str(&format!(
+            r#"{{"address": "terraform_data.r{i}", "mode": "managed", "type": "terraform_data", "name": "r{i}", "change": {{"actions": ["create"], "before": null, "after": {{"input": "{padding}"}}}}}}"#
+        ));
+    }
+    plan.push_str("]}");
+    assert!(plan.len() > 17 << 20, "{}", plan.len());
+    p.write(&format!("{module}/plan.json"), &plan);
+    let failed = format!("<code>{module}</code>: the plan failed");
+    let out = p.run(&["summary"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let row = format!("| `{module}` | 🔄 changes | 80000 | 0 | 0 | 0 |");
+    assert!(out.stdout.contains(&row), "{}", out.stdout);
+    assert!(!out.stdout.contains(&failed), "{}", out.stdout);
+
+    // Over the plan bound: too large, with the plan job's exit code, not failed.
+    let out = p.run_env(&["summary"], &[("TERRACI_MAX_PLAN_SIZE", "1048576")]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let row =
+        format!("| `{module}` | 🔄 changes | too large | too large | too large | too large |");
+    assert!(out.stdout.contains(&row), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("plan.json too large to summarise"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains(&failed), "{}", out.stdout);
 }

@@ -52,6 +52,10 @@ pub struct GlobalArgs {
     /// Largest file terraci reads, in bytes; larger ones are a `file-too-large` error
     #[arg(long, global = true, env = "TERRACI_MAX_FILE_SIZE", value_name = "BYTES", default_value_t = terraci_db::system::DEFAULT_MAX_FILE_SIZE)]
     pub(crate) max_file_size: u64,
+    /// Largest plan.json `summary` and `policy check` read, in bytes (plans are often larger
+    /// than source files); a larger plan is "too large", not failed
+    #[arg(long, global = true, env = "TERRACI_MAX_PLAN_SIZE", value_name = "BYTES", default_value_t = terraci_ext::summary::plan::DEFAULT_MAX_PLAN_SIZE)]
+    pub(crate) max_plan_size: u64,
 }
 
 /// `--log-level`: what reaches stderr.

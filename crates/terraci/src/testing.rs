@@ -31,6 +31,7 @@ pub fn global_args() -> GlobalArgs {
         no_cache: true,
         cache_dir: None,
         max_file_size: terraci_db::system::DEFAULT_MAX_FILE_SIZE,
+        max_plan_size: terraci_ext::summary::plan::DEFAULT_MAX_PLAN_SIZE,
     }
 }
 

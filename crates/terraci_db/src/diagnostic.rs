@@ -322,12 +322,12 @@ codes! {
     UnknownOverwriteType = "unknown-overwrite-type": "an `overwrites[].type` names no job of the pipeline (not plan, apply, a contributed job or a job a TerraCi plugin contributes); the entry has no effect",
     SummaryReport = "summary-report": "summary: a `<service_dir>/*-report.json` cannot be read or is not a report; it is left out of the comment",
     SummaryLabel = "summary-label": "summary: a label template gives no label for a module or resource (a placeholder without a value, an empty label, a comma or control character); that label is skipped",
-    PolicySource = "policy-source": "a policy source is missing, unreachable or not pulled (`policy pull`), or has no .rego files; the message names the source",
+    PolicySource = "policy-source": "a policy source is missing, unreachable, over a bound or not pulled (`policy pull`), or holds no .rego files (with a blocking decision an error: terraci fails closed); the message names the source",
     PolicySyntax = "policy-syntax": "a .rego file does not parse or compile (file:line); nothing is checked",
     PolicyRuntime = "policy-runtime": "a policy rule fails while evaluating a module's plan (a conflict between values, file:line); the module fails",
-    PolicyLimit = "policy-limit": "a policy rule did not finish within `policy check --timeout` (a loop or too much work); the module fails",
+    PolicyLimit = "policy-limit": "a policy rule did not finish within `policy check --timeout` (a loop or too much work), or one builtin call would make too much (`numbers.range` of over 1,000,000 items, a `sprintf` width over 10,000); the module fails",
     PolicyInput = "policy-input": "a module's plan.json is not valid JSON; the module fails",
-    PolicyNamespace = "policy-namespace": "a configured namespace is a package no policy file declares: it has no rules",
+    PolicyNamespace = "policy-namespace": "a configured namespace has no rules (no policy file declares the package, or it has no deny, violation or warn rule): a module a blocking decision applies to fails, otherwise a warning",
 }
 
 impl Code {

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use terraci_db::config::{Action, Config};
+use terraci_db::config::Config;
 use terraci_db::diagnostic::Code;
 use terraci_db::selection::Runner;
 
@@ -376,11 +376,7 @@ pub fn pipeline_job(config: &Config) -> Option<PipelineJob> {
     if !enabled {
         return None;
     }
-    let blocks = |d: &terraci_db::config::Decisions, default_deny: bool| {
-        d.deny.map_or(default_deny, |a| a == Action::Block) || d.warn == Some(Action::Block)
-    };
-    let gates_applies = blocks(&policy.decisions, true)
-        || policy.overrides.iter().any(|o| blocks(&o.decisions, false));
+    let gates_applies = policy.blocks_anywhere();
     let command = |sub: &str| vec!["terraci".to_owned(), "policy".to_owned(), sub.to_owned()];
     Some(PipelineJob {
         name: POLICY_JOB,

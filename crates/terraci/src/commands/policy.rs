@@ -117,9 +117,6 @@ fn pull(global: &GlobalArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     }
 }
 
-/// The largest plan.json `policy check` reads (plans are often larger than source files).
-const PLAN_MAX_BYTES: u64 = 512 << 20;
-
 fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(failure(
@@ -178,13 +175,52 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         Some(Ok(home)) => Some(home),
         None => None,
     };
-    let files = match sources::policy_files(io.system, &root, home.as_deref(), &policy.sources) {
-        Ok(files) => files,
+    let loaded = match sources::policy_files(io.system, &root, home.as_deref(), &policy.sources) {
+        Ok(loaded) => loaded,
         Err(e) => {
             print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
             return Ok(EXIT_ERROR);
         }
     };
+    // A source without policies passes every plan (a merge request can delete a path
+    // source's files): with a blocking decision that fails closed, otherwise it warns.
+    let blocking = policy.blocks_anywhere();
+    if !loaded.empty.is_empty() {
+        let all = loaded.files.is_empty();
+        let message = if all {
+            "the policy sources hold no .rego files".to_owned()
+        } else {
+            format!(
+                "policy source {} holds no .rego files",
+                loaded
+                    .empty
+                    .iter()
+                    .map(|s| terraci_db::escape::printable(s).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        if blocking {
+            print(
+                io,
+                &Diagnostic::error(
+                    Code::PolicySource,
+                    format!("{message}; with a blocking decision terraci fails closed"),
+                ),
+            )?;
+            return Ok(EXIT_ERROR);
+        }
+        let passes = if all {
+            "every module passes"
+        } else {
+            "its rules are missing"
+        };
+        print(
+            io,
+            &Diagnostic::warning(Code::PolicySource, format!("{message}: {passes}")),
+        )?;
+    }
+    let files = loaded.files;
     let policies = match Policies::load(&files, Duration::from_secs_f64(args.timeout)) {
         Ok(p) => p,
         Err(e) => {
@@ -192,15 +228,6 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
             return Ok(EXIT_ERROR);
         }
     };
-    if files.is_empty() {
-        print(
-            io,
-            &Diagnostic::warning(
-                Code::PolicySource,
-                "the policy sources have no .rego files: every module passes",
-            ),
-        )?;
-    }
     let mut wanted: Vec<&str> = policy
         .namespaces
         .iter()
@@ -212,13 +239,23 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
     }
     wanted.sort_unstable();
     wanted.dedup();
+    // A namespace without rules fails each module to check that a decision blocks (its
+    // result says so); for the others it is a warning.
+    let fails_closed = |ns: &str| {
+        modules.iter().any(|m| {
+            let e = policy_mod::effective(policy, m);
+            e.is_enabled() && e.can_block() && e.wants(ns)
+        })
+    };
     for ns in wanted {
-        if !files.is_empty() && !policies.packages().any(|p| p == ns) {
+        if !files.is_empty() && !policies.has_rules(ns) && !fails_closed(ns) {
             print(
                 io,
                 &Diagnostic::warning(
                     Code::PolicyNamespace,
-                    format!("no policy file declares `package {ns}`: the namespace has no rules"),
+                    format!(
+                        "namespace `{ns}` has no rules (no policy file declares `package {ns}` with a deny, violation or warn rule)"
+                    ),
                 ),
             )?;
         }
@@ -226,11 +263,16 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
 
     // A plan.json is the checkout's too: read confined to the project (a regular file
     // whose real path lies inside it, bounded), so a link to a file elsewhere is refused.
-    let confined = terraci_db::system::ReadPolicy::new(io.system, &root, PLAN_MAX_BYTES);
+    let confined = terraci_db::system::ReadPolicy::new(io.system, &root, global.max_plan_size);
     let mut plans = Vec::new();
     for m in &modules {
         let text = match io.system.read_confined(&plan_of(m), &confined, false) {
             Ok((bytes, _)) => String::from_utf8(bytes).unwrap_or_default(),
+            Err(terraci_db::system::ReadError::TooLarge { limit }) => {
+                return Err(failure(format!(
+                    "cannot read {m}/plan.json: it is larger than the {limit} bytes of --max-plan-size (TERRACI_MAX_PLAN_SIZE)"
+                )));
+            }
             Err(e) => {
                 return Err(failure(format!("cannot read {m}/plan.json: {e}")));
             }

@@ -11,7 +11,9 @@ use crate::cli::{GlobalArgs, SummaryArgs};
 use crate::workspace::load_workspace;
 use terraci_db::exit::{self, fail};
 use terraci_ext::http::{Client, RetryPolicy, UreqTransport};
-use terraci_ext::summary::markdown::{render, RenderOptions};
+use terraci_ext::summary::markdown::{
+    render, Limit, RenderOptions, GITHUB_MAX_CHARS, GITLAB_MAX_CHARS, STEP_SUMMARY_MAX_BYTES,
+};
 use terraci_ext::summary::{collect, labels, post, ModuleRef};
 
 use super::Io;
@@ -56,6 +58,7 @@ pub(super) fn summary(
     let summary = collect(
         io.system,
         &ws.policy,
+        global.max_plan_size,
         &modules,
         &edges,
         Utf8Path::new(service_dir),
@@ -79,17 +82,23 @@ pub(super) fn summary(
     for warning in label_warnings.iter().filter(|_| !quiet) {
         writeln!(io.stderr, "warning[summary-label]: {warning}")?;
     }
-    let options = |managed: Option<&[String]>| RenderOptions {
+    // The comment fits where it goes: the provider's comment limit, the step summary's.
+    let provider_limit = Limit::for_provider(context.provider);
+    let options = |managed: Option<&[String]>, limit: Limit| RenderOptions {
         include_details: settings.include_details,
         managed_labels: managed.map(<[String]>::to_vec),
         pipeline: context.pipeline.clone(),
+        limit,
     };
     let changes = summary.has_reportable_changes();
     let skip_new = settings.on_changes_only && !changes;
 
     if let Some(path) = &context.step_summary {
         if !skip_new {
-            let text = render(&summary, &options(None));
+            let text = render(
+                &summary,
+                &options(None, Limit::Bytes(STEP_SUMMARY_MAX_BYTES - 1)),
+            );
             io.system
                 .append(Utf8Path::new(path), format!("{text}\n").as_bytes())
                 .map_err(|e| {
@@ -128,14 +137,18 @@ pub(super) fn summary(
                 writeln!(io.stderr, "note: not posting ({why}); the comment follows")?;
             }
             io.stdout
-                .write_all(render(&summary, &options(None)).as_bytes())?;
+                .write_all(render(&summary, &options(None, provider_limit)).as_bytes())?;
             return Ok(exit::OK);
         }
     };
 
     let client = Client::new(Box::new(UreqTransport::default()), RetryPolicy::default())
         .redacting(target.token());
-    let render_with = |managed: &[String]| render(&summary, &options(Some(managed)));
+    let limit = match target {
+        post::Target::GitLab(_) => Limit::Chars(GITLAB_MAX_CHARS),
+        post::Target::GitHub(_) => Limit::Chars(GITHUB_MAX_CHARS),
+    };
+    let render_with = |managed: &[String]| render(&summary, &options(Some(managed), limit));
     let posted = post::post(&client, target, &render_with, &wanted, !skip_new)
         .map_err(|e| fail(exit::ERROR, format!("cannot post the summary: {e}")))?;
     for warning in posted.warnings.iter().filter(|_| !quiet) {

@@ -276,6 +276,18 @@ pub struct Policy {
     pub input: PolicyInput,
 }
 
+impl Policy {
+    /// Whether some decision is `block` for some module: the section's (`deny` defaults to
+    /// `block`) or an override's. Then the apply jobs wait for the check, and policy sources
+    /// that hold no rules fail closed instead of passing every plan.
+    pub fn blocks_anywhere(&self) -> bool {
+        let blocks = |d: &Decisions, default_deny: bool| {
+            d.deny.map_or(default_deny, |a| a == Action::Block) || d.warn == Some(Action::Block)
+        };
+        blocks(&self.decisions, true) || self.overrides.iter().any(|o| blocks(&o.decisions, false))
+    }
+}
+
 /// `extensions.policy.input`: the shape of the Rego `input`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

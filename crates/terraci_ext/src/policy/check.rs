@@ -9,7 +9,9 @@
 //! A `deny`/`violation` result goes where `decisions.deny` says, a `warn` result where
 //! `decisions.warn` says: `block` makes it a failure, `warn` a warning, `ignore` only
 //! counts it. A module with a failure fails; one with a warning warns. A policy that
-//! fails at run time for a module (a conflict, the time bound) fails that module.
+//! fails at run time for a module (a conflict, the time bound) fails that module, and so
+//! does, for a module a `block` decision applies to, a namespace without decision rules
+//! (rules that are not there would pass every plan: fail closed).
 
 use serde::Serialize;
 
@@ -100,6 +102,29 @@ fn check_one(policies: &Policies, input: &Input<'_>) -> ModuleResult {
     if !input.settings.enabled {
         result.skipped = true;
         return result;
+    }
+    // A namespace without rules passes every plan: where a decision blocks, the module
+    // fails closed instead (a merge request may have removed the package).
+    if input.settings.can_block() {
+        if let Some(ns) = input
+            .settings
+            .namespaces
+            .iter()
+            .find(|ns| !policies.has_rules(ns))
+        {
+            let e = PolicyError {
+                code: terraci_db::diagnostic::Code::PolicyNamespace,
+                file: None,
+                line: None,
+                message: format!(
+                    "namespace `{ns}` has no rules (no policy file declares `package {ns}` with a deny, violation or warn rule): with a blocking decision terraci fails closed"
+                ),
+            };
+            result.error = Some(e.to_string());
+            result.error_detail = Some(e);
+            result.status = Status::Fail;
+            return result;
+        }
     }
     let subject = super::engine::Subject {
         module: input.module,

@@ -10,6 +10,16 @@
 //! of strings or of objects with `msg` (or `message`); a single string or object counts
 //! as one result. Every rule evaluation is bounded in wall-clock time (regorus checks its
 //! timer while it works), so a rule that loops ends as a `policy-limit` error.
+//!
+//! The timer is checked between steps, not inside one builtin call, so the builtins that
+//! allocate in proportion to an argument are bounded before they start: extensions of the
+//! same name shadow them (regorus looks extensions up before builtins), check the
+//! arguments and then run regorus's own builtin. A call over a bound is a `policy-limit`
+//! error naming the builtin:
+//! - `numbers.range(a, b)` and `numbers.range_step(a, b, step)`: at most
+//!   [`MAX_BUILTIN_ITEMS`] numbers (a step must be a positive integer);
+//! - `sprintf(format, values)`: a width or precision at most [`MAX_FORMAT_WIDTH`], all of
+//!   them together at most [`MAX_BUILTIN_ITEMS`] characters.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -95,12 +105,165 @@ pub(crate) fn decision_kind(name: &str) -> Option<Kind> {
     None
 }
 
+/// The most items (numbers of a range, characters of padding) one builtin call may make.
+pub const MAX_BUILTIN_ITEMS: u64 = 1_000_000;
+/// The largest width or precision of one `sprintf` verb.
+pub const MAX_FORMAT_WIDTH: u64 = 10_000;
+
+/// What the message of a builtin call refused by a bound starts with (how [`is_limit`]
+/// tells it from other errors: regorus keeps only the text of an extension's error).
+const BUILTIN_LIMIT: &str = "builtin call over terraci's bound:";
+
+fn builtin_limit(message: String) -> anyhow::Error {
+    anyhow::anyhow!("{BUILTIN_LIMIT} {message}")
+}
+
+/// Runs regorus's own builtin `name` on `args` (strict, as the engine runs builtins), from
+/// an extension that shadows it. Its error is given without the span of the call made
+/// here (regorus puts the policy's own span around it).
+fn run_builtin(name: &str, args: Vec<Value>) -> anyhow::Result<Value> {
+    let (builtin, _) = regorus::unstable::BUILTINS
+        .get(name)
+        .ok_or_else(|| anyhow::anyhow!("{name} is not a builtin"))?;
+    let params: Vec<String> = (0..args.len()).map(|i| format!("a{i}")).collect();
+    let source = regorus::Source::from_contents(
+        format!("<{name}>"),
+        format!("{name}({})", params.join(", ")),
+    )?;
+    let mut parser = regorus::unstable::Parser::new(&source)?;
+    let expr = parser.parse_expr()?;
+    let regorus::unstable::Expr::Call { span, params, .. } = &expr else {
+        anyhow::bail!("cannot call {name}");
+    };
+    builtin(span, params, &args, true).map_err(|e| {
+        let text = format!("{e:#}");
+        let last = text
+            .lines()
+            .rev()
+            .find_map(|l| l.trim().strip_prefix("error: "))
+            .unwrap_or(text.trim())
+            .to_owned();
+        anyhow::anyhow!("{last}")
+    })
+}
+
+/// How many numbers `numbers.range_step(a, b, step)` makes (`None`: not integers, which the
+/// builtin itself refuses); a difference past `i64` counts as too many.
+fn range_items(a: &Value, b: &Value, step: u64) -> Option<u64> {
+    let (Value::Number(a), Value::Number(b)) = (a, b) else {
+        return None;
+    };
+    if !a.is_integer() || !b.is_integer() {
+        return None;
+    }
+    let items = match b.sub(a).ok().and_then(|d| d.as_i64()) {
+        Some(d) => d.unsigned_abs() / step + 1,
+        None => u64::MAX,
+    };
+    Some(items)
+}
+
+fn refuse_range(name: &str, items: Option<u64>) -> anyhow::Result<()> {
+    match items {
+        Some(n) if n > MAX_BUILTIN_ITEMS => Err(builtin_limit(format!(
+            "{name} would make {n} numbers, over the {MAX_BUILTIN_ITEMS} one call may make"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a `sprintf` format whose widths or precisions (`%08d`, `%.3s`, `%20v`) would pad
+/// past the bounds, and a width regorus cannot read (a non-ASCII digit).
+fn check_format(format: &str) -> anyhow::Result<()> {
+    let mut chars = format.chars().peekable();
+    let mut total: u64 = 0;
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            continue;
+        }
+        if chars.peek() == Some(&'.') {
+            chars.next();
+        }
+        let mut width: u64 = 0;
+        while let Some(&d) = chars.peek().filter(|d| d.is_numeric()) {
+            let digit = d.to_digit(10).ok_or_else(|| {
+                anyhow::anyhow!("sprintf: `{d}` in a width is not an ASCII digit")
+            })?;
+            width = width.saturating_mul(10).saturating_add(u64::from(digit));
+            chars.next();
+        }
+        if width > MAX_FORMAT_WIDTH {
+            return Err(builtin_limit(format!(
+                "sprintf width or precision {width} is over the {MAX_FORMAT_WIDTH} terraci allows"
+            )));
+        }
+        total = total.saturating_add(width);
+        if total > MAX_BUILTIN_ITEMS {
+            return Err(builtin_limit(format!(
+                "sprintf widths add up to over the {MAX_BUILTIN_ITEMS} characters one call may make"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Registers the bounded builtins (see the module doc) on `engine`, before any policy.
+fn bound_builtins(engine: &mut regorus::Engine) -> anyhow::Result<()> {
+    engine.add_extension(
+        "numbers.range".into(),
+        2,
+        Box::new(|args: Vec<Value>| {
+            refuse_range("numbers.range", range_items(&args[0], &args[1], 1))?;
+            run_builtin("numbers.range", args)
+        }),
+    )?;
+    engine.add_extension(
+        "numbers.range_step".into(),
+        3,
+        Box::new(|args: Vec<Value>| {
+            let step = match &args[2] {
+                Value::Number(n) if n.is_integer() => n.as_i64().filter(|s| *s > 0),
+                _ => None,
+            };
+            let Some(step) = step else {
+                anyhow::bail!("numbers.range_step: step must be a positive integer");
+            };
+            refuse_range(
+                "numbers.range_step",
+                range_items(&args[0], &args[1], step.unsigned_abs()),
+            )?;
+            run_builtin("numbers.range_step", args)
+        }),
+    )?;
+    engine.add_extension(
+        "sprintf".into(),
+        2,
+        Box::new(|args: Vec<Value>| {
+            if let Value::String(format) = &args[0] {
+                check_format(format)?;
+            }
+            run_builtin("sprintf", args)
+        }),
+    )?;
+    Ok(())
+}
+
 impl Policies {
     /// Parses `files` (display path, text), Rego v1 as OPA 1.x reads it. `limit` bounds
     /// each rule evaluation.
     pub fn load(files: &[(String, String)], limit: Duration) -> Result<Policies, PolicyError> {
         let mut engine = regorus::Engine::new();
         engine.set_rego_v0(false);
+        bound_builtins(&mut engine).map_err(|e| PolicyError {
+            code: Code::PolicyRuntime,
+            file: None,
+            line: None,
+            message: format!("cannot bound the builtins: {e}"),
+        })?;
         for (path, text) in files {
             engine
                 .add_policy(path.clone(), text.clone())
@@ -148,6 +311,12 @@ impl Policies {
         self.rules.keys().map(String::as_str)
     }
 
+    /// Whether package `namespace` has a decision rule (`deny`, `violation`, `warn`, or
+    /// one of them with a `_suffix`): without one, the namespace passes every plan.
+    pub fn has_rules(&self, namespace: &str) -> bool {
+        self.rules.get(namespace).is_some_and(|r| !r.is_empty())
+    }
+
     /// Evaluates the decision rules of `namespaces` with `input` (see [`plan_input`]). The
     /// findings are sorted by namespace, rule and message.
     pub(crate) fn evaluate(
@@ -175,7 +344,12 @@ impl Policies {
                         Code::PolicyRuntime
                     };
                     let mut err = located(code, &e, None);
-                    if code == Code::PolicyLimit {
+                    if let Some(at) = err.message.find(BUILTIN_LIMIT) {
+                        err.message = format!(
+                            "{path}: {}",
+                            err.message[at + BUILTIN_LIMIT.len()..].trim()
+                        );
+                    } else if code == Code::PolicyLimit {
                         err.message = format!(
                             "{path} did not finish within {} s (a rule that loops or does too much work): {}",
                             self.limit.as_secs_f64(),
@@ -195,9 +369,11 @@ impl Policies {
 }
 
 fn is_limit(e: &anyhow::Error) -> bool {
+    let text = format!("{e:#}");
     e.chain()
         .any(|c| c.downcast_ref::<regorus::LimitError>().is_some())
-        || e.to_string().contains("execution exceeded time limit")
+        || text.contains("execution exceeded time limit")
+        || text.contains(BUILTIN_LIMIT)
 }
 
 /// The results of one rule's value.
@@ -494,6 +670,68 @@ mod tests {
         assert_eq!(err.code, Code::PolicyRuntime, "{err:?}");
         assert_eq!(err.file.as_deref(), Some("pol/conflict.rego"), "{err:?}");
         assert!(err.line.is_some(), "{err:?}");
+    }
+
+    fn deny_messages(rego: &str) -> Result<Vec<String>, PolicyError> {
+        let p = policies(&[("pol/b.rego", rego)])?;
+        Ok(
+            p.evaluate(Value::from_json_str("{}").unwrap(), &["terraform".into()])?
+                .into_iter()
+                .map(|f| f.message)
+                .collect(),
+        )
+    }
+
+    /// The shadowing extensions give what regorus's builtins give, within the bounds.
+    #[test]
+    fn bounded_builtins_work_within_their_bounds() {
+        let got = deny_messages(
+            "package terraform\n\n\
+             deny contains sprintf(\"%d %d %v %05d %s %%\", [count(numbers.range(1, 1000)), count(numbers.range(5, -4)), numbers.range_step(1, 10, 4), 42, \"a\"]) if { true }\n",
+        )
+        .unwrap();
+        assert_eq!(got, ["1000 10 [1, 5, 9] 00042 a %"]);
+    }
+
+    /// One builtin call that would allocate without bound is refused before it starts, as
+    /// `policy-limit` naming the builtin; the other errors of the builtins stay runtime errors.
+    #[test]
+    fn a_huge_builtin_call_is_a_policy_limit() {
+        for (call, named) in [
+            ("count(numbers.range(1, 1000000000))", "numbers.range would make 1000000000 numbers"),
+            ("count(numbers.range(1, 1000001))", "numbers.range would make 1000001 numbers"),
+            ("count(numbers.range(-100000000000000000000, 100000000000000000000))", "numbers.range would make"),
+            ("count(numbers.range_step(0, 100000000000, 7))", "numbers.range_step would make"),
+            ("sprintf(\"%0999999999d\", [1])", "sprintf width or precision 999999999"),
+            ("sprintf(\"%.99999s\", [\"a\"])", "sprintf width or precision 99999"),
+            ("sprintf(concat(\"\", [\"%9999d\" | some _ in numbers.range(1, 200)]), [1 | some _ in numbers.range(1, 200)])", "sprintf widths add up"),
+        ] {
+            let started = std::time::Instant::now();
+            let err = deny_messages(&format!(
+                "package terraform\n\ndeny contains sprintf(\"%v\", [x]) if {{ x := {call} }}\n"
+            ))
+            .unwrap_err();
+            assert_eq!(err.code, Code::PolicyLimit, "{call}: {err:?}");
+            assert!(err.message.contains(named), "{call}: {err:?}");
+            assert!(err.message.starts_with("data.terraform.deny: "), "{call}: {err:?}");
+            assert_eq!(err.file.as_deref(), Some("pol/b.rego"), "{call}: {err:?}");
+            assert!(started.elapsed() < Duration::from_secs(5), "{call}");
+        }
+        for (call, why) in [
+            (
+                "numbers.range_step(1, 10, 0)",
+                "step must be a positive integer",
+            ),
+            ("numbers.range(1.5, 3)", "must be integer"),
+            ("sprintf(\"%\u{b2}d\", [1])", "not an ASCII digit"),
+        ] {
+            let err = deny_messages(&format!(
+                "package terraform\n\ndeny contains sprintf(\"%v\", [x]) if {{ x := {call} }}\n"
+            ))
+            .unwrap_err();
+            assert_eq!(err.code, Code::PolicyRuntime, "{call}: {err:?}");
+            assert!(err.message.contains(why), "{call}: {err:?}");
+        }
     }
 
     #[test]

@@ -49,6 +49,16 @@ impl Effective {
     pub fn can_block(&self) -> bool {
         self.deny == Action::Block || self.warn == Action::Block
     }
+
+    /// Whether policy checks run for the module.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Whether namespace `ns` is evaluated for the module.
+    pub fn wants(&self, ns: &str) -> bool {
+        self.namespaces.iter().any(|n| n == ns)
+    }
 }
 
 /// The settings for `module`: the section's, then each matching override in order

@@ -8,6 +8,12 @@
 //! layer (an OPA bundle) is unpacked (into the directory its title names when the
 //! `io.deis.oras.content.unpack` annotation is set). Each blob is checked against its
 //! sha256 digest. Anonymous pulls, with the registry's bearer-token challenge answered.
+//!
+//! The artifact is bounded as a whole, not layer by layer (one small gzip bomb listed many
+//! times must not unpack many times): at most [`MAX_LAYERS`] layers, none listed twice,
+//! [`MAX_DOWNLOAD`] bytes of layers downloaded, [`MAX_INFLATED`] bytes of tar streams
+//! decompressed, [`MAX_UNPACKED`] bytes of files kept and [`MAX_FILES`] files. Each error
+//! names the bound it hit.
 
 use std::io::Read;
 
@@ -18,9 +24,18 @@ use crate::http;
 /// Bound on a manifest and on each blob.
 const MAX_MANIFEST: u64 = 4 << 20;
 const MAX_BLOB: u64 = 64 << 20;
-/// Bound on the files unpacked from one tar layer (count, total bytes).
-const MAX_TAR_FILES: usize = 10_000;
-const MAX_TAR_BYTES: u64 = 256 << 20;
+/// Bounds on the whole artifact: layers in its manifest, bytes of layers downloaded, bytes
+/// of tar streams decompressed, bytes and number of files kept.
+const MAX_LAYERS: usize = 64;
+const MAX_DOWNLOAD: u64 = 128 << 20;
+const MAX_INFLATED: u64 = 256 << 20;
+const MAX_UNPACKED: u64 = 64 << 20;
+const MAX_FILES: usize = 10_000;
+
+/// A bound in MiB, for messages.
+fn mib(bytes: u64) -> u64 {
+    bytes >> 20
+}
 
 const TITLE: &str = "org.opencontainers.image.title";
 const UNPACK: &str = "io.deis.oras.content.unpack";
@@ -76,6 +91,17 @@ pub(super) enum OciError {
     Layer { digest: String, source: TarError },
     #[error("the artifact has no policy files (no titled layer, no tar+gzip layer)")]
     NoPolicyFiles,
+    #[error("the manifest lists {0} layers, over the {MAX_LAYERS} an artifact may have")]
+    TooManyLayers(usize),
+    #[error("layer {0} is listed twice in the manifest: a layer is unpacked once")]
+    RepeatedLayer(String),
+    #[error("the artifact's layers download more than {} MiB", mib(MAX_DOWNLOAD))]
+    DownloadTooLarge,
+    #[error("layer {0} is over the {max} MiB a layer may be", max = mib(MAX_BLOB))]
+    LayerTooLarge(String),
+    /// `what` says which bound: the bytes of files, the decompressed tar streams, the files.
+    #[error("the artifact {what}")]
+    OverBound { what: String },
 }
 
 /// Why a tar+gzip layer cannot be unpacked.
@@ -83,8 +109,6 @@ pub(super) enum OciError {
 pub(super) enum TarError {
     #[error("not a tar.gz: {0}")]
     NotTarGz(std::io::Error),
-    #[error("more than {} files", MAX_TAR_FILES)]
-    TooManyFiles,
     #[error("a path in the archive: {0}")]
     Path(std::io::Error),
     #[error("reading {path}: {source}")]
@@ -92,6 +116,66 @@ pub(super) enum TarError {
         path: String,
         source: std::io::Error,
     },
+    /// A bound of the whole artifact ([`Budget`]), named.
+    #[error("{0}")]
+    Bound(String),
+}
+
+/// What the artifact has used of its bounds so far, across all its layers.
+#[derive(Debug, Default)]
+struct Budget {
+    downloaded: u64,
+    inflated: u64,
+    unpacked: u64,
+    files: usize,
+}
+
+impl Budget {
+    /// Counts one more file of `bytes` bytes, refusing it past a bound.
+    fn file(&mut self, bytes: u64) -> Result<(), String> {
+        self.files += 1;
+        if self.files > MAX_FILES {
+            return Err(format!("has more than {MAX_FILES} files"));
+        }
+        self.unpacked = self.unpacked.saturating_add(bytes);
+        if self.unpacked > MAX_UNPACKED {
+            return Err(unpacked_too_large());
+        }
+        Ok(())
+    }
+}
+
+fn unpacked_too_large() -> String {
+    format!("unpacks to more than {} MiB", mib(MAX_UNPACKED))
+}
+
+fn inflated_too_large() -> String {
+    format!("decompresses to more than {} MiB of tar", mib(MAX_INFLATED))
+}
+
+/// A reader that counts what it reads into `count` and fails once past `limit` (the error
+/// is told apart by the count).
+struct Counted<R> {
+    inner: R,
+    count: std::rc::Rc<std::cell::Cell<u64>>,
+    limit: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.count.get() > self.limit {
+            return Err(std::io::Error::other(inflated_too_large()));
+        }
+        // Never more than one byte past the limit.
+        let room = usize::try_from(self.limit + 1 - self.count.get()).unwrap_or(usize::MAX);
+        let take = buf.len().min(room.max(1));
+        let n = self.inner.read(&mut buf[..take])?;
+        self.count.set(self.count.get() + n as u64);
+        if self.count.get() > self.limit {
+            return Err(std::io::Error::other(inflated_too_large()));
+        }
+        Ok(n)
+    }
 }
 
 pub(super) struct Pulled {
@@ -305,19 +389,43 @@ pub(super) fn pull(system: &dyn terraci_db::system::System, url: &str) -> Result
     {
         return Err(OciError::ImageIndex);
     }
-    let mut files = Vec::new();
+    if manifest.layers.len() > MAX_LAYERS {
+        return Err(OciError::TooManyLayers(manifest.layers.len()));
+    }
+    let mut seen = std::collections::BTreeSet::new();
     for layer in &manifest.layers {
         if !layer.digest.starts_with("sha256:") {
             return Err(OciError::NotSha256(layer.digest.clone()));
         }
+        if !seen.insert(layer.digest.as_str()) {
+            return Err(OciError::RepeatedLayer(layer.digest.clone()));
+        }
+    }
+    let mut budget = Budget::default();
+    let mut files = Vec::new();
+    for layer in &manifest.layers {
         let blob_url = format!("{}/v2/{}/blobs/{}", r.base, r.repository, layer.digest);
-        let blob = client.get(&blob_url, "*/*", MAX_BLOB)?;
+        let left = MAX_DOWNLOAD - budget.downloaded;
+        let blob = match client.get(&blob_url, "*/*", MAX_BLOB.min(left)) {
+            Err(OciError::Http(http::FetchError::Body {
+                source: ureq::Error::BodyExceedsLimit(_),
+                ..
+            })) => {
+                return Err(if left <= MAX_BLOB {
+                    OciError::DownloadTooLarge
+                } else {
+                    OciError::LayerTooLarge(layer.digest.clone())
+                })
+            }
+            other => other?,
+        };
         if blob.status != 200 {
             return Err(OciError::LayerStatus {
                 status: blob.status,
                 digest: layer.digest.clone(),
             });
         }
+        budget.downloaded += blob.body.len() as u64;
         if sha256(&blob.body) != layer.digest {
             return Err(OciError::LayerMismatch(layer.digest.clone()));
         }
@@ -329,11 +437,19 @@ pub(super) fn pull(system: &dyn terraci_db::system::System, url: &str) -> Result
                 (Some(t), Some("true")) => format!("{}/", t.trim_end_matches('/')),
                 _ => String::new(),
             };
-            unpack(&blob.body, &prefix, &mut files).map_err(|source| OciError::Layer {
-                digest: layer.digest.clone(),
-                source,
-            })?;
+            unpack(&blob.body, &prefix, &mut budget, &mut files).map_err(
+                |source| match source {
+                    TarError::Bound(what) => OciError::OverBound { what },
+                    source => OciError::Layer {
+                        digest: layer.digest.clone(),
+                        source,
+                    },
+                },
+            )?;
         } else if let Some(title) = title {
+            budget
+                .file(blob.body.len() as u64)
+                .map_err(|what| OciError::OverBound { what })?;
             files.push((title.clone(), blob.body));
         }
     }
@@ -343,20 +459,42 @@ pub(super) fn pull(system: &dyn terraci_db::system::System, url: &str) -> Result
     Ok(Pulled { digest, files })
 }
 
-/// The regular files of a tar.gz (`prefix` put before each path).
-fn unpack(bytes: &[u8], prefix: &str, out: &mut Vec<(String, Vec<u8>)>) -> Result<(), TarError> {
-    let gz = flate2::read::GzDecoder::new(bytes);
-    let mut archive = tar::Archive::new(gz.take(MAX_TAR_BYTES));
-    let mut count = 0usize;
-    for entry in archive.entries().map_err(TarError::NotTarGz)? {
-        let mut entry = entry.map_err(TarError::NotTarGz)?;
+/// The regular files of a tar.gz (`prefix` put before each path), counted against the
+/// artifact's `budget`: the decompressed stream, each file's bytes (refused by its header
+/// before it is read) and the number of files.
+fn unpack(
+    bytes: &[u8],
+    prefix: &str,
+    budget: &mut Budget,
+    out: &mut Vec<(String, Vec<u8>)>,
+) -> Result<(), TarError> {
+    let count = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let limit = MAX_INFLATED - budget.inflated;
+    let gz = Counted {
+        inner: flate2::read::GzDecoder::new(bytes),
+        count: count.clone(),
+        limit,
+    };
+    let over = || count.get() > limit;
+    // An error of the stream is the bound's when the stream went past it.
+    let named = |e: std::io::Error, other: fn(std::io::Error) -> TarError| {
+        if over() {
+            TarError::Bound(inflated_too_large())
+        } else {
+            other(e)
+        }
+    };
+    let mut archive = tar::Archive::new(gz);
+    for entry in archive
+        .entries()
+        .map_err(|e| named(e, TarError::NotTarGz))?
+    {
+        let mut entry = entry.map_err(|e| named(e, TarError::NotTarGz))?;
         if !entry.header().entry_type().is_file() {
             continue;
         }
-        count += 1;
-        if count > MAX_TAR_FILES {
-            return Err(TarError::TooManyFiles);
-        }
+        let size = entry.size();
+        budget.file(size).map_err(TarError::Bound)?;
         let path = entry
             .path()
             .map_err(TarError::Path)?
@@ -365,14 +503,22 @@ fn unpack(bytes: &[u8], prefix: &str, out: &mut Vec<(String, Vec<u8>)>) -> Resul
             .trim_start_matches('/')
             .to_owned();
         let mut data = Vec::new();
-        entry
+        (&mut entry)
+            .take(size)
             .read_to_end(&mut data)
-            .map_err(|source| TarError::Read {
-                path: path.clone(),
-                source,
+            .map_err(|source| {
+                if over() {
+                    TarError::Bound(inflated_too_large())
+                } else {
+                    TarError::Read {
+                        path: path.clone(),
+                        source,
+                    }
+                }
             })?;
         out.push((format!("{prefix}{path}"), data));
     }
+    budget.inflated += count.get();
     Ok(())
 }
 
@@ -400,6 +546,54 @@ mod tests {
         assert!(parse("oci://ghcr.io").is_err());
         assert!(parse("oci://ghcr.io/Org/x").is_err());
         assert!(parse("oci://ghcr.io/org/x:a b").is_err());
+    }
+
+    fn tar_gz(files: &[(&str, usize)]) -> Vec<u8> {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut tar = tar::Builder::new(gz);
+        for (path, size) in files {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(*size as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            tar.append_data(&mut header, path, std::io::repeat(b'x').take(*size as u64))
+                .unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap()
+    }
+
+    /// Each bound counts across layers: what earlier layers used is not given back.
+    #[test]
+    fn unpacking_counts_against_the_whole_artifacts_budget() {
+        let layer = tar_gz(&[("a.rego", 4000), ("b.rego", 10)]);
+        let mut files = Vec::new();
+        let mut budget = Budget::default();
+        unpack(&layer, "p/", &mut budget, &mut files).unwrap();
+        assert_eq!(files.len(), 2);
+        assert_eq!(files[0].0, "p/a.rego");
+        assert_eq!((budget.files, budget.unpacked), (2, 4010));
+        assert!(budget.inflated > 4010);
+
+        let mut budget = Budget {
+            inflated: MAX_INFLATED - 2000,
+            ..Budget::default()
+        };
+        let err = unpack(&layer, "", &mut budget, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.to_string(), "decompresses to more than 256 MiB of tar");
+
+        let mut budget = Budget {
+            unpacked: MAX_UNPACKED - 100,
+            ..Budget::default()
+        };
+        let err = unpack(&layer, "", &mut budget, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.to_string(), "unpacks to more than 64 MiB");
+
+        let mut budget = Budget {
+            files: MAX_FILES - 1,
+            ..Budget::default()
+        };
+        let err = unpack(&layer, "", &mut budget, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.to_string(), "has more than 10000 files");
     }
 
     #[test]

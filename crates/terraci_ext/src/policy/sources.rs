@@ -205,6 +205,10 @@ fn refuse_local_in_project(
     Ok(())
 }
 
+/// A source without policies: `policy pull` refuses it, `policy check` fails closed on it
+/// when a decision blocks (an empty source would pass every plan).
+const NO_POLICY_FILES: &str = "holds no policy files (`.rego`, not `_test.rego`)";
+
 /// The lock's name as an artifact under `service_dir`: written by `policy pull`, never read.
 pub fn artifact_lock(service_dir: &str) -> String {
     format!("{}/{LOCK_FILE}", service_dir.trim_end_matches('/'))
@@ -263,6 +267,9 @@ pub fn pull(
                 let dir = path_dir(system, root, source, path)?;
                 let files =
                     rego_files(system, root, &dir, path).map_err(|e| err(source, e.to_string()))?;
+                if files.is_empty() {
+                    return Err(err(source, NO_POLICY_FILES));
+                }
                 Locked {
                     kind: "path".into(),
                     source: path.clone(),
@@ -282,6 +289,12 @@ pub fn pull(
                 let name = slot_name(&fetched.commit).ok_or_else(|| {
                     err(source, format!("`{}` is not a commit id", fetched.commit))
                 })?;
+                if !fetched.files.iter().any(|(p, _)| is_policy_path(p)) {
+                    return Err(err(
+                        source,
+                        format!("the repository at {} {NO_POLICY_FILES}", fetched.commit),
+                    ));
+                }
                 let slot = home.join("git").join(name);
                 let (files, hashes) = fill_slot(system, &slot, &fetched.commit, &fetched.files)
                     .map_err(|e| err(source, e.to_string()))?;
@@ -306,6 +319,12 @@ pub fn pull(
                         format!("`{}` is not a sha256 digest", pulled.digest),
                     )
                 })?;
+                if !pulled.files.iter().any(|(p, _)| is_policy_path(p)) {
+                    return Err(err(
+                        source,
+                        format!("the artifact {} {NO_POLICY_FILES}", pulled.digest),
+                    ));
+                }
                 let slot = home.join("oci").join(name);
                 let (files, hashes) = fill_slot(system, &slot, &pulled.digest, &pulled.files)
                     .map_err(|e| err(source, e.to_string()))?;
@@ -535,6 +554,16 @@ pub(crate) fn read_lock(
     }
 }
 
+/// The policy files of the configured sources, and the sources that hold none.
+#[derive(Debug, Default)]
+pub struct PolicyFiles {
+    /// (display path, text), source by source.
+    pub files: Vec<(String, String)>,
+    /// Each source without a policy file, as messages name it (`path:policies`): with a
+    /// blocking decision, `policy check` fails closed on it.
+    pub empty: Vec<String>,
+}
+
 /// Every policy file of the configured sources: path sources in place, git and OCI
 /// sources from their slots in the cache home, each file verified against the sha256 the
 /// lock recorded when it was pulled. `cache_home` is needed only for git and OCI sources
@@ -544,7 +573,7 @@ pub fn policy_files(
     root: &Utf8Path,
     cache_home: Option<&Utf8Path>,
     sources: &[PolicySource],
-) -> Result<Vec<(String, String)>, SourceError> {
+) -> Result<PolicyFiles, SourceError> {
     let lock = match cache_home {
         Some(cache_home) => read_lock(system, root, cache_home).map_err(|e| SourceError {
             source_name: "lock".into(),
@@ -553,13 +582,14 @@ pub fn policy_files(
         None => None,
     };
     let home = cache_home.map(policies_home);
-    let mut out = Vec::new();
+    let mut out = PolicyFiles::default();
     for source in sources {
+        let before = out.files.len();
         match source {
             PolicySource::Path { path } => {
                 let dir = path_dir(system, root, source, path)?;
                 let shown = path.trim_end_matches('/').to_owned();
-                out.extend(
+                out.files.extend(
                     rego_files(system, root, &dir, &shown)
                         .map_err(|e| err(source, e.to_string()))?,
                 );
@@ -573,7 +603,7 @@ pub fn policy_files(
                     })
                 });
                 let pin = found.and_then(|e| e.commit.as_deref());
-                out.extend(verified_slot(
+                out.files.extend(verified_slot(
                     system,
                     home.as_deref(),
                     "git",
@@ -589,7 +619,7 @@ pub fn policy_files(
                         .find(|e| e.kind == "oci" && e.source == crate::http::redact_url(url))
                 });
                 let pin = found.and_then(|e| e.digest.as_deref());
-                out.extend(verified_slot(
+                out.files.extend(verified_slot(
                     system,
                     home.as_deref(),
                     "oci",
@@ -598,6 +628,9 @@ pub fn policy_files(
                     pin,
                 )?);
             }
+        }
+        if out.files.len() == before {
+            out.empty.push(describe(source));
         }
     }
     Ok(out)

@@ -43,6 +43,7 @@ pub fn resolve(templates: &[String], modules: &[ModuleResult]) -> (Vec<String>, 
                 Status::Changes => "changes",
                 Status::NoChanges => "no_changes",
                 Status::Failed => "failed",
+                Status::Unknown => "unknown",
             };
             values.push(("status".into(), status.into()));
             if per_resource {

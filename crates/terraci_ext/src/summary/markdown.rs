@@ -13,8 +13,76 @@ use super::{labels, Action, ModuleResult, Status, Summary, MARKER};
 
 /// Resources listed per module before `... and N more`.
 const MAX_RESOURCES: usize = 100;
-/// GitHub refuses comments over 65536 characters; past this the details are left out.
-pub(crate) const MAX_COMMENT_CHARS: usize = 60_000;
+
+/// GitHub refuses a comment over 65,536 characters (HTTP 422): a margin under it.
+pub const GITHUB_MAX_CHARS: usize = 65_000;
+/// GitLab refuses a note over 1,000,000 characters: a margin under it.
+pub const GITLAB_MAX_CHARS: usize = 999_000;
+/// GitHub shows a step summary of at most 1 MiB.
+pub const STEP_SUMMARY_MAX_BYTES: usize = 1 << 20;
+
+/// The most the comment may be: characters (GitHub and GitLab count those) or bytes (the
+/// GitHub step summary).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    Chars(usize),
+    Bytes(usize),
+}
+
+impl Default for Limit {
+    fn default() -> Limit {
+        Limit::Chars(GITHUB_MAX_CHARS)
+    }
+}
+
+impl Limit {
+    /// The limit of the provider's comments (GitHub's when unknown, the smaller).
+    pub fn for_provider(provider: Option<terraci_db::config::CommentProvider>) -> Limit {
+        match provider {
+            Some(terraci_db::config::CommentProvider::GitLab) => Limit::Chars(GITLAB_MAX_CHARS),
+            _ => Limit::Chars(GITHUB_MAX_CHARS),
+        }
+    }
+
+    fn size(self, text: &str) -> usize {
+        match self {
+            Limit::Chars(_) => text.chars().count(),
+            Limit::Bytes(_) => text.len(),
+        }
+    }
+
+    fn max(self) -> usize {
+        match self {
+            Limit::Chars(n) | Limit::Bytes(n) => n,
+        }
+    }
+
+    fn fits(self, text: &str) -> bool {
+        self.size(text) <= self.max()
+    }
+
+    /// `65,000 characters`.
+    fn describe(self) -> String {
+        let unit = match self {
+            Limit::Chars(_) => "characters",
+            Limit::Bytes(_) => "bytes",
+        };
+        format!("{} {unit}", thousands(self.max()))
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RenderOptions {
@@ -25,23 +93,200 @@ pub struct RenderOptions {
     pub managed_labels: Option<Vec<String>>,
     /// The pipeline (run) the plans come from, for the footer.
     pub pipeline: Option<String>,
+    /// The most the comment may be (the provider's limit).
+    pub limit: Limit,
 }
 
-/// The comment.
+/// What one rendering shows: the comment is rendered with less and less until it fits.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    details: bool,
+    graph: bool,
+    /// Rows of modules without changes (stale ones) and of report modules that pass.
+    quiet_rows: bool,
+    /// The most rows per table (`None`: all); the rest is one `… and N more` row.
+    max_rows: Option<usize>,
+}
+
+/// What a rendering left out, to say so.
+#[derive(Debug, Default)]
+struct Left {
+    quiet_modules: usize,
+    quiet_report_rows: usize,
+    cut_rows: usize,
+}
+
+/// The comment: everything, or, when that is over `options.limit`, the most that fits, in
+/// steps: without the per-module details, without the graph, without the rows of modules
+/// without changes (and of passing report modules), with fewer rows per table, and last
+/// a cut at a line. A line before the footer says what was left out.
 pub fn render(summary: &Summary, options: &RenderOptions) -> String {
-    let full = render_with(summary, options, options.include_details);
-    if full.chars().count() <= MAX_COMMENT_CHARS || !options.include_details {
-        return full;
+    let limit = options.limit;
+    let full = Shape {
+        details: options.include_details,
+        graph: true,
+        quiet_rows: true,
+        max_rows: None,
+    };
+    let (text, _) = render_with(summary, options, full, None);
+    if limit.fits(&text) {
+        return text;
     }
-    let mut short = render_with(summary, options, false);
-    short.push_str(
-        "\n_The per-module details are left out: with them the comment would be too long. \
-         The plan jobs' `plan.txt` artifacts have them._\n",
-    );
-    short
+    let has_graph = summary.modules.iter().filter(|m| m.is_visible()).count() >= 2;
+    let steps = [
+        Shape {
+            details: false,
+            ..full
+        },
+        Shape {
+            details: false,
+            graph: false,
+            ..full
+        },
+        Shape {
+            details: false,
+            graph: false,
+            quiet_rows: false,
+            max_rows: None,
+        },
+    ];
+    let note = |shape: Shape, left: &Left| -> String {
+        // Each part left out, and whether it is plural.
+        let mut parts: Vec<(String, bool)> = Vec::new();
+        let counted = |n: usize, one: &str, many: &str| {
+            (
+                format!("{} {}", thousands(n), if n == 1 { one } else { many }),
+                n != 1,
+            )
+        };
+        if options.include_details && !shape.details {
+            parts.push(("the per-module details".to_owned(), true));
+        }
+        if has_graph && !shape.graph {
+            parts.push(("the graph".to_owned(), false));
+        }
+        if left.quiet_modules > 0 {
+            parts.push(counted(
+                left.quiet_modules,
+                "unchanged module",
+                "unchanged modules",
+            ));
+        }
+        if left.quiet_report_rows > 0 {
+            parts.push(counted(
+                left.quiet_report_rows,
+                "passing report row",
+                "passing report rows",
+            ));
+        }
+        if left.cut_rows > 0 {
+            parts.push(counted(left.cut_rows, "more table row", "more table rows"));
+        }
+        let plural = parts.len() != 1 || parts[0].1;
+        let names: Vec<String> = parts.into_iter().map(|(p, _)| p).collect();
+        let what = match names.as_slice() {
+            [] => "parts of the comment".to_owned(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        };
+        format!(
+            "\n_{} {} left out: the comment would be over {}. The plan jobs' artifacts have them._\n",
+            capitalise(&what),
+            if plural { "are" } else { "is" },
+            limit.describe()
+        )
+    };
+    for shape in steps {
+        let (text, _) = render_with(summary, options, shape, Some(&|l: &Left| note(shape, l)));
+        if limit.fits(&text) {
+            return text;
+        }
+    }
+    // Fewer rows per table: the most that fits.
+    let last = steps[2];
+    let fit = |rows: usize| {
+        let shape = Shape {
+            max_rows: Some(rows),
+            ..last
+        };
+        render_with(summary, options, shape, Some(&|l: &Left| note(shape, l))).0
+    };
+    let most = summary.modules.len()
+        + summary
+            .reports
+            .iter()
+            .map(|r| r.modules.len())
+            .sum::<usize>();
+    let (mut lo, mut hi) = (0usize, most);
+    if limit.fits(&fit(0)) {
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if limit.fits(&fit(mid)) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return fit(lo);
+    }
+    cut(&fit(0), limit)
 }
 
-fn render_with(summary: &Summary, options: &RenderOptions, details: bool) -> String {
+fn capitalise(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The last resort: `text` cut at a line so that it fits, keeping its first lines (the
+/// marker and the label line) and its footer, saying so.
+fn cut(text: &str, limit: Limit) -> String {
+    let footer_at = text.rfind("\n---\n").map_or(text.len(), |i| i + 1);
+    let (body, footer) = text.split_at(footer_at);
+    let note = format!(
+        "\n_The rest of the comment is left out: it would be over {}. The plan jobs' artifacts have it._\n\n",
+        limit.describe()
+    );
+    let room = limit
+        .max()
+        .saturating_sub(limit.size(footer) + limit.size(&note));
+    let mut kept = String::new();
+    let mut size = 0;
+    // The header (the marker and the label line, up to the first blank line) is kept
+    // whatever its size: the next run finds the comment and its labels by it.
+    let mut header = true;
+    for line in body.split_inclusive('\n') {
+        let n = limit.size(line);
+        header &= line != "\n";
+        if !header && size + n > room {
+            break;
+        }
+        kept.push_str(line);
+        size += n;
+    }
+    // An open code fence would swallow the rest: close it.
+    if kept
+        .lines()
+        .filter(|l| l.trim_start().starts_with("```"))
+        .count()
+        % 2
+        == 1
+    {
+        kept.push_str("```\n");
+    }
+    format!("{kept}{note}{footer}")
+}
+
+fn render_with(
+    summary: &Summary,
+    options: &RenderOptions,
+    shape: Shape,
+    note: Option<&dyn Fn(&Left) -> String>,
+) -> (String, Left) {
+    let details = shape.details;
+    let mut left = Left::default();
     let mut out = String::new();
     out.push_str(MARKER);
     out.push('\n');
@@ -70,7 +315,13 @@ fn render_with(summary: &Summary, options: &RenderOptions, details: bool) -> Str
     }
 
     let visible: Vec<&ModuleResult> = summary.modules.iter().filter(|m| m.is_visible()).collect();
-    let mut environments: Vec<&str> = visible.iter().map(|m| m.environment()).collect();
+    let shown: Vec<&ModuleResult> = visible
+        .iter()
+        .copied()
+        .filter(|m| shape.quiet_rows || m.status != Status::NoChanges)
+        .collect();
+    left.quiet_modules = visible.len() - shown.len();
+    let mut environments: Vec<&str> = shown.iter().map(|m| m.environment()).collect();
     environments.sort_unstable();
     environments.dedup();
     for env in environments {
@@ -78,9 +329,13 @@ fn render_with(summary: &Summary, options: &RenderOptions, details: bool) -> Str
         out.push_str("| Module | Status | Add | Change | Replace | Destroy |\n");
         out.push_str("| --- | --- | ---: | ---: | ---: | ---: |\n");
         let modules: Vec<&&ModuleResult> =
-            visible.iter().filter(|m| m.environment() == env).collect();
-        for m in &modules {
+            shown.iter().filter(|m| m.environment() == env).collect();
+        let rows = shape.max_rows.unwrap_or(usize::MAX).min(modules.len());
+        for m in &modules[..rows] {
             let counts = match (&m.plan, m.status) {
+                _ if m.plan_note.is_some() => {
+                    "too large | too large | too large | too large".to_owned()
+                }
                 (Some(p), Status::Changes | Status::NoChanges) => format!(
                     "{} | {} | {} | {}",
                     p.counts.add, p.counts.change, p.counts.replace, p.counts.destroy
@@ -88,6 +343,16 @@ fn render_with(summary: &Summary, options: &RenderOptions, details: bool) -> Str
                 _ => "- | - | - | -".to_owned(),
             };
             let _ = writeln!(out, "| {} | {} | {counts} |", code(&m.id), status_cell(m));
+        }
+        if rows < modules.len() {
+            let more = modules.len() - rows;
+            left.cut_rows += more;
+            let _ = writeln!(
+                out,
+                "| … and {} more {} | | | | | |",
+                thousands(more),
+                if more == 1 { "module" } else { "modules" }
+            );
         }
         out.push('\n');
         if details {
@@ -97,12 +362,18 @@ fn render_with(summary: &Summary, options: &RenderOptions, details: bool) -> Str
         }
     }
 
-    mermaid(&mut out, &visible, &summary.edges);
-
-    for report in &summary.reports {
-        report_section(&mut out, report, details);
+    if shape.graph {
+        mermaid(&mut out, &visible, &summary.edges);
     }
 
+    for report in &summary.reports {
+        report_section(&mut out, report, shape, &mut left);
+    }
+
+    if let Some(note) = note {
+        out.push_str(&note(&left));
+        out.push('\n');
+    }
     out.push_str("---\n");
     let mut footer = String::from("<sub>Made by terraci");
     if let Some(pipeline) = &options.pipeline {
@@ -113,7 +384,7 @@ fn render_with(summary: &Summary, options: &RenderOptions, details: bool) -> Str
     }
     footer.push_str(".</sub>\n");
     out.push_str(&footer);
-    out
+    (out, left)
 }
 
 fn short_sha(sha: &str) -> &str {
@@ -131,6 +402,7 @@ fn stats_line(modules: &[ModuleResult]) -> String {
         (count(Status::Changes), "with changes"),
         (count(Status::NoChanges), "without changes"),
         (count(Status::Failed), "failed"),
+        (count(Status::Unknown), "not summarised"),
         (stale, "stale"),
     ] {
         if n > 0 {
@@ -150,6 +422,7 @@ fn status_word(status: Status) -> &'static str {
         Status::Changes => "🔄 changes",
         Status::NoChanges => "✅ no changes",
         Status::Failed => "❌ failed",
+        Status::Unknown => "❔ not summarised",
     }
 }
 
@@ -172,6 +445,7 @@ fn report_icon(status: ReportStatus) -> &'static str {
 fn module_details(out: &mut String, m: &ModuleResult, head: Option<&str>) {
     let what = match (m.status, &m.plan) {
         (Status::Failed, _) => "the plan failed".to_owned(),
+        _ if m.plan_note.is_some() => "plan.json too large to summarise".to_owned(),
         (_, Some(p)) => p.counts.terraform_line(),
         (_, None) => "no plan.json".to_owned(),
     };
@@ -195,6 +469,9 @@ fn module_details(out: &mut String, m: &ModuleResult, head: Option<&str>) {
     if let Some(error) = &m.error {
         out.push_str(&fenced(error, "text"));
         out.push('\n');
+    }
+    if let Some(note) = &m.plan_note {
+        let _ = writeln!(out, "{}\n", text(note));
     }
     if let Some(plan) = &m.plan {
         let shown: Vec<_> = plan
@@ -254,7 +531,7 @@ fn mermaid(out: &mut String, visible: &[&ModuleResult], edges: &[(String, String
             Status::Failed => {
                 let _ = writeln!(body, "  class m{i} failed");
             }
-            Status::NoChanges => {}
+            Status::NoChanges | Status::Unknown => {}
         }
         if m.stale {
             let _ = writeln!(body, "  class m{i} stale");
@@ -265,7 +542,8 @@ fn mermaid(out: &mut String, visible: &[&ModuleResult], edges: &[(String, String
     out.push('\n');
 }
 
-fn report_section(out: &mut String, report: &Report, details: bool) {
+fn report_section(out: &mut String, report: &Report, shape: Shape, left: &mut Left) {
+    let details = shape.details;
     let _ = writeln!(
         out,
         "### {} {}\n",
@@ -277,9 +555,15 @@ fn report_section(out: &mut String, report: &Report, details: bool) {
     }
     let mut modules: Vec<_> = report.modules.iter().collect();
     modules.sort_by(|a, b| a.module.cmp(&b.module));
+    if !shape.quiet_rows {
+        let all = modules.len();
+        modules.retain(|m| m.status != ReportStatus::Pass);
+        left.quiet_report_rows += all - modules.len();
+    }
     if !modules.is_empty() {
         out.push_str("| Module | Status | Summary |\n| --- | --- | --- |\n");
-        for m in &modules {
+        let rows = shape.max_rows.unwrap_or(usize::MAX).min(modules.len());
+        for m in &modules[..rows] {
             let _ = writeln!(
                 out,
                 "| {} | {} {} | {} |",
@@ -287,6 +571,16 @@ fn report_section(out: &mut String, report: &Report, details: bool) {
                 report_icon(m.status),
                 m.status.word(),
                 text(&m.summary)
+            );
+        }
+        if rows < modules.len() {
+            let more = modules.len() - rows;
+            left.cut_rows += more;
+            let _ = writeln!(
+                out,
+                "| … and {} more {} | | |",
+                thousands(more),
+                if more == 1 { "module" } else { "modules" }
             );
         }
         out.push('\n');

@@ -7,7 +7,9 @@
 //! (`<service_dir>/*-report.json`) and the CI environment. Output: one Markdown comment
 //! ([`markdown`]), the labels it manages ([`labels`]), and what [`post`] does with them on
 //! GitLab or GitHub. Every file is read confined to the project directory; a file that
-//! cannot be read or parsed makes its module "failed" with the reason, never a panic.
+//! cannot be read or parsed makes its module "failed" with the reason, never a panic. A
+//! `plan.json` has its own size bound ([`plan::DEFAULT_MAX_PLAN_SIZE`]); over it the module
+//! is shown with its plan job's exit code and "too large", not as failed.
 
 pub mod labels;
 pub mod markdown;
@@ -32,6 +34,9 @@ pub(crate) enum Status {
     Changes,
     NoChanges,
     Failed,
+    /// Nothing says: the plan.json is too large to read and no plan.result.json has the
+    /// plan's exit code.
+    Unknown,
 }
 
 /// One root module's plan, as its job left it.
@@ -50,6 +55,9 @@ pub struct ModuleResult {
     /// Why the plan failed or could not be read: the error part of `plan.txt`, or what is
     /// wrong with the files.
     pub(crate) error: Option<String>,
+    /// Why the plan is not summarised though it did not fail (its plan.json is over the
+    /// size bound).
+    pub(crate) plan_note: Option<String>,
 }
 
 impl ModuleResult {
@@ -110,18 +118,25 @@ const PLAN_TEXT_CHARS: usize = 4000;
 /// reports in `service_dir`. `edges` are the project's dependency edges; those between
 /// modules with results are kept. `current`: the commits a plan may have been made for
 /// without being stale, the merge request's head first (empty: staleness unknown).
+/// `max_plan` bounds each `plan.json` (the other files have `policy`'s bound).
 pub fn collect(
     system: &dyn System,
     policy: &ReadPolicy,
+    max_plan: u64,
     modules: &[ModuleRef],
     edges: &[(String, String)],
     service_dir: &Utf8Path,
     current: &[String],
 ) -> Summary {
     let root = policy.root.clone();
+    let plan_policy = ReadPolicy::new(system, &root, max_plan);
+    let policies = Policies {
+        files: policy,
+        plan: &plan_policy,
+    };
     let mut results: Vec<ModuleResult> = modules
         .iter()
-        .filter_map(|m| read_module(system, policy, &root, m, current))
+        .filter_map(|m| read_module(system, &policies, &root, m, current))
         .collect();
     results.sort_by(|a, b| a.id.cmp(&b.id));
     let with_results: std::collections::BTreeSet<&str> =
@@ -159,22 +174,38 @@ fn read_file(
         .map(|(bytes, _)| Some(bytes))
 }
 
+/// The read bounds: `files` for a module's files, `plan` for its plan.json.
+struct Policies<'a> {
+    files: &'a ReadPolicy,
+    plan: &'a ReadPolicy,
+}
+
 fn read_module(
     system: &dyn System,
-    policy: &ReadPolicy,
+    policies: &Policies<'_>,
     root: &Utf8Path,
     module: &ModuleRef,
     current: &[String],
 ) -> Option<ModuleResult> {
     let dir: Utf8PathBuf = root.join(&module.id);
+    let cannot = |name: &str, why| format!("cannot read {}/{name}: {why}", module.id);
     let file = |name: &str| {
-        let path = dir.join(name);
-        let shown = format!("{}/{name}", module.id);
-        read_file(system, policy, &path).map_err(|why| format!("cannot read {shown}: {why}"))
+        read_file(system, policies.files, &dir.join(name)).map_err(|why| cannot(name, why))
     };
     let result = file("plan.result.json");
-    let plan_json = file("plan.json");
-    if matches!((&result, &plan_json), (Ok(None), Ok(None))) {
+    // A plan.json over its bound is a plan terraci does not summarise, not a failed one.
+    let mut plan_note = None;
+    let plan_json = match read_file(system, policies.plan, &dir.join("plan.json")) {
+        Err(terraci_db::system::ReadError::TooLarge { limit }) => {
+            plan_note = Some(format!(
+                "plan.json is too large to summarise: over the {} terraci reads (--max-plan-size, TERRACI_MAX_PLAN_SIZE)",
+                shown_size(limit)
+            ));
+            Ok(None)
+        }
+        other => other.map_err(|why| cannot("plan.json", why)),
+    };
+    if plan_note.is_none() && matches!((&result, &plan_json), (Ok(None), Ok(None))) {
         return None;
     }
     let mut errors = Vec::new();
@@ -201,6 +232,7 @@ fn read_module(
         match (&result, &plan) {
             (Some(r), _) if r.exit_code == 2 => Status::Changes,
             (Some(_), _) => Status::NoChanges,
+            (None, _) if plan_note.is_some() => Status::Unknown,
             (None, Some(p)) if p.has_changes() => Status::Changes,
             (None, _) => Status::NoChanges,
         }
@@ -230,7 +262,17 @@ fn read_module(
         commit,
         plan,
         error,
+        plan_note,
     })
+}
+
+/// `bytes` for messages: in MiB when it is a whole number of them.
+fn shown_size(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 /// Parses what [`read_file`] gave; a problem goes to `errors`, naming the file.

@@ -8,6 +8,13 @@
 
 use serde::Deserialize;
 
+/// The largest `plan.json` the summary (and `policy check`) reads, unless
+/// `--max-plan-size` / `TERRACI_MAX_PLAN_SIZE` says otherwise: plans are often far larger
+/// than source files (`--max-file-size` bounds those). A larger one is "too large", never
+/// "failed". The plan is parsed into the few fields the comment needs, so memory is about
+/// its bytes.
+pub const DEFAULT_MAX_PLAN_SIZE: u64 = 512 << 20;
+
 /// The top level of a JSON plan.
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct PlanJson {

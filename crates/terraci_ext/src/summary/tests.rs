@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use camino::Utf8Path;
 
-use super::markdown::{code, fenced, html, render, text, RenderOptions, MAX_COMMENT_CHARS};
+use super::markdown::{
+    code, fenced, html, render, text, Limit, RenderOptions, GITHUB_MAX_CHARS, GITLAB_MAX_CHARS,
+};
 use super::plan::{parse_plan, Counts, ResourceChange};
 use super::post::{
     detect, find_existing, post, Existing, GitHubTarget, GitLabTarget, Target, User,
@@ -60,6 +62,7 @@ fn module(id: &str, status: Status, plan: Option<Plan>) -> ModuleResult {
         commit: "1111111111111111111111111111111111111111".into(),
         plan,
         error: None,
+        plan_note: None,
     }
 }
 
@@ -220,10 +223,177 @@ fn a_comment_over_the_limit_leaves_the_details_out() {
         ..Summary::default()
     };
     let text = render(&summary, &details());
-    assert!(text.chars().count() < MAX_COMMENT_CHARS, "{}", text.len());
+    assert!(text.chars().count() <= GITHUB_MAX_CHARS, "{}", text.len());
     assert!(!text.contains("<details>"));
     assert!(text.contains("details are left out"), "{text}");
     assert_eq!(text.matches("| 🔄 changes |").count(), 20);
+}
+
+/// Thousands of modules with long ids (and a report row for each): the comment fits the
+/// provider's limit, keeps its marker and footer, and says what it left out.
+fn many_modules(n: usize) -> Summary {
+    let modules: Vec<ModuleResult> = (0..n)
+        .map(|i| {
+            let id = format!(
+                "svc/{}/eu-central-1/{i:05}-{}",
+                ["prod", "stage"][i % 2],
+                "m".repeat(90)
+            );
+            let status = if i % 5 == 0 {
+                Status::NoChanges
+            } else {
+                Status::Changes
+            };
+            let mut m = module(&id, status, Some(plan_with(&[("a.b", Action::Create)])));
+            m.stale = status == Status::NoChanges;
+            m
+        })
+        .collect();
+    let edges = modules
+        .windows(2)
+        .map(|w| (w[1].id.clone(), w[0].id.clone()))
+        .collect();
+    let report = super::report::Report {
+        producer: "policy".into(),
+        title: "Policy checks".into(),
+        status: super::report::ReportStatus::Warn,
+        summary: String::new(),
+        modules: modules
+            .iter()
+            .enumerate()
+            .map(|(i, m)| super::report::ModuleReport {
+                module: m.id.clone(),
+                status: if i % 3 == 0 {
+                    super::report::ReportStatus::Warn
+                } else {
+                    super::report::ReportStatus::Pass
+                },
+                summary: "all policies pass".into(),
+                details: vec!["warning: terraform.warn: x".into()],
+            })
+            .collect(),
+    };
+    Summary {
+        modules,
+        edges,
+        reports: vec![report],
+        head: Some("2222222222222222222222222222222222222222".into()),
+        warnings: Vec::new(),
+    }
+}
+
+#[test]
+fn a_comment_of_thousands_of_modules_fits_the_providers_limit() {
+    let summary = many_modules(3000);
+    let options = |limit| RenderOptions {
+        include_details: true,
+        managed_labels: Some(vec!["terraform".into()]),
+        pipeline: Some("42".into()),
+        limit,
+    };
+    let github = render(&summary, &options(Limit::Chars(GITHUB_MAX_CHARS)));
+    assert!(
+        github.chars().count() <= 65_536,
+        "{}",
+        github.chars().count()
+    );
+    assert!(
+        github.starts_with(&format!("{MARKER}\n<!-- terraci-labels:")),
+        "{}",
+        &github[..200]
+    );
+    assert!(
+        github.ends_with("for commit <code>22222222</code>.</sub>\n"),
+        "{}",
+        &github[github.len() - 300..]
+    );
+    assert!(
+        github.contains("_The per-module details, the graph, 600 unchanged modules, 2,000 passing report rows and "),
+        "{}",
+        &github[github.len() - 600..]
+    );
+    assert!(github
+        .contains("more table rows are left out: the comment would be over 65,000 characters."));
+    assert!(github.contains(" more modules |"));
+    assert!(!github.contains("<details>") && !github.contains("mermaid"));
+    let github_rows = github.matches("| 🔄 changes |").count();
+    assert!(github_rows > 100, "{github_rows}");
+
+    let gitlab = render(&summary, &options(Limit::Chars(GITLAB_MAX_CHARS)));
+    assert!(
+        gitlab.chars().count() <= 1_000_000,
+        "{}",
+        gitlab.chars().count()
+    );
+    assert!(gitlab.starts_with(MARKER));
+    let gitlab_rows = gitlab.matches("| 🔄 changes |").count();
+    assert!(gitlab_rows > github_rows, "{gitlab_rows} <= {github_rows}");
+    assert!(gitlab.contains("left out: the comment would be over 999,000 characters."));
+
+    // Small enough: everything, no note.
+    let small = render(&many_modules(3), &options(Limit::Chars(GITHUB_MAX_CHARS)));
+    assert!(
+        small.contains("<details>") && small.contains("mermaid") && !small.contains("left out")
+    );
+
+    // A limit nothing but the frame fits: cut at a line, the footer kept.
+    let tiny = render(&summary, &options(Limit::Bytes(700)));
+    assert!(tiny.len() <= 700, "{}", tiny.len());
+    assert!(
+        tiny.starts_with(MARKER) && tiny.ends_with(".</sub>\n"),
+        "{tiny}"
+    );
+    assert!(
+        tiny.contains("_The rest of the comment is left out: it would be over 700 bytes."),
+        "{tiny}"
+    );
+}
+
+#[test]
+fn a_plan_json_over_its_bound_is_too_large_not_failed() {
+    let system = MemorySystem::new();
+    let big = format!(
+        r#"{{"format_version": "1.2", "resource_changes": [], "padding": "{}"}}"#,
+        "x".repeat(4096)
+    );
+    // With the plan job's exit code: changes, the counts too large to say.
+    system.write_file("/repo/a/prod/eu/one/plan.json", big.as_str());
+    system.write_file(
+        "/repo/a/prod/eu/one/plan.result.json",
+        r#"{"exit_code": 2, "commit": "new"}"#,
+    );
+    // Without: not summarised, never failed.
+    system.write_file("/repo/a/prod/eu/two/plan.json", big.as_str());
+    let summary = collect_bounded(&system, Some("new"), 1024);
+    let got: Vec<(&str, Status, Option<&str>)> = summary
+        .modules
+        .iter()
+        .map(|m| (m.id.as_str(), m.status, m.error.as_deref()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("a/prod/eu/one", Status::Changes, None),
+            ("a/prod/eu/two", Status::Unknown, None)
+        ]
+    );
+    let text = render(&summary, &details());
+    assert!(
+        !text.contains("❌ failed") && !text.contains("the plan failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| 🔄 changes | too large | too large | too large | too large |"),
+        "{text}"
+    );
+    assert!(text.contains("❔ not summarised"), "{text}");
+    assert!(
+        text.contains("too large to summarise\\: over the 1024 bytes terraci reads"),
+        "{text}"
+    );
+    // Under the bound the same plan is read.
+    let summary = collect_bounded(&system, Some("new"), 1 << 20);
+    assert_eq!(summary.modules[1].status, Status::NoChanges);
 }
 
 #[test]
@@ -593,6 +763,10 @@ fn github_reads_the_pull_request_from_the_event() {
 }
 
 fn collect_from(system: &MemorySystem, head: Option<&str>) -> Summary {
+    collect_bounded(system, head, 1 << 20)
+}
+
+fn collect_bounded(system: &MemorySystem, head: Option<&str>, max_plan: u64) -> Summary {
     let policy = terraci_db::system::ReadPolicy::new(system, Utf8Path::new("/repo"), 1 << 20);
     let modules: Vec<ModuleRef> = [
         "a/prod/eu/one",
@@ -614,6 +788,7 @@ fn collect_from(system: &MemorySystem, head: Option<&str>) -> Summary {
     collect(
         system,
         &policy,
+        max_plan,
         &modules,
         &edges,
         Utf8Path::new(".terraci"),
