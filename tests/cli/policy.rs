@@ -315,17 +315,24 @@ fn config_mistakes_are_reported() {
     let out = p.run(&["policy", "check"]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("stop"), "{}", out.stderr);
-    // TerraCi's older keys: a warning naming the key that replaced it.
-    p.write(
-        ".terraci.yaml",
-        config.replace(
-            "    decisions:\n      deny: block\n      warn: warn\n",
-            "    on_failure: warn\n",
-        ),
-    );
-    let out = check_vpc(&p);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains("extensions.policy.on_failure is not a key terraci knows; it has no effect (TerraCi renamed it: use `decisions.deny`)"), "{}", out.stderr);
+    // TerraCi's older keys take effect: `on_failure: warn` is `decisions.deny: warn`, so
+    // the denied modules pass with warnings (with `on_failure: block` they fail).
+    for (on_failure, code) in [("warn", 0), ("block", 1)] {
+        p.write(
+            ".terraci.yaml",
+            config.replace(
+                "    decisions:\n      deny: block\n      warn: warn\n",
+                &format!("    on_failure: {on_failure}\n"),
+            ),
+        );
+        let out = p.run(&["policy", "check"]);
+        assert_eq!(out.code, code, "{on_failure}: {}", out.stderr);
+        assert!(
+            !out.stderr.contains("not a key terraci knows"),
+            "{}",
+            out.stderr
+        );
+    }
     let no_section = Project::fixture("policy");
     no_section.write(
         ".terraci.yaml",
