@@ -517,6 +517,16 @@ fn help_lists_the_commands_and_the_flags_ci_scripts_use() {
     ] {
         assert!(generate.stdout.contains(flag), "{flag}");
     }
+    // The command's own options first, the ten global ones under their own heading.
+    let (own, global) = generate
+        .stdout
+        .split_once("Global options:")
+        .expect("a Global options heading");
+    assert!(
+        own.contains("--changed-only") && !own.contains("--max-file-size"),
+        "{own}"
+    );
+    assert!(global.contains("--max-file-size") && !global.contains("--changed-only"));
     let init = p.run(&["init", "--help"]);
     for flag in ["--ci", "--provider", "--binary", "--pattern", "--force"] {
         assert!(init.stdout.contains(flag), "{flag}");

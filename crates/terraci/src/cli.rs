@@ -16,7 +16,10 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The options every command takes: listed after a command's own in `--help`, under
+/// their own heading.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Config file (default: .terraci.yaml, .terraci.yml, terraci.yaml, terraci.yml in the project dir)
     #[arg(short = 'c', long, global = true, env = "TERRACI_CONFIG")]
