@@ -128,7 +128,7 @@ fn a_reader_that_goes_away_is_not_an_error() {
     let p = crate::support::Project::empty();
     p.write(
         ".terraci.yaml",
-        "structure:\n  pattern: \"{env}/{module}\"\n",
+        "structure:\n  pattern: \"{env}/{module}\"\nextensions:\n  gitlab:\n    mr:\n      summary_job:\n        image: registry.example.com/terraci:1\n",
     );
     for i in 0..400 {
         p.write(
@@ -159,7 +159,7 @@ fn a_state_inside_the_checkout_is_a_warning() {
     let p = crate::support::Project::empty();
     p.write(
         ".terraci.yaml",
-        "structure:\n  pattern: \"{env}/{module}\"\n",
+        "structure:\n  pattern: \"{env}/{module}\"\nextensions:\n  gitlab:\n    mr:\n      summary_job:\n        image: registry.example.com/terraci:1\n",
     );
     p.write("stage/implicit/main.tf", "# no backend block\n");
     p.write(

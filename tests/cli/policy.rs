@@ -1573,3 +1573,37 @@ fn a_huge_builtin_call_is_a_policy_limit() {
         out.stderr
     );
 }
+
+#[test]
+fn a_job_that_runs_terraci_in_an_image_without_it_is_a_warning() {
+    let p = Project::fixture("policy");
+    let out = p.run(&["generate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("warning[image-without-terraci]: the apply jobs run terraci for their policy checks, but their image `hashicorp/terraform:"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("the `policy-check` job runs terraci, but its image"),
+        "{}",
+        out.stderr
+    );
+    // An image of one's own (with terraci): no warning.
+    let config = p.read(".terraci.yaml");
+    p.write(
+        ".terraci.yaml",
+        config.replace(
+            "extensions:\n",
+            "extensions:\n  gitlab:\n    image: registry.example.com/terraci:1\n",
+        ),
+    );
+    let out = p.run(&["generate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("image-without-terraci"),
+        "{}",
+        out.stderr
+    );
+}

@@ -296,6 +296,7 @@ codes! {
     UnknownFunction = "unknown-function": "a function that Terraform does not have, or one terraci does not evaluate (the message says why)",
     DependencyCycle = "dependency-cycle": "modules depend on each other in a cycle; generate refuses to write a pipeline",
     ConfigWarning = "config-warning": "a configuration section is accepted but has no effect",
+    ImageWithoutTerraci = "image-without-terraci": "a generated job runs terraci (a policy gate, the summary or the policy job) in an official terraform/OpenTofu image, which has no terraci; the message names the key that sets its image",
     DeletedModule = "deleted-module": "a module directory was deleted by the change; its resources are not destroyed by this pipeline",
     UnusedLibrary = "unused-library": "a listed library module is used by no module",
     UndiscoveredRoot = "undiscovered-root": "a directory with a `backend` or `cloud` block is above the pattern's depth: it gets no jobs and no reference reaches it (the message names the config that includes it)",

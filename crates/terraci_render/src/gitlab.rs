@@ -119,6 +119,7 @@ fn render_gitlab_text(
             entrypoint: Some(vec![String::new()]),
         },
     };
+    warnings.extend(images_without_terraci(plan, &gitlab, &image));
     let mut default = Mapping::new();
     default.insert(string("image"), image_value(&image));
     doc.insert(string("default"), Value::Mapping(default));
@@ -291,6 +292,72 @@ impl JobTexts {
         }
         warnings
     }
+}
+
+/// Whether `image` is an official terraform or OpenTofu image: those have no terraci, so
+/// a job that runs terraci in one fails (exit 127) or, for the summary, posts nothing.
+fn lacks_terraci(image: &Image) -> bool {
+    let name = image.name();
+    let name = name.strip_prefix("docker.io/").unwrap_or(name);
+    ["hashicorp/terraform", "ghcr.io/opentofu/opentofu"]
+        .into_iter()
+        .any(|official| {
+            name == official
+                || name.starts_with(&format!("{official}:"))
+                || name.starts_with(&format!("{official}@"))
+        })
+}
+
+/// One `image-without-terraci` warning per kind of job that runs terraci (the policy
+/// gate of apply jobs, the summary and policy jobs) in an official terraform/OpenTofu
+/// image, naming the key that sets its image: a pipeline that fails on its first apply
+/// (or never comments) is said at `generate`, not found on the default branch.
+fn images_without_terraci(plan: &JobPlan, gitlab: &GitLab, default: &Image) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    // `what`: "the apply jobs run terraci (...), but their" / "the `x` job runs terraci,
+    // but its".
+    let warn = |out: &mut Vec<Diagnostic>, what: &str, image: &Image, key: &str| {
+        out.push(Diagnostic::warning(
+            Code::ImageWithoutTerraci,
+            format!(
+                "{what} image `{}` has no terraci: set {key} to an image with terraci and {} (the Dockerfile in terraci's repository builds one)",
+                image.name(),
+                plan.binary.command()
+            ),
+        ));
+    };
+    if !plan.apply_checks.is_empty() {
+        let image = effective_config(gitlab, JobKind::Apply)
+            .image
+            .unwrap_or_else(|| default.clone());
+        if lacks_terraci(&image) {
+            warn(
+                &mut out,
+                "the apply jobs run terraci for their policy checks, but their",
+                &image,
+                "extensions.gitlab.image (or image in job_defaults or an overwrites entry of type apply)",
+            );
+        }
+    }
+    for job in &plan.contributed {
+        let image = contributed_config(gitlab, job)
+            .image
+            .unwrap_or_else(|| default.clone());
+        if !lacks_terraci(&image) {
+            continue;
+        }
+        let key = if &*job.name == terraci_engine::contrib::SUMMARY_JOB {
+            "extensions.gitlab.mr.summary_job.image".to_owned()
+        } else {
+            format!(
+                "image in an extensions.gitlab.overwrites entry of type {}",
+                job.name
+            )
+        };
+        let what = format!("the `{}` job runs terraci, but its", job.name);
+        warn(&mut out, &what, &image, &key);
+    }
+    out
 }
 
 fn ignored_keys(gitlab: &GitLab) -> Vec<Diagnostic> {
