@@ -95,6 +95,88 @@ fn a_cycle_refuses_to_generate() {
 }
 
 #[test]
+fn cycles_name_their_blocks_and_the_fewest_ignores() {
+    // Two components; the second needs two edges, one of them on a second cycle shown
+    // for it; an edge read through a module call; one declared in the config.
+    let p = Project::fixture("cycles");
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 3);
+    snap!("validate_cycles", out.snapshot());
+}
+
+/// The config of `p` with the `dependencies.ignore` entries that `generate`'s
+/// `dependency-cycle` error proposes, pasted where its text says (without the
+/// diagnostic's two-space margin).
+fn paste_the_proposed_ignores(p: &Project) {
+    let out = p.run(&["generate"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("  to break every cycle, ignore "))
+        .unwrap_or_else(|| panic!("no proposal in {}", out.stderr));
+    let header = lines[at];
+    let yaml: Vec<&str> = lines[at + 1..]
+        .iter()
+        .map_while(|l| l.strip_prefix("  "))
+        .collect();
+    assert!(!yaml.is_empty(), "{}", out.stderr);
+    let config = p.read(".terraci.yaml");
+    let after = if header.ends_with(", in .terraci.yaml:") {
+        None
+    } else if header.ends_with("add under `dependencies:` in .terraci.yaml:") {
+        Some("dependencies:\n")
+    } else if header.ends_with("add to the `dependencies.ignore` list of .terraci.yaml:") {
+        Some("  ignore:\n")
+    } else {
+        panic!("where to paste? {header}")
+    };
+    let pasted = format!("{}\n", yaml.join("\n"));
+    let config = match after {
+        None => format!("{config}{pasted}"),
+        Some(line) => {
+            let i = config.find(line).expect("the section named") + line.len();
+            format!("{}{pasted}{}", &config[..i], &config[i..])
+        }
+    };
+    p.write(".terraci.yaml", &config);
+}
+
+#[test]
+fn the_proposed_ignores_pasted_into_the_config_break_every_cycle() {
+    let with_ignore = "  ignore:\n    - {from: \"stage/dns\", to: \"stage/vpc\"}\n";
+    for (fixture, extra) in [
+        // No `dependencies` section: the whole section; one with `add` only: its
+        // `ignore` list; one with an `ignore` list: its entries.
+        ("cycle", ""),
+        ("cycles", ""),
+        ("cycle", with_ignore),
+    ] {
+        let p = Project::fixture(fixture);
+        if !extra.is_empty() {
+            let config = p.read(".terraci.yaml");
+            p.write(".terraci.yaml", format!("{config}dependencies:\n{extra}"));
+        }
+        paste_the_proposed_ignores(&p);
+        let out = p.run(&["generate"]);
+        assert_eq!(
+            out.code,
+            0,
+            "{fixture}: {}\n{}",
+            p.read(".terraci.yaml"),
+            out.stderr
+        );
+        let validate = p.run(&["validate", "-v"]);
+        assert_eq!(validate.code, 0, "{}", validate.stderr);
+        assert!(
+            validate.stderr.contains("is ignored (`dependencies.ignore`: breaks a dependency cycle; data.terraform_remote_state."),
+            "{}",
+            validate.stderr
+        );
+    }
+}
+
+#[test]
 fn unknown_provider_lists_the_valid_ones() {
     let p = Project::fixture("example");
     let out = p.run(&["generate", "--provider", "jenkins"]);

@@ -830,3 +830,46 @@ fn flat_state_names_end_in_a_neighbours_name() {
     assert_eq!(diagnostics_about(&g, "demo-dev-database").len(), 1);
     snap!("rules_flat_names", summary(&g));
 }
+
+#[test]
+fn the_local_backend_as_terraform_reads_it() {
+    // Each answer is what terraform 1.11.4 did (the fixture's comments).
+    let p = Project::fixture("rules/local-backend");
+    let g = graph(&p, &[]);
+    // Another workspace is under `workspace_dir`, whatever `path` says; with `path`
+    // only, it is under the reading root's own terraform.tfstate.d.
+    assert_eq!(
+        sources(&g, "ws/app", "ws/net"),
+        ids(&["net_default", "net_staging"])
+    );
+    assert_eq!(sources(&g, "ws/app", "ws/net2"), ids(&["net2_staging"]));
+    assert_eq!(
+        diagnostics_about(&g, "own_staging"),
+        [(
+            "self-reference".to_owned(),
+            "`data.terraform_remote_state.own_staging` reads this module's own state; no edge"
+                .to_owned()
+        )]
+    );
+    assert!(deps_of(&g, "ws/elsewhere").is_empty());
+    assert_eq!(
+        diagnostics_about(
+            &g,
+            "ws/elsewhere/terraform.tfstate.d/staging/terraform.tfstate"
+        )[0]
+        .0,
+        "unmatched-remote-state"
+    );
+    // A relative `path` in a called module is read from the root being planned;
+    // `path.module` still names the module's directory.
+    assert_eq!(sources(&g, "live/svc", "live/net"), ids(&["relative"]));
+    assert_eq!(sources(&g, "live/svc", "shared/net"), ids(&["path_module"]));
+    // One local file kept by two modules: ambiguous, naming both.
+    assert!(deps_of(&g, "stage/reader").is_empty());
+    assert_eq!(
+        diagnostics_about(&g, "stage/shared-a, stage/shared-b")[0].0,
+        "ambiguous-remote-state"
+    );
+    assert_eq!(edges(&g).len(), 4, "{:?}", edges(&g));
+    snap!("rules_local_backend", summary(&g));
+}

@@ -17,7 +17,9 @@ pub struct StateIdentity {
     pub partial: bool,
     /// Where the backend places non-default workspaces: s3 `workspace_key_prefix`
     /// (default `env:`; workspace W lives at `<prefix>/W/<key>`), remote/cloud
-    /// `workspaces.prefix` (workspace W is `<prefix>W`).
+    /// `workspaces.prefix` (workspace W is `<prefix>W`), local `workspace_dir`
+    /// (project-relative, default `<root dir>/terraform.tfstate.d`; workspace W lives at
+    /// `<workspace_dir>/W/terraform.tfstate`, whatever `path` is).
     pub workspace_prefix: Option<String>,
 }
 
@@ -86,7 +88,8 @@ pub struct IdentityIndex {
     /// fields say everything.
     pub by_location: BTreeMap<(String, String), Vec<Owner>>,
     /// (backend, workspace prefix, location) -> owners whose other workspaces live
-    /// under the prefix (s3 `<prefix>/<ws>/<key>`, remote `<prefix><ws>`).
+    /// under the prefix (s3 `<prefix>/<ws>/<key>`, remote `<prefix><ws>`, local
+    /// `<prefix>/<ws>/terraform.tfstate`, kept with an empty location: it is not used).
     pub by_workspace_prefix: BTreeMap<(String, String, String), Vec<Owner>>,
     pub ids: BTreeSet<String>,
     /// The identities of modules whose backend gives any identity field or leaves one
@@ -120,6 +123,18 @@ impl IdentityIndex {
         if !identity.fields.is_empty() || identity.partial {
             self.identities.insert(id.to_owned(), identity.clone());
         }
+        if identity.backend == "local" {
+            // Its other workspaces do not depend on `path`, known or not.
+            if let Some(prefix) = &identity.workspace_prefix {
+                self.by_workspace_prefix
+                    .entry(("local".to_owned(), prefix.clone(), String::new()))
+                    .or_default()
+                    .push(Owner {
+                        id: id.to_owned(),
+                        complete: !identity.partial,
+                    });
+            }
+        }
         let location_field = identity.location_field();
         let location = match location_field {
             Some(f) => match identity.fields.get(f) {
@@ -138,7 +153,11 @@ impl IdentityIndex {
             id: id.to_owned(),
             complete: !identity.partial,
         };
-        if let Some(prefix) = &identity.workspace_prefix {
+        if let Some(prefix) = identity
+            .workspace_prefix
+            .as_ref()
+            .filter(|_| identity.backend != "local")
+        {
             self.by_workspace_prefix
                 .entry((identity.backend.clone(), prefix.clone(), location.clone()))
                 .or_default()
@@ -248,5 +267,31 @@ mod tests {
             let [first, later] = parts;
             assert_eq!(first.merged(later), whole, "split before module {split}");
         }
+    }
+
+    #[test]
+    fn local_workspaces_are_kept_by_workspace_dir_whatever_the_path() {
+        let mut index = IdentityIndex::default();
+        let net = identity(
+            "local",
+            &[("path", "ws/net/state/net.tfstate")],
+            Some("ws/net/terraform.tfstate.d"),
+        );
+        let no_path = identity("local", &[], Some("ws/other/wsd"));
+        index.add("ws/net", &net);
+        index.add("ws/other", &no_path);
+        let owners = |prefix: &str| -> Vec<&str> {
+            index.by_workspace_prefix[&("local".to_owned(), prefix.to_owned(), String::new())]
+                .iter()
+                .map(|o| o.id.as_str())
+                .collect()
+        };
+        assert_eq!(owners("ws/net/terraform.tfstate.d"), ["ws/net"]);
+        assert_eq!(owners("ws/other/wsd"), ["ws/other"]);
+        assert_eq!(index.by_workspace_prefix.len(), 2);
+        assert_eq!(
+            index.by_location.keys().collect::<Vec<_>>(),
+            [&("local".to_owned(), "ws/net/state/net.tfstate".to_owned())]
+        );
     }
 }

@@ -2,25 +2,28 @@
 //!
 //! Input: [`resolved_dependencies`] of every module. Output: [`DependencyGraph`] with
 //! edges (dependent -> dependency), a Kahn topological order with module-id tie-break,
-//! levels, and every cycle as a path; [`edge_sources`] gives the references behind each
-//! edge. Invalidated when any module's edges change; a fact-preserving edit is backdated
+//! levels, and every cycle as a path with the fewest `dependencies.ignore` entries that
+//! break them all (`cycles`, [`minimal_ignores`]); [`edge_sources`] gives the references
+//! behind each edge. Invalidated when any module's edges change; a fact-preserving edit is backdated
 //! before it reaches this query. petgraph indices never leave this module.
 //!
 //! A one-file edit that changes an edge rebuilds this graph (watch mode runs it on every
 //! such edit), so it is built from integers only: module indices (sorted ids: index order
 //! is id order) in flat adjacency arrays, the ids themselves shared with [`roots`]. It
-//! looks for cycles only when Kahn's algorithm leaves modules behind.
+//! looks for cycles only when Kahn's algorithm leaves modules behind, and only then reads
+//! the blocks behind their edges (their files' lines).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
-use petgraph::graphmap::DiGraphMap;
-
 use crate::chunk::{chunk_modules, chunks, roots, ModuleChunk};
+
+mod cycles;
 use crate::resolve::{resolved_dependencies, EdgeSource};
+pub use cycles::{ignore_yaml, minimal_ignores, ProposedIgnore};
 use terraci_db::db::Db;
-use terraci_db::diagnostic::{Code, Diagnostic};
+use terraci_db::diagnostic::Diagnostic;
 use terraci_db::files::Project;
 
 /// The dependency graph, over module indices (positions in [`Self::modules`]).
@@ -30,6 +33,9 @@ pub struct DependencyGraph {
     pub modules: Arc<[String]>,
     /// Each strongly connected component of size > 1 as a path, smallest id first.
     pub cycles: Vec<Vec<String>>,
+    /// The fewest `dependencies.ignore` entries that break every cycle
+    /// ([`minimal_ignores`] per component), sorted by (from, to); empty without cycles.
+    pub proposed_ignores: Vec<ProposedIgnore>,
     /// Every resolution diagnostic of every module, in module order, then the
     /// `dependency-cycle` error of a graph with cycles ([`cycle_diagnostic`]).
     pub diagnostics: Vec<Diagnostic>,
@@ -299,23 +305,27 @@ pub fn dependency_graph(db: &dyn Db, project: Project) -> DependencyGraph {
             *l = u32::MAX;
         }
     }
-    // Every cycle stops Kahn's algorithm; without leftovers there is none to look for.
-    let cycles = if order.len() < modules.len() {
-        let edges: Vec<(&String, &String)> = (0..modules.len())
+    // Every cycle stops Kahn's algorithm; without leftovers there is none to look for,
+    // and the cycles are among the leftovers' edges between themselves.
+    let found = if order.len() < modules.len() {
+        let edges: Vec<(u32, u32)> = (0..modules.len())
+            .filter(|&i| !in_order[i])
             .flat_map(|i| {
                 adjacent(&forward_at, &forward, i)
                     .iter()
-                    .map(move |&to| (&modules[i], &modules[to as usize]))
+                    .filter(|&&to| !in_order[to as usize])
+                    .map(move |&to| (i as u32, to))
             })
             .collect();
-        cycles(modules, edges.into_iter())
+        cycles::cycles_of(db, project, modules, &edges)
     } else {
-        Vec::new()
+        cycles::Cycles::default()
     };
-    diagnostics.extend(cycle_diagnostic(&cycles));
+    diagnostics.extend(found.diagnostic);
     DependencyGraph {
         modules: modules.clone(),
-        cycles,
+        cycles: found.cycles,
+        proposed_ignores: found.proposed,
         diagnostics,
         forward_at,
         forward,
@@ -353,76 +363,6 @@ fn kahn(forward_at: &[u32], backward_at: &[u32], backward: &[u32]) -> (Vec<u32>,
         }
     }
     (order, level)
-}
-
-/// The `dependency-cycle` error of a graph with cycles: `circular dependency detected`,
-/// then one `a -> b -> a` line per cycle.
-pub(crate) fn cycle_diagnostic(cycles: &[Vec<String>]) -> Option<Diagnostic> {
-    if cycles.is_empty() {
-        return None;
-    }
-    let paths = cycles.iter().map(|c| {
-        let mut path: Vec<&str> = c.iter().map(String::as_str).collect();
-        path.extend(c.first().map(String::as_str));
-        path.join(" -> ")
-    });
-    Some(
-        Diagnostic::error(Code::DependencyCycle, "circular dependency detected")
-            .with_details(paths),
-    )
-}
-
-fn cycles<'a>(
-    modules: &[String],
-    edges: impl Iterator<Item = (&'a String, &'a String)>,
-) -> Vec<Vec<String>> {
-    let mut g: DiGraphMap<&str, ()> = DiGraphMap::new();
-    for m in modules {
-        g.add_node(m);
-    }
-    let mut succ: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (from, to) in edges {
-        g.add_edge(from, to, ());
-        succ.entry(from).or_default().insert(to);
-    }
-    let mut out = Vec::new();
-    for scc in petgraph::algo::tarjan_scc(&g) {
-        if scc.len() < 2 {
-            continue;
-        }
-        let members: BTreeSet<&str> = scc.iter().copied().collect();
-        let start = *members.first().expect("non-empty component");
-        // Shortest way back to `start`, neighbours in id order: deterministic and readable.
-        let mut prev: BTreeMap<&str, &str> = BTreeMap::new();
-        let mut queue: VecDeque<&str> = VecDeque::from([start]);
-        let mut closing = None;
-        'bfs: while let Some(n) = queue.pop_front() {
-            for &next in succ.get(n).into_iter().flatten() {
-                if !members.contains(next) {
-                    continue;
-                }
-                if next == start {
-                    closing = Some(n);
-                    break 'bfs;
-                }
-                if next != start && !prev.contains_key(next) {
-                    prev.insert(next, n);
-                    queue.push_back(next);
-                }
-            }
-        }
-        let mut path = Vec::new();
-        let mut cur = closing.expect("a strongly connected component has a cycle");
-        while cur != start {
-            path.push(cur.to_owned());
-            cur = prev[cur];
-        }
-        path.push(start.to_owned());
-        path.reverse();
-        out.push(path);
-    }
-    out.sort();
-    out
 }
 
 #[cfg(test)]
@@ -490,18 +430,6 @@ mod tests {
             levels,
             vec![ids(&["vpc"]), ids(&["eks", "rds"]), ids(&["app"])]
         );
-    }
-
-    #[test]
-    fn a_cycle_is_one_path_from_its_smallest_id() {
-        let modules = ids(&["app", "eks", "vpc", "x"]);
-        let edges = e(&[("vpc", "eks"), ("eks", "app"), ("app", "vpc"), ("x", "vpc")]);
-        assert_eq!(
-            cycles(&modules, edges.iter().map(|(a, b)| (a, b))),
-            vec![ids(&["app", "vpc", "eks"])]
-        );
-        let (order, _) = kahn_ids(&modules, &edges);
-        assert!(order.is_empty());
     }
 }
 

@@ -166,6 +166,7 @@ pub(super) fn expand_calls(
             let child_site = Site {
                 id: site.id,
                 dir: &child_dir,
+                root_dir: site.root_dir,
                 root: site.root,
                 components: site.components,
                 locals: &child_facts.locals,

@@ -117,10 +117,14 @@ pub(super) fn with_defaults(backend: &str, mut config: Object) -> Object {
     config
 }
 
+/// The identity of the state `backend` with `config` keeps. `working_dir` is where
+/// Terraform runs, the root module's directory, which relative local paths are read
+/// against, even when the block is in a called module (Terraform 1.11.4, see
+/// `fixtures/rules/local-backend`).
 pub(super) fn identity_of(
     backend: &str,
     config: &Object,
-    module_dir: &Utf8Path,
+    working_dir: &Utf8Path,
     root: &Utf8Path,
 ) -> StateIdentity {
     let config = flatten_config(backend, config);
@@ -130,7 +134,7 @@ pub(super) fn identity_of(
         match config.get(f) {
             Some(Value::String(s)) => {
                 let v = if backend == "local" && f == "path" {
-                    relative_to_root(&normalize(&module_dir.join(s)), root)
+                    relative_to_root(&normalize(&working_dir.join(s)), root)
                 } else {
                     s.clone()
                 };
@@ -157,6 +161,14 @@ pub(super) fn identity_of(
             Some(Value::Map(ws)) => string(ws.get("prefix")),
             _ => None,
         },
+        // Workspace W other than `default` is `<workspace_dir>/W/terraform.tfstate`,
+        // whatever `path` says (see `local_workspace_state`).
+        "local" => match config.get("workspace_dir") {
+            None => Some("terraform.tfstate.d"),
+            Some(Value::String(d)) => Some(d.as_str()),
+            Some(_) => None,
+        }
+        .map(|d| relative_to_root(&normalize(&working_dir.join(d)), root)),
         _ => None,
     };
     // Kept for the whole run, in several places: no growth slack.
@@ -316,4 +328,47 @@ pub fn chunk_identities_hash<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> u
     let mut h = terraci_db::files::hasher();
     chunk_identities(db, chunk).hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(working_dir: &str, pairs: &[(&str, Value)]) -> StateIdentity {
+        let config: Object = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        identity_of(
+            "local",
+            &with_defaults("local", config),
+            Utf8Path::new(working_dir),
+            Utf8Path::new("/repo"),
+        )
+    }
+
+    fn s(v: &str) -> Value {
+        Value::String(v.to_owned())
+    }
+
+    #[test]
+    fn a_local_state_is_placed_from_the_directory_terraform_runs_in() {
+        // `path` and `workspace_dir` are relative to the root module's directory
+        // (terraform 1.11.4; `fixtures/rules/local-backend`).
+        let i = local("/repo/live/svc", &[("path", s("../net/terraform.tfstate"))]);
+        assert_eq!(i.location(), Some("live/net/terraform.tfstate"));
+        assert!(!i.partial);
+        assert_eq!(
+            i.workspace_prefix.as_deref(),
+            Some("live/svc/terraform.tfstate.d")
+        );
+        let i = local("/repo/ws/app", &[("workspace_dir", s("../net2/wsd"))]);
+        assert_eq!(i.location(), Some("ws/app/terraform.tfstate"));
+        assert_eq!(i.workspace_prefix.as_deref(), Some("ws/net2/wsd"));
+        // A root at the project's top, and a workspace_dir that is not known.
+        let i = local("/repo", &[]);
+        assert_eq!(i.workspace_prefix.as_deref(), Some("terraform.tfstate.d"));
+        let i = local("/repo/a", &[("workspace_dir", Value::unknown("`var.d`"))]);
+        assert_eq!(i.workspace_prefix, None);
+    }
 }

@@ -293,7 +293,23 @@ fn reader_location(r: &StateTarget) -> Option<String> {
             identity.location()?
         )),
         "azurerm" if !default => Some(format!("{}env:{}", identity.location()?, r.workspace)),
+        "local" if !default => Some(local_workspace_state(
+            identity.workspace_prefix.as_deref()?,
+            &r.workspace,
+        )),
         _ => identity.location().map(str::to_owned),
+    }
+}
+
+/// Where the local backend keeps workspace `workspace` (not `default`): under its
+/// `workspace_dir` (project-relative; `<root dir>/terraform.tfstate.d` unless set),
+/// whatever its `path`, relative to the directory Terraform runs in. Terraform 1.11.4
+/// did so (`fixtures/rules/local-backend`).
+fn local_workspace_state(workspace_dir: &str, workspace: &str) -> String {
+    if workspace_dir.is_empty() {
+        format!("{workspace}/terraform.tfstate")
+    } else {
+        format!("{workspace_dir}/{workspace}/terraform.tfstate")
     }
 }
 
@@ -340,6 +356,12 @@ fn owners_at<'i>(index: &'i IdentityIndex, backend: &str, location: &str) -> Vec
         "remote" => {
             for (i, _) in location.char_indices().skip(1) {
                 out.extend(prefixed(&location[..i], ""));
+            }
+        }
+        "local" => {
+            // `<workspace_dir>/<workspace>/terraform.tfstate`.
+            if let Some(dir) = location.strip_suffix("/terraform.tfstate") {
+                out.extend(prefixed(dir.rsplit_once('/').map_or("", |(d, _)| d), ""));
             }
         }
         _ => {}
@@ -475,10 +497,17 @@ fn strip_state_suffix(p: &str) -> &str {
 fn describe_identity(r: &StateTarget) -> String {
     match &r.identity {
         Some(identity) => {
+            // A local workspace other than `default` is not at `path`.
+            let workspace_file = (identity.backend == "local" && r.workspace != "default")
+                .then(|| reader_location(r))
+                .flatten();
             let fields: Vec<String> = identity
                 .fields
                 .iter()
-                .map(|(k, v)| format!("{k}={v}"))
+                .map(|(k, v)| match (&workspace_file, *k) {
+                    (Some(file), "path") => format!("{k}={file}"),
+                    _ => format!("{k}={v}"),
+                })
                 .collect();
             format!("{} {}", identity.backend, fields.join(" "))
         }

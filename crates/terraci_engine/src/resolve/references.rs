@@ -82,6 +82,7 @@ pub(crate) fn module_references(db: &dyn Db, project: Project, module: Module) -
     let site = Site {
         id: &info.id,
         dir: &dir,
+        root_dir: &dir,
         root: &root,
         components: &info.components,
         locals: &facts.locals,
@@ -231,6 +232,9 @@ pub(super) struct Site<'a> {
     pub(crate) id: &'a str,
     /// The directory of the module holding the blocks (`path.module`).
     pub(crate) dir: &'a Utf8Path,
+    /// The root module's directory, where Terraform runs: what a relative local
+    /// backend `path` or `workspace_dir` is read against, in a called module too.
+    pub(crate) root_dir: &'a Utf8Path,
     /// The project directory.
     pub root: &'a Utf8Path,
     pub(crate) components: &'a IndexMap<String, String>,
@@ -263,7 +267,7 @@ fn expand_remote_state(
     site: &Site<'_>,
     out: &mut ModuleReferences,
 ) {
-    let Site { dir, root, .. } = *site;
+    let Site { root_dir, root, .. } = *site;
     // Instances: (display name, extra scope entries).
     let mut instances: Vec<(String, Vec<(String, Value)>)> = Vec::new();
     if let Some(fe) = &rs.for_each {
@@ -498,6 +502,26 @@ fn expand_remote_state(
             ));
             continue;
         }
+        let workspace = match rs
+            .workspace
+            .as_ref()
+            .map(|w| evaluate(&w.expr, &site.ctx_with(scope, &extra)))
+        {
+            None => "default".to_owned(),
+            Some(Ok(Value::String(s))) => s,
+            Some(Ok(Value::Unknown(u))) => {
+                let w = rs.workspace.as_ref().expect("checked above");
+                out.diagnostics
+                    .push(unresolved(site, w, &u.reason, u.at, &name));
+                continue;
+            }
+            Some(_) => "default".to_owned(),
+        };
+        // The local backend keeps a workspace other than `default` under its
+        // `workspace_dir`, whatever its `path` (Terraform 1.11.4, see
+        // `fixtures/rules/local-backend`): the path is no state path then.
+        let local_workspace = kind == "local" && workspace != "default";
+        let field = field.filter(|_| !local_workspace);
         let mut tail = None;
         let mut pending = None;
         let path = match field.map(|f| (f, config.get(f))) {
@@ -546,10 +570,14 @@ fn expand_remote_state(
                 continue;
             }
         };
-        let identity = backend
-            .as_deref()
-            .map(|b| identity_of(b, &config, dir, root));
-        if path.is_none() && tail.is_none() {
+        let identity = backend.as_deref().map(|b| {
+            let mut identity = identity_of(b, &config, root_dir, root);
+            if local_workspace {
+                identity.partial = identity.workspace_prefix.is_none();
+            }
+            identity
+        });
+        if path.is_none() && tail.is_none() && !local_workspace {
             // Identity is all there is: every field has to be known.
             if let Some(u) = identity_fields(kind)
                 .iter()
@@ -563,26 +591,13 @@ fn expand_remote_state(
                 continue;
             }
         }
-        let workspace = match rs
-            .workspace
-            .as_ref()
-            .map(|w| evaluate(&w.expr, &site.ctx_with(scope, &extra)))
-        {
-            None => "default".to_owned(),
-            Some(Ok(Value::String(s))) => s,
-            Some(Ok(Value::Unknown(u))) => {
-                let w = rs.workspace.as_ref().expect("checked above");
-                out.diagnostics
-                    .push(unresolved(site, w, &u.reason, u.at, &name));
-                continue;
-            }
-            Some(_) => "default".to_owned(),
-        };
         let workspace_key_prefix = match config.get("workspace_key_prefix") {
             Some(Value::String(s)) => Some(s.clone()),
             _ => None,
         };
-        let node = field.map_or(config_attr.expr.id, |f| entry_node(&config_attr.expr, f));
+        // The entry that places the state: a local workspace's `workspace_dir`, if set.
+        let place = field.or(local_workspace.then_some("workspace_dir"));
+        let node = place.map_or(config_attr.expr.id, |f| entry_node(&config_attr.expr, f));
         out.references.push(StateReference {
             name,
             target: StateTarget {
