@@ -580,3 +580,39 @@ fn a_missing_terraform_is_named_as_not_on_path() {
         "{all}"
     );
 }
+
+#[test]
+fn init_proposes_the_ignores_that_break_a_cycle_commented_out() {
+    let p = Project::fixture("cycle");
+    let _ = std::fs::remove_file(p.path().join(".terraci.yaml"));
+    let out = p.run(&["init", "--ci"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("1 cycle: the config proposes 1 dependencies.ignore entries that break them, commented out"),
+        "{}",
+        out.stderr
+    );
+    let config = p.read(".terraci.yaml");
+    assert!(
+        config.contains("# dependencies:\n#   ignore:\n#     - {from: "),
+        "{config}"
+    );
+    // As written, the cycle stays: generate refuses it.
+    assert_ne!(p.run(&["generate"]).code, 0);
+    // Uncommented, the proposal breaks it.
+    let mut inside = false;
+    let uncommented: String = config
+        .lines()
+        .map(|l| {
+            inside = l == "# dependencies:" || (inside && l.starts_with("#   "));
+            match inside {
+                true => l.trim_start_matches("# ").to_owned() + "\n",
+                false => l.to_owned() + "\n",
+            }
+        })
+        .collect();
+    p.write(".terraci.yaml", uncommented);
+    let out = p.run(&["generate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}

@@ -118,11 +118,13 @@ pub(crate) fn init(
     })?;
 
     let text = render_config(&choices);
+    let (lines, ignores) = report(system, dir, global, &choices, &text);
+    let text = with_cycle_proposal(text, &ignores);
     if !global.quiet {
         if let Some(why) = why.filter(|_| choices.pattern == proposed) {
             writeln!(stderr, "{why}")?;
         }
-        for line in report(system, dir, global, &choices, &text) {
+        for line in lines {
             writeln!(stderr, "{line}")?;
         }
     }
@@ -208,17 +210,40 @@ fn ignore_run_outputs(system: &dyn System, dir: &Utf8Path) -> std::io::Result<us
     Ok(missing.len())
 }
 
+/// The config's commented `dependencies` example replaced, when the graph has cycles, by
+/// the fewest `dependencies.ignore` entries that break them, still commented out: which
+/// read does not need its state written first is the user's call.
+fn with_cycle_proposal(text: String, ignores: &[String]) -> String {
+    const EXAMPLE: &str = "# dependencies:     # edges to add, found edges to ignore\n\
+                           #   add: [{from: \"*/*/*/app\", to: \"*/*/*/dns\", reason: \"...\"}]\n\
+                           #   ignore: []\n";
+    if ignores.is_empty() || !text.contains(EXAMPLE) {
+        return text;
+    }
+    let mut proposal = String::from(
+        "# The modules read each other in a cycle, and `generate` refuses cycles. These are\n\
+         # the fewest edges whose removal breaks every cycle; uncomment them once you know\n\
+         # which read does not need the other's state written first (`terraci validate`\n\
+         # shows each cycle):\n",
+    );
+    for line in ignores {
+        proposal.push_str(&format!("# {line}\n"));
+    }
+    text.replacen(EXAMPLE, &proposal, 1)
+}
+
 /// What `init` read and what the config it writes gives: the libraries, the files it
 /// took settings from, and the graph of the project under that config (modules, edges,
-/// cycles, references left without an edge). The project is loaded without the fact
-/// cache, so `init` writes nothing but the config.
+/// cycles, references left without an edge), for stderr; and, when the graph has cycles,
+/// the `dependencies.ignore` section that breaks them ([`with_cycle_proposal`]). The
+/// project is loaded without the fact cache, so `init` writes nothing but the config.
 fn report(
     system: &dyn System,
     dir: &Utf8Path,
     global: &GlobalArgs,
     choices: &Choices,
     text: &str,
-) -> Vec<String> {
+) -> (Vec<String>, Vec<String>) {
     let mut lines = Vec::new();
     if !choices.libraries.is_empty() {
         let shown: Vec<&str> = choices.libraries.iter().map(|(d, _)| d.as_str()).collect();
@@ -239,7 +264,7 @@ fn report(
         ));
     }
     let Ok(config) = terraci_db::config::load_config_text(text, ".terraci.yaml") else {
-        return lines;
+        return (lines, Vec::new());
     };
     let mut quiet = global.clone();
     quiet.dir = Some(dir.to_owned());
@@ -254,7 +279,7 @@ fn report(
         &crate::cli::EvalArgs::default(),
         start,
     ) else {
-        return lines;
+        return (lines, Vec::new());
     };
     ws.wait_for_cache();
     let graph = terraci_engine::graph::dependency_graph(&ws.db, ws.project);
@@ -271,18 +296,31 @@ fn report(
             )
         })
         .count();
+    let cycles = match graph.cycles.len() {
+        1 => "1 cycle".to_owned(),
+        n => format!("{n} cycles"),
+    };
     lines.push(format!(
-        "graph: {} modules, {edges} edges, {} cycles, {open} references without an edge{}",
+        "graph: {} modules, {edges} edges, {cycles}, {open} references without an edge{}",
         graph.modules.len(),
-        graph.cycles.len(),
         if open > 0 || !graph.cycles.is_empty() {
             " (`terraci validate` says why)"
         } else {
             ""
         }
     ));
+    let ignores = match graph.proposed_ignores.is_empty() {
+        true => Vec::new(),
+        false => {
+            lines.push(format!(
+                "{cycles}: the config proposes {} dependencies.ignore entries that break them, commented out",
+                graph.proposed_ignores.len()
+            ));
+            terraci_engine::graph::ignore_yaml(&graph.proposed_ignores)
+        }
+    };
     ws.dismiss();
-    lines
+    (lines, ignores)
 }
 
 /// The flags, else: gitlab unless the project only has GitHub workflows, terraform, and
