@@ -239,8 +239,11 @@ fn local_exec_runs_real_terraform_in_a_terminal() {
         terraform_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let (mut child, text) =
-        crate::terminal::spawn_in_terminal(&p, &["local-exec", "run", "--var", "suffix=1"], &path);
+    let (mut child, text) = crate::terminal::spawn_in_terminal(
+        &p,
+        &["local-exec", "run", "--var", "suffix=1", "--auto-approve"],
+        &path,
+    );
     let code = crate::terminal::wait(&mut child, "run");
     let log = std::fs::read_to_string(p.path().join(".terraci/logs/plan-live-vpc.log"))
         .unwrap_or_default();
@@ -347,7 +350,7 @@ fn a_blocking_policy_stops_the_apply_of_the_module_it_denies() {
         terraform_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut cmd = p.command(&["local-exec", "run", "--var", "suffix=1"]);
+    let mut cmd = p.command(&["local-exec", "run", "--var", "suffix=1", "--auto-approve"]);
     cmd.env("PATH", &path);
     let out = cmd.output().expect("run terraci");
     let text = String::from_utf8_lossy(&out.stdout);

@@ -37,6 +37,16 @@ pub(crate) fn spawn_in_terminal(
     args: &[&str],
     path: &str,
 ) -> (Child, Arc<Mutex<String>>) {
+    let (child, text, _) = spawn_with_keyboard(p, args, path);
+    (child, text)
+}
+
+/// [`spawn_in_terminal`], and the terminal's keyboard: what is written to it is typed.
+pub(crate) fn spawn_with_keyboard(
+    p: &Project,
+    args: &[&str],
+    path: &str,
+) -> (Child, Arc<Mutex<String>>, std::fs::File) {
     let (mut master, mut slave) = (0, 0);
     // SAFETY: openpty writes two descriptors into the ints; the other pointers are null
     // (no name, default termios and window size).
@@ -66,6 +76,7 @@ pub(crate) fn spawn_in_terminal(
     let text = Arc::new(Mutex::new(String::new()));
     let sink = text.clone();
     let mut master = std::fs::File::from(master);
+    let keyboard = master.try_clone().expect("dup the terminal");
     std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         // EIO once the last writer is gone.
@@ -78,7 +89,7 @@ pub(crate) fn spawn_in_terminal(
                 .push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
-    (child, text)
+    (child, text, keyboard)
 }
 
 pub(crate) fn wait(child: &mut Child, what: &str) -> i32 {
@@ -99,7 +110,7 @@ pub(crate) fn wait(child: &mut Child, what: &str) -> i32 {
 fn local_exec_in_a_terminal_finishes() {
     let p = Project::fixture("example");
     let path = fake_terraform(&p, "sleep 0.1\necho \"fake terraform $*\"");
-    let (mut child, text) = spawn_in_terminal(&p, &["local-exec", "run"], &path);
+    let (mut child, text) = spawn_in_terminal(&p, &["local-exec", "run", "--auto-approve"], &path);
     assert_eq!(wait(&mut child, "run"), 0, "{}", text.lock().unwrap());
     let start = Instant::now();
     while !text.lock().unwrap().contains("20 succeeded") && start.elapsed() < TIMEOUT {
@@ -120,7 +131,7 @@ fn local_exec_in_a_terminal_stops_on_ctrl_c() {
         &p,
         "touch .started\nsleep 30 &\ntrap 'kill $!; exit 130' INT\nwait $!",
     );
-    let (mut child, text) = spawn_in_terminal(&p, &["local-exec", "run"], &path);
+    let (mut child, text) = spawn_in_terminal(&p, &["local-exec", "run", "--auto-approve"], &path);
     let vpc = p.path().join("platform/stage/eu-central-1/vpc/.started");
     let start = Instant::now();
     while !vpc.exists() && start.elapsed() < TIMEOUT {
@@ -158,4 +169,63 @@ fn local_exec_with_a_module_that_does_not_exist_is_an_error() {
     // A glob that names modules is fine.
     let out = p.run(&["local-exec", "plan", "--dry-run", "-m", "platform/stage/**"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
+fn local_exec_run_asks_once_before_it_applies() {
+    let p = Project::fixture("example");
+    let path = fake_terraform(&p, "echo \"$(basename \"$PWD\") $1\"");
+    let (mut child, text, mut keyboard) = spawn_with_keyboard(
+        &p,
+        &[
+            "local-exec",
+            "run",
+            "-f",
+            "environment=stage",
+            "-x",
+            "**/eks/**",
+        ],
+        &path,
+    );
+    let start = Instant::now();
+    while !text
+        .lock()
+        .expect("not poisoned")
+        .contains("Only 'yes' is accepted")
+    {
+        assert!(
+            start.elapsed() < TIMEOUT,
+            "no question: {}",
+            text.lock().expect("x")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::io::Write::write_all(&mut keyboard, b"no\n").expect("type");
+    let code = wait(&mut child, "run");
+    let shown = text.lock().expect("not poisoned").clone();
+    assert_eq!(code, 1, "{shown}");
+    assert!(shown.contains("local-exec will apply"), "{shown}");
+    assert!(
+        shown.contains("  platform/stage/eu-central-1/vpc"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("apply cancelled: nothing was run"),
+        "{shown}"
+    );
+    // Nothing ran: the fake terraform was never called.
+    assert!(!shown.contains("vpc plan"), "{shown}");
+}
+
+#[test]
+fn local_exec_apply_without_a_terminal_needs_auto_approve() {
+    let p = Project::fixture("example");
+    let out = p.run(&["local-exec", "apply", "-f", "environment=stage"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("there is no terminal to ask on: pass --auto-approve"),
+        "{}",
+        out.stderr
+    );
 }

@@ -291,6 +291,9 @@ pub struct LocalExecArgs {
     /// terraform or tofu binary to run (default: execution.binary)
     #[arg(long)]
     pub(crate) binary: Option<String>,
+    /// apply/run: apply without asking (without a terminal to ask on, required)
+    #[arg(long)]
+    pub(crate) auto_approve: bool,
 }
 
 #[derive(Debug, Args, Clone, Default)]

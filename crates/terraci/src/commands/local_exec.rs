@@ -22,6 +22,9 @@ pub(super) fn local_exec(
     if !args.dry_run {
         let ws = load_workspace(io.system, global, &args.eval)?;
         let (plan, options) = prepare(&ws, global, args, io.system, io.stderr)?;
+        if matches!(args.mode, ExecMode::Apply | ExecMode::Run) && !args.auto_approve {
+            confirm_applies(&plan, io.system, io.stderr)?;
+        }
         return execute(&plan, &options, io.system, io.stdout);
     }
     // A dry run prints commands only: it is replayed like `generate`. Besides the
@@ -56,6 +59,53 @@ pub(super) fn local_exec(
             notices,
         })
     })
+}
+
+/// Asks once before `apply`/`run` applies anything, as `terraform apply` does: the
+/// modules it will apply are listed, and only `yes` goes on. Without a terminal to ask
+/// on, it refuses (exit 2) unless `--auto-approve`: a script never applies production
+/// by default.
+fn confirm_applies(
+    plan: &JobPlan,
+    system: &dyn System,
+    err: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
+    let modules: Vec<&str> = plan
+        .jobs
+        .iter()
+        .filter(|j| j.kind == terraci_engine::ir::JobKind::Apply)
+        .map(|j| &*j.module)
+        .collect();
+    if modules.is_empty() {
+        return Ok(());
+    }
+    let Some(mut input) = system.interactive_stdin() else {
+        let shown = modules.len().min(3);
+        let more = match modules.len() - shown {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "local-exec would apply {} modules ({}{more}) and there is no terminal to ask on: pass --auto-approve to apply them",
+                modules.len(),
+                modules[..shown].join(", ")
+            ),
+        ));
+    };
+    writeln!(err, "local-exec will apply {} modules:", modules.len())?;
+    for m in &modules {
+        writeln!(err, "  {m}")?;
+    }
+    write!(err, "Apply them? Only 'yes' is accepted: ")?;
+    err.flush()?;
+    let mut answer = String::new();
+    input.read_line(&mut answer)?;
+    if answer.trim() != "yes" {
+        return Err(fail(exit::ERROR, "apply cancelled: nothing was run"));
+    }
+    Ok(())
 }
 
 /// The job plan of a loaded project and how to run it; diagnostics to `err`.
