@@ -116,12 +116,18 @@ pub(crate) fn init(
         stdout.write_all(render_config(&choices).as_bytes())?;
         return Ok(());
     }
-    system
-        .write_atomic(&target, render_config(&choices).as_bytes())
-        .map_err(|source| InitError::Write {
-            path: shown.clone().into(),
-            source,
-        })?;
+    // Inside the project, following no symlink below it (a committed link is replaced);
+    // an explicit `--config` elsewhere is the user's own path.
+    let rendered = render_config(&choices);
+    let written = if target.starts_with(dir) {
+        system.write_beneath(dir, &target, &[rendered.as_bytes()])
+    } else {
+        system.write_atomic(&target, rendered.as_bytes())
+    };
+    written.map_err(|source| InitError::Write {
+        path: shown.clone().into(),
+        source,
+    })?;
     if !global.quiet {
         if let Some(why) = why.filter(|_| choices.pattern == proposed) {
             writeln!(stderr, "{why}")?;
