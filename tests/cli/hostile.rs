@@ -851,3 +851,315 @@ fn ignore_files_of_the_enclosing_repository_are_read_confined() {
         run.text()
     );
 }
+
+/// A directory outside the project holding `victim` (and anything else a test puts
+/// there): a write through a committed link would change it.
+fn outside_with_victim(names: &[&str]) -> tempfile::TempDir {
+    let outside = tempfile::tempdir().expect("temp dir");
+    std::fs::write(outside.path().join("victim"), "precious\n").expect("victim");
+    for name in names {
+        std::fs::write(outside.path().join(name), "precious\n").expect("victim");
+    }
+    outside
+}
+
+/// Every file under `dir` (not following links) with its bytes.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read dir") {
+            let entry = entry.expect("entry");
+            let kind = entry.file_type().expect("file type");
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else {
+                let bytes = if kind.is_symlink() {
+                    std::fs::read_link(entry.path())
+                        .expect("link")
+                        .into_os_string()
+                        .into_encoded_bytes()
+                } else {
+                    std::fs::read(entry.path()).expect("read")
+                };
+                out.insert(entry.path(), bytes);
+            }
+        }
+    }
+    out
+}
+
+/// Replaces `rel` in the project (whatever is there) with a symlink to `target`.
+fn link(p: &Project, rel: &str, target: &Path) {
+    let at = p.path().join(rel);
+    std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+    let _ = std::fs::remove_file(&at);
+    let _ = std::fs::remove_dir_all(&at);
+    std::os::unix::fs::symlink(target, &at).expect("symlink");
+}
+
+fn is_regular_file(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
+}
+
+/// `policy pull` writes its lock copy into the checkout's `.terraci/`: never through a
+/// committed link there (the old `.terraci/policies` location is not written at all).
+#[test]
+fn policy_pull_writes_nothing_through_a_linked_terraci_dir() {
+    // `.terraci` itself is a link: the lock copy is refused, naming it.
+    let p = Project::fixture("policy");
+    let outside = outside_with_victim(&["policy.lock.json"]);
+    link(&p, ".terraci", outside.path());
+    let before = files_under(outside.path());
+    let out = p.run(&["policy", "pull"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "/.terraci` is a symlink: terraci does not write through links in the project"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(files_under(outside.path()), before);
+    // `.terraci/policies` is a link: nothing goes there.
+    let p = Project::fixture("policy");
+    let outside = outside_with_victim(&["policy.lock.json"]);
+    link(&p, ".terraci/policies", outside.path());
+    let before = files_under(outside.path());
+    let out = p.run(&["policy", "pull"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(is_regular_file(&p.path().join(".terraci/policy.lock.json")));
+    assert_eq!(files_under(outside.path()), before);
+    // The lock copy is a link to a file elsewhere: replaced by the lock, not followed.
+    link(
+        &p,
+        ".terraci/policy.lock.json",
+        &outside.path().join("victim"),
+    );
+    let out = p.run(&["policy", "pull"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(is_regular_file(&p.path().join(".terraci/policy.lock.json")));
+    assert_eq!(files_under(outside.path()), before);
+}
+
+/// `policy check` writes its report into `.terraci/`: a committed `.terraci` link is an
+/// error, a linked report file is replaced.
+#[test]
+fn policy_check_writes_no_report_through_a_linked_terraci_dir() {
+    let args = [
+        "policy",
+        "check",
+        "--no-cache",
+        "--module",
+        "platform/stage/eu-central-1/vpc",
+    ];
+    let p = Project::fixture("policy");
+    let outside = outside_with_victim(&["policy-report.json", "policy-results.json"]);
+    link(&p, ".terraci", outside.path());
+    let before = files_under(outside.path());
+    let out = p.run(&args);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("cannot write .terraci/policy-report.json")
+            && out.stderr.contains("is a symlink"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(files_under(outside.path()), before);
+    // The report files themselves are links: replaced.
+    let p = Project::fixture("policy");
+    link(
+        &p,
+        ".terraci/policy-report.json",
+        &outside.path().join("victim"),
+    );
+    link(
+        &p,
+        ".terraci/policy-results.json",
+        &outside.path().join("policy-results.json"),
+    );
+    let out = p.run(&args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for name in ["policy-report.json", "policy-results.json"] {
+        assert!(
+            is_regular_file(&p.path().join(".terraci").join(name)),
+            "{name}"
+        );
+    }
+    assert_eq!(files_under(outside.path()), before);
+}
+
+/// `local-exec` writes its logs into `.terraci/logs`: a committed link there is an error
+/// before any job runs.
+#[test]
+fn local_exec_writes_no_log_through_a_linked_log_dir() {
+    let p = one_module();
+    let outside = outside_with_victim(&["plan-env-vpc.log"]);
+    link(&p, ".terraci/logs", outside.path());
+    let before = files_under(outside.path());
+    let work = tempfile::tempdir().expect("temp dir");
+    let (path, terraform_log) = fake_terraform(work.path());
+    let mut cmd = p.command(&["local-exec", "plan", "--no-cache"]);
+    cmd.env("PATH", &path);
+    let run = bounded(cmd, Duration::from_secs(60));
+    assert_ne!(run.code, Some(0), "{}", run.text());
+    assert!(
+        run.text()
+            .contains("/.terraci/logs` is a symlink: terraci does not write through links"),
+        "{}",
+        run.text()
+    );
+    assert_eq!(files_under(outside.path()), before);
+    assert!(!terraform_log.exists(), "a job ran");
+}
+
+/// `local-exec plan` writes `plan.txt`, `plan.json`, `plan.result.json` and the job's log:
+/// a committed link at any of them is replaced by a regular file, never followed (it
+/// used to truncate and rewrite the target, `~/.bashrc` say).
+#[test]
+fn local_exec_replaces_linked_plan_files_and_logs() {
+    let p = one_module();
+    let outside = outside_with_victim(&["plan.json", "result", "log"]);
+    let files = [
+        ("env/vpc/plan.txt", "victim"),
+        ("env/vpc/plan.json", "plan.json"),
+        ("env/vpc/plan.result.json", "result"),
+        (".terraci/logs/plan-env-vpc.log", "log"),
+    ];
+    for (rel, target) in files {
+        link(&p, rel, &outside.path().join(target));
+    }
+    let before = files_under(outside.path());
+    let work = tempfile::tempdir().expect("temp dir");
+    let (path, _log) = fake_terraform(work.path());
+    let mut cmd = p.command(&["local-exec", "plan", "--no-cache"]);
+    cmd.env("PATH", &path);
+    let run = bounded(cmd, Duration::from_secs(60));
+    assert_eq!(run.code, Some(0), "{}", run.text());
+    for (rel, _) in files {
+        assert!(
+            is_regular_file(&p.path().join(rel)),
+            "{rel} is not a regular file"
+        );
+    }
+    assert!(p
+        .read("env/vpc/plan.result.json")
+        .contains("\"exit_code\":0"));
+    assert_eq!(files_under(outside.path()), before);
+}
+
+/// The fact cache, the summary cache and the run record go into `.terraci/cache`: a
+/// committed link there (or at `.terraci`) is refused before anything is read or
+/// written through it.
+#[test]
+fn the_cache_is_never_written_through_a_link() {
+    for linked in [".terraci/cache", ".terraci"] {
+        let p = one_module();
+        let outside = outside_with_victim(&[]);
+        link(&p, linked, outside.path());
+        let before = files_under(outside.path());
+        let run = bounded(p.command(&["generate"]), Duration::from_secs(60));
+        assert_eq!(run.code, Some(1), "{linked}: {}", run.text());
+        assert!(
+            run.text().contains(&format!(
+                "/{linked}` is a symlink: terraci does not write through links in the project"
+            )),
+            "{linked}: {}",
+            run.text()
+        );
+        assert_eq!(files_under(outside.path()), before, "{linked}");
+    }
+    // A cache dir outside the project that the user named is theirs: used.
+    let p = one_module();
+    let cache = tempfile::tempdir().expect("temp dir");
+    let dir = cache.path().join("c");
+    let run = bounded(
+        p.command(&["generate", "--cache-dir", dir.to_str().expect("utf-8")]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.text());
+    assert!(dir.join("facts.bin").exists());
+}
+
+/// `-o FILE` and `init` write into the project: a committed link there to a file
+/// outside is replaced, not followed; a link inside the project is still followed.
+#[test]
+fn output_and_config_links_out_of_the_project_are_replaced() {
+    let p = one_module();
+    let outside = outside_with_victim(&[]);
+    let before = files_under(outside.path());
+    link(&p, "out.yml", &outside.path().join("victim"));
+    let out = p.run(&["generate", "--no-cache", "-o", "out.yml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(is_regular_file(&p.path().join("out.yml")));
+    assert!(p.read("out.yml").contains("plan-env-vpc"));
+    // A link to a file of the project is followed, as before.
+    p.write("ci/pipeline.yml", "old\n");
+    link(&p, "in.yml", &p.path().join("ci/pipeline.yml"));
+    let out = p.run(&["generate", "--no-cache", "-o", "in.yml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(p.read("ci/pipeline.yml").contains("plan-env-vpc"));
+    assert!(std::fs::symlink_metadata(p.path().join("in.yml"))
+        .expect("stat")
+        .file_type()
+        .is_symlink());
+    // `init --force` over a config that is a link out of the project.
+    link(&p, ".terraci.yaml", &outside.path().join("victim"));
+    let out = p.run(&["init", "--force", "--ci"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(is_regular_file(&p.path().join(".terraci.yaml")));
+    assert_eq!(files_under(outside.path()), before);
+}
+
+/// `--var-file` is read as `variables.files` are: a FIFO in the repository is refused
+/// at once instead of blocking the run.
+#[test]
+fn a_var_file_fifo_is_refused() {
+    let p = one_module();
+    mkfifo(&p.path().join("prod.tfvars"));
+    for cache in [&[][..], &["--no-cache"][..]] {
+        let mut args = vec!["generate", "--var-file", "prod.tfvars"];
+        args.extend_from_slice(cache);
+        let run = bounded(p.command(&args), Duration::from_secs(10));
+        assert_ne!(run.code, Some(0), "{}", run.text());
+        assert!(
+            run.text()
+                .contains("cannot read --var-file prod.tfvars: not a regular file but a FIFO"),
+            "{}",
+            run.text()
+        );
+    }
+}
+
+/// A `--var-file` in the repository that is a link out of it is refused and its content
+/// never shown; a file outside the repository that the runner names is read.
+#[test]
+fn a_var_file_link_out_of_the_repository_is_refused() {
+    let p = one_module();
+    let outside = tempfile::tempdir().expect("temp dir");
+    let secret = outside.path().join("secret.tfvars");
+    std::fs::write(&secret, format!("x = \"{SECRET}\"\n")).expect("write");
+    link(&p, "prod.tfvars", &secret);
+    for args in [
+        &["generate", "--var-file", "prod.tfvars"][..],
+        &["validate", "--no-cache", "--var-file", "prod.tfvars"][..],
+    ] {
+        let run = bounded(p.command(args), Duration::from_secs(60));
+        assert_ne!(run.code, Some(0), "{args:?}: {}", run.text());
+        assert!(
+            run.text()
+                .contains("cannot read --var-file prod.tfvars: a symlink to")
+                && run.text().contains("outside"),
+            "{args:?}: {}",
+            run.text()
+        );
+        assert!(!run.text().contains(SECRET), "{args:?}: {}", run.text());
+    }
+    std::fs::write(&secret, "x = 1\n").expect("write");
+    let run = bounded(
+        p.command(&["generate", "--var-file", secret.to_str().expect("utf-8")]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.text());
+}

@@ -78,6 +78,8 @@ pub(crate) struct RunKey {
     inputs: Vec<Stamp>,
     root: Utf8PathBuf,
     record: Utf8PathBuf,
+    /// Where writing the record starts following no symlink ([`CacheSettings::root`]).
+    write_root: Utf8PathBuf,
 }
 
 /// What [`RunKey::lookup`] found.
@@ -154,6 +156,7 @@ impl RunKey {
         argv: &[String],
         consumed: &str,
         extra: &[String],
+        max_file_size: u64,
     ) -> Option<RunKey> {
         let mut bytes = Vec::new();
         put_stamp(&mut bytes, &system.program_stamp()?);
@@ -198,7 +201,13 @@ impl RunKey {
                     .map(|(bytes, _)| bytes)
                     .map_err(|_| ())
             } else {
-                system.read(&abs).map_err(|_| ())
+                // As the run reads it: never blocking, never out of the repository.
+                let repository = terraci_db::system::ReadPolicy::new(
+                    system,
+                    &terraci_vcs::repository_root(system, root),
+                    max_file_size,
+                );
+                terraci_db::system::read_named_file(system, &repository, &abs).map_err(|_| ())
             };
             match read {
                 Ok(content) => {
@@ -213,6 +222,7 @@ impl RunKey {
             inputs,
             root: root.to_owned(),
             record: settings.dir.join(record_name(command)),
+            write_root: settings.root.clone(),
         })
     }
 
@@ -344,7 +354,7 @@ impl RunKey {
         parts.push(&tail);
         let sum = seal_parts(&parts);
         parts.push(&sum);
-        system.replace_parts(&self.record, &parts)?;
+        system.replace_beneath(&self.write_root, &self.record, &parts)?;
         Ok(true)
     }
 }
@@ -465,6 +475,7 @@ mod tests {
             argv,
             "",
             &[],
+            terraci_db::system::DEFAULT_MAX_FILE_SIZE,
         )
         .expect("the memory system stamps its program")
     }
@@ -474,6 +485,7 @@ mod tests {
         let fs = terraci_db::system::MemorySystem::new();
         let settings = CacheSettings {
             dir: "/p/.terraci/cache".into(),
+            root: "/p".into(),
         };
         let key = generate_key(&fs, &settings, &["terraci".into()]);
         let files = vec![
@@ -541,7 +553,10 @@ mod tests {
     #[test]
     fn a_run_with_an_unsettled_or_unstamped_file_is_not_recorded() {
         let fs = terraci_db::system::MemorySystem::new();
-        let settings = CacheSettings { dir: "/c".into() };
+        let settings = CacheSettings {
+            dir: "/c".into(),
+            root: "/c".into(),
+        };
         let key = generate_key(&fs, &settings, &[]);
         let fresh = Stamp {
             ctime_ns: 1_000_000_000 * 1_000_000_000 - 1_000,

@@ -2,7 +2,7 @@
 //!
 //! Input: batches of changed paths from a [`ChangeEvents`] source (notify, debounced, in
 //! the CLI; scripted batches in tests). Output: the pipeline file, rewritten through
-//! [`System::write_atomic`] only when its bytes change, and one line per regeneration on
+//! [`System::write_output`] only when its bytes change, and one line per regeneration on
 //! stderr. A batch becomes input changes outside salsa and is applied at once, before
 //! anything is queried (rust-analyzer's vfs idiom):
 //! - an edit of a known Terraform file: its new text, when it differs, the fast path (a
@@ -488,7 +488,12 @@ impl<'a> Watch<'a> {
             }
         }
         if var_files {
-            match eval_settings(self.system, &self.args.pipeline.eval) {
+            let repository = crate::workspace::repository_policy(
+                self.system,
+                &self.ws.root,
+                self.global.max_file_size,
+            );
+            match eval_settings(self.system, &self.args.pipeline.eval, &repository) {
                 Ok(settings) => change.eval_settings = Some(settings),
                 Err(e) => applied.error = Some((format!("{e:#}"), "unreadable --var-file")),
             }
@@ -678,7 +683,7 @@ impl<'a> Watch<'a> {
         }
         match self
             .system
-            .write_atomic_parts(&path, &pipeline.text.parts())
+            .write_output(&self.ws.root, &path, &pipeline.text.parts())
         {
             Ok(wrote) => {
                 self.written = Some((path, pipeline.text));

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::sync::Arc;
 
-use anyhow::{anyhow, Context as _};
+use anyhow::anyhow;
 use camino::{Utf8Path, Utf8PathBuf};
 use salsa::Setter as _;
 
@@ -182,12 +182,8 @@ pub(crate) fn load_workspace_overlapped(
     );
     diagnostics.extend(discovered.diagnostics);
 
-    let eval_settings = eval_settings(system, eval)?;
-    let repository = terraci_db::system::ReadPolicy::new(
-        system,
-        &terraci_vcs::repository_root(system, &root),
-        global.max_file_size,
-    );
+    let repository = repository_policy(system, &root, global.max_file_size);
+    let eval_settings = eval_settings(system, eval, &repository)?;
     let mut db = Database::with_system(system.shared(), repository);
     let mut modules = BTreeMap::new();
     let stamps: Vec<(String, Option<terraci_db::system::Stamp>)> = discovered
@@ -318,13 +314,32 @@ pub(crate) fn config_diagnostics(config: &LoadedConfig) -> Vec<Diagnostic> {
         .collect()
 }
 
-/// `--workspace`, `--var-file` (read now) and `--var` as an input value.
-pub fn eval_settings(system: &dyn System, eval: &EvalArgs) -> anyhow::Result<EvalSettings> {
+/// What terraci reads from the repository of the project at `root`: files whose real
+/// path lies inside the enclosing git work tree (else the project), of at most `max_len`
+/// bytes.
+pub(crate) fn repository_policy(
+    system: &dyn System,
+    root: &Utf8Path,
+    max_len: u64,
+) -> terraci_db::system::ReadPolicy {
+    terraci_db::system::ReadPolicy::new(
+        system,
+        &terraci_vcs::repository_root(system, root),
+        max_len,
+    )
+}
+
+/// `--workspace`, `--var-file` (read now, under the rules of `variables.files`: see
+/// [`terraci_db::system::read_named_file`]) and `--var` as an input value.
+pub fn eval_settings(
+    system: &dyn System,
+    eval: &EvalArgs,
+    repository: &terraci_db::system::ReadPolicy,
+) -> anyhow::Result<EvalSettings> {
     let mut var_files = Vec::new();
     for f in &eval.var_file {
-        let bytes = system
-            .read(&system.absolute(f)?)
-            .with_context(|| format!("cannot read --var-file {f}"))?;
+        let bytes = terraci_db::system::read_named_file(system, repository, &system.absolute(f)?)
+            .map_err(|e| fail(exit::ERROR, format!("cannot read --var-file {f}: {e}")))?;
         let text = String::from_utf8(bytes).map_err(|_| anyhow!("--var-file {f} is not UTF-8"))?;
         if let Err(e) = terraci_engine::resolve::var_file_assignments(f.as_str(), &text) {
             return Err(fail(exit::ERROR, format!("--var-file {f}:{e}")));

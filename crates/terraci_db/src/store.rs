@@ -47,6 +47,10 @@ pub fn is_record_name(name: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheSettings {
     pub dir: Utf8PathBuf,
+    /// Where writes into `dir` start following no symlink
+    /// ([`crate::system::write_root`]): the project for a cache dir inside it, else
+    /// `dir` itself.
+    pub root: Utf8PathBuf,
 }
 
 impl CacheSettings {
@@ -60,7 +64,38 @@ impl CacheSettings {
             Some(d) => root.join(d),
             None => root.join(".terraci/cache"),
         };
-        Some(CacheSettings { dir })
+        Some(CacheSettings {
+            root: crate::system::write_root(root, &dir),
+            dir,
+        })
+    }
+
+    /// Writes the cache file `name` (streamed, see [`System::replace_streamed`]) into
+    /// the cache dir, following no symlink below [`CacheSettings::root`].
+    pub fn replace_streamed(
+        &self,
+        system: &dyn System,
+        name: &str,
+        write: &mut dyn FnMut(&mut crate::system::Sink<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        system.replace_streamed_beneath(&self.root, &self.dir.join(name), write)
+    }
+
+    /// [`System::replace_parts`] of the cache file `name`, following no symlink below
+    /// [`CacheSettings::root`].
+    pub fn replace_parts(
+        &self,
+        system: &dyn System,
+        name: &str,
+        parts: &[&[u8]],
+    ) -> std::io::Result<()> {
+        system.replace_beneath(&self.root, &self.dir.join(name), parts)
+    }
+
+    /// [`System::write_atomic`] of the cache file `name`, following no symlink below
+    /// [`CacheSettings::root`].
+    pub fn write(&self, system: &dyn System, name: &str, bytes: &[u8]) -> std::io::Result<bool> {
+        system.write_beneath(&self.root, &self.dir.join(name), &[bytes])
     }
 
     /// The fact cache's file.
@@ -78,6 +113,14 @@ impl CacheSettings {
         let (dir, project) = (real(&self.dir), real(root));
         if project.starts_with(&dir) {
             return Err(CacheDirError::HoldsProject(self.dir.clone()));
+        }
+        // A committed link (`.terraci/cache`, or `.terraci`, pointing anywhere) is not
+        // followed: neither listed here nor read nor written.
+        if let Err(e) = system.refuse_links_beneath(&self.root, &self.dir) {
+            return Err(CacheDirError::Linked {
+                dir: self.dir.clone(),
+                why: e.to_string(),
+            });
         }
         let Ok(entries) = system.read_dir(&self.dir) else {
             // Missing: created on the first write.
@@ -124,6 +167,9 @@ pub enum CacheDirError {
          pick a directory of its own (default .terraci/cache)"
     )]
     Foreign { dir: Utf8PathBuf, entry: String },
+    /// A directory on the way to it (or itself) is a symlink.
+    #[error("the cache dir `{dir}` cannot be used: {why}")]
+    Linked { dir: Utf8PathBuf, why: String },
 }
 
 impl CacheDirError {

@@ -119,7 +119,7 @@ pub(super) fn generate(
                     }
                 )?;
             }
-            write_output(io, args.output.as_deref(), &record.output)?;
+            write_output(io, Some(&root), args.output.as_deref(), &record.output)?;
             if !unasked {
                 let walked = start.layout.map(|layout| layout.module_dirs);
                 fingerprint_record(io, global, key, started, record, walked, changes.as_mut())?;
@@ -142,7 +142,7 @@ pub(super) fn generate(
     let (text, stamps, notices, used, walked) = outcome?;
     // In pieces to the end: joined, the pipeline would be held twice at once.
     let parts = text.parts();
-    write_output_parts(io, args.output.as_deref(), &parts)?;
+    write_output_parts(io, Some(&root), args.output.as_deref(), &parts)?;
     if let (Some(key), Some(stamps)) = (key, stamps) {
         // A cache notice is about this run (the fact cache it found damaged is rewritten
         // now): a replay of the run must not repeat it.
@@ -289,6 +289,7 @@ fn replay_key(
             "color={}",
             crate::workspace::use_color(system, global.color)
         )],
+        global.max_file_size,
     )
 }
 

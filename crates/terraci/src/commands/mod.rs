@@ -127,6 +127,7 @@ fn init(global: &GlobalArgs, args: &crate::cli::InitArgs, io: &mut Io<'_>) -> an
 fn schema(args: &crate::cli::SchemaArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     write_output(
         io,
+        None,
         args.output.as_deref(),
         &terraci_db::config::config_schema(),
     )?;
@@ -139,22 +140,33 @@ fn completion(args: &crate::cli::CompletionArgs, io: &mut Io<'_>) -> anyhow::Res
     Ok(exit::OK)
 }
 
-fn write_output(io: &mut Io<'_>, path: Option<&Utf8Path>, text: &str) -> anyhow::Result<()> {
-    write_output_parts(io, path, &[text.as_bytes()])
+/// Writes `text` to `-o path`, or to stdout. `project`: the project the command ran in,
+/// where a committed link out of it is replaced, not followed
+/// ([`System::write_output`](terraci_db::system::System::write_output)).
+fn write_output(
+    io: &mut Io<'_>,
+    project: Option<&Utf8Path>,
+    path: Option<&Utf8Path>,
+    text: &str,
+) -> anyhow::Result<()> {
+    write_output_parts(io, project, path, &[text.as_bytes()])
 }
 
 /// [`write_output`] of a text in pieces (a pipeline's jobs), never joined into one.
 fn write_output_parts(
     io: &mut Io<'_>,
+    project: Option<&Utf8Path>,
     path: Option<&Utf8Path>,
     parts: &[&[u8]],
 ) -> anyhow::Result<()> {
     match path {
         Some(p) => {
             let abs = io.system.absolute(p)?;
-            io.system
-                .write_atomic_parts(&abs, parts)
-                .with_context(|| format!("cannot write {p}"))?;
+            match project {
+                Some(project) => io.system.write_output(project, &abs, parts),
+                None => io.system.write_atomic_parts(&abs, parts),
+            }
+            .with_context(|| format!("cannot write {p}"))?;
         }
         None => {
             for part in parts {

@@ -328,10 +328,16 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         ("policy-report.json", summary.report()),
         ("policy-results.json", summary.json()),
     ] {
-        let path = service.join(name);
+        let path = root.join(service.join(name));
+        // Following no symlink below the project (a committed `.terraci` link is an
+        // error, a linked report file is replaced).
         io.system
-            .write_atomic(&root.join(&path), text.as_bytes())
-            .map_err(|e| failure(format!("cannot write {path}: {e}")))?;
+            .write_beneath(
+                &terraci_db::system::write_root(&root, service),
+                &path,
+                &[text.as_bytes()],
+            )
+            .map_err(|e| failure(format!("cannot write {}: {e}", service.join(name))))?;
     }
     Ok(if summary.status == Status::Fail {
         EXIT_FAILED

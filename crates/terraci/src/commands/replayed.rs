@@ -62,6 +62,7 @@ pub(super) fn replayed(
 ) -> anyhow::Result<u8> {
     // Before any stamp is taken: a run records only files that changed before it began.
     let started = io.system.now();
+    let project = project_dir(io.system, global).ok();
     let key = run_key(io.system, global, &inputs, &io.argv);
     let mut layout = None;
     if let Some(key) = &key {
@@ -70,7 +71,7 @@ pub(super) fn replayed(
             // key here; `generate` replays those itself).
             Ok(crate::replay::Lookup::Hit(record, _)) if record.changes.is_none() => {
                 io.stderr.write_all(&record.stderr)?;
-                write_output(io, output, &record.output)?;
+                write_output(io, project.as_deref(), output, &record.output)?;
                 return Ok(exit::OK);
             }
             Ok(crate::replay::Lookup::Hit(_, walked)) => layout = Some(walked),
@@ -83,7 +84,7 @@ pub(super) fn replayed(
     let outcome = run(layout, &mut stderr);
     io.stderr.write_all(&stderr)?;
     let produced = outcome?;
-    write_output(io, output, &produced.output)?;
+    write_output(io, project.as_deref(), output, &produced.output)?;
     if let (Some(key), Some(stamps), exit::OK) = (key, produced.stamps, produced.code) {
         // A cache notice is about this run (the fact cache it found damaged is rewritten
         // now): a replay of the run must not repeat it.
@@ -138,5 +139,6 @@ fn run_key(
         // command's own flags are in `argv`.
         &format!("{global:?}"),
         &extra,
+        global.max_file_size,
     )
 }

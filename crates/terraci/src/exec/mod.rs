@@ -43,6 +43,10 @@
 //!   transitive dependents, naming the failed job; independent jobs carry on.
 //! - Logs: `<log_dir>/<job>.log` holds each command line and its stdout and stderr.
 //!   The logs of the selected jobs are removed first, so a skipped job has none.
+//! - Files are written following no symlink below the project (or below a log dir
+//!   outside it): a linked directory on the way is an error naming it, a linked
+//!   `plan.txt`, `plan.json`, `plan.result.json` or log is replaced by a new file
+//!   ([`System::write_beneath`](terraci_db::system::System::write_beneath)).
 //! - Progress: [`ProgressStyle::Terminal`] draws an indicatif bar on stderr (done,
 //!   running, failed, skipped, the running jobs) and prints failures above it;
 //!   [`ProgressStyle::Plain`] writes one line per event to the writer. Both end with the
@@ -64,7 +68,7 @@ mod schedule;
 mod tests;
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Seek as _, Write};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -288,16 +292,24 @@ pub(crate) fn run_with(
     }
 
     let log_dir = resolve(&options.project_dir, &options.log_dir);
+    // Logs and plan files are written following no symlink below the project (or below
+    // a log dir outside it): a committed link is an error or is replaced, never followed.
+    let places = Places {
+        project: &options.project_dir,
+        log_root: terraci_db::system::write_root(&options.project_dir, &log_dir),
+        log_dir,
+        commit: &options.commit,
+    };
     system
-        .create_dir_all(&log_dir)
+        .create_dir_beneath(&places.log_root, &places.log_dir)
         .map_err(|source| ExecError::LogDir {
-            path: log_dir.clone(),
+            path: places.log_dir.clone(),
             source,
         })?;
 
     // A log left by an earlier run would pass for this run's log of a skipped job.
     for task in &tasks {
-        let _ = system.remove_file(&log_dir.join(format!("{}.log", task.job)));
+        let _ = system.remove_beneath(&places.log_root, &places.log(task));
     }
 
     let started = Instant::now();
@@ -310,7 +322,7 @@ pub(crate) fn run_with(
                 &tasks,
                 options.parallelism.max(1),
                 interrupt,
-                |task| execute(task, &log_dir, system, runner, interrupt, &options.commit),
+                |task| execute(task, &places, system, runner, interrupt),
                 events,
             )
         });
@@ -340,6 +352,23 @@ pub(crate) fn run_with(
     Ok(summary)
 }
 
+/// Where a job's files go, each written following no symlink below its root.
+struct Places<'a> {
+    /// The plan files' root: `plan.txt` and the rest go beneath it, in the module.
+    project: &'a Utf8Path,
+    /// Where writing the logs starts following no link ([`terraci_db::system::write_root`]).
+    log_root: Utf8PathBuf,
+    log_dir: Utf8PathBuf,
+    /// The commit plans are made for.
+    commit: &'a str,
+}
+
+impl Places<'_> {
+    fn log(&self, task: &Task) -> Utf8PathBuf {
+        self.log_dir.join(format!("{}.log", task.job))
+    }
+}
+
 /// The plan of a job that keeps its results: the output goes to `plan.txt` (and then
 /// the log), exit 2 is a plan with changes, `show -json` of a good plan goes to
 /// `plan.json`, and `plan.result.json` records the exit code and `commit`, also for a
@@ -351,25 +380,26 @@ fn plan_with_results(
     log: &mut File,
     runner: &dyn ProcessRunner,
     interrupt: &Interrupt,
-    commit: &str,
+    places: &Places<'_>,
 ) -> Result<(), Status> {
     let cannot = |what: &str, e: io::Error| Status::Failed {
         code: None,
         reason: format!("cannot write {what} in {}: {e}", task.module),
     };
+    let project = places.project;
     for stale in ["plan.json", "plan.result.json"] {
-        let _ = system.remove_file(&task.dir.join(stale));
+        let _ = system.remove_beneath(project, &task.dir.join(stale));
     }
-    let text_path = task.dir.join("plan.txt");
-    let text = system
-        .create_output_file(&text_path)
+    let mut text = system
+        .create_output_beneath(project, &task.dir.join("plan.txt"))
         .map_err(|e| cannot("plan.txt", e))?;
     let exit = runner.run(&task.dir, &task.env, command, &text, interrupt);
-    drop(text);
-    // The log shows what the plan printed, as it would have without plan.txt.
-    if let Ok(text) = system.read(&text_path) {
-        let _ = log.write_all(&text);
+    // The log shows what the plan printed, as it would have without plan.txt: read back
+    // through the file made for it, never by its name again.
+    if text.seek(io::SeekFrom::Start(0)).is_ok() {
+        let _ = io::copy(&mut text, log);
     }
+    drop(text);
     let mut code = match exit {
         Ok(Exit::Success) => 0,
         Ok(Exit::Code(code)) => code,
@@ -398,23 +428,31 @@ fn plan_with_results(
         let _ = writeln!(log, "$ {} > plan.json", show.display());
         let json_path = task.dir.join("plan.json");
         let json = system
-            .create_output_file(&json_path)
+            .create_output_beneath(project, &json_path)
             .map_err(|e| cannot("plan.json", e))?;
         let shown = runner.run(&task.dir, &task.env, &show, &json, interrupt);
         drop(json);
         if !matches!(shown, Ok(Exit::Success)) {
-            let _ = system.remove_file(&json_path);
+            let _ = system.remove_beneath(project, &json_path);
             let _ = writeln!(log, "`{}` failed", show.display_short());
             code = 1;
         }
     }
-    let hex: String = commit.chars().filter(char::is_ascii_hexdigit).collect();
-    let result = serde_json::json!({"exit_code": code, "commit": hex});
-    let tmp = task.dir.join(".plan.result.json.tmp");
+    let hex: String = places
+        .commit
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .collect();
+    let result = format!(
+        "{}\n",
+        serde_json::json!({"exit_code": code, "commit": hex})
+    );
     system
-        .create_output_file(&tmp)
-        .and_then(|mut f| writeln!(f, "{result}"))
-        .and_then(|()| system.rename(&tmp, &task.dir.join("plan.result.json")))
+        .replace_beneath(
+            project,
+            &task.dir.join("plan.result.json"),
+            &[result.as_bytes()],
+        )
         .map_err(|e| cannot("plan.result.json", e))?;
     if code == 0 || code == 2 {
         Ok(())
@@ -449,14 +487,13 @@ fn resolve(base: &Utf8Path, path: &Utf8Path) -> Utf8PathBuf {
 /// Runs the commands of one job in order, stopping at the first failure.
 fn execute(
     task: &Task,
-    log_dir: &Utf8Path,
+    places: &Places<'_>,
     system: &dyn System,
     runner: &dyn ProcessRunner,
     interrupt: &Interrupt,
-    commit: &str,
 ) -> Status {
-    let log_path = log_dir.join(format!("{}.log", task.job));
-    let mut log = match system.create_output_file(&log_path) {
+    let log_path = places.log(task);
+    let mut log = match system.create_output_beneath(&places.log_root, &log_path) {
         Ok(f) => f,
         Err(e) => {
             return Status::Failed {
@@ -485,7 +522,7 @@ fn execute(
         let _ = writeln!(log, "$ {}", command.display());
         let _ = log.flush();
         if task.plan_results && command.args.first().map(String::as_str) == Some("plan") {
-            match plan_with_results(task, command, system, &mut log, runner, interrupt, commit) {
+            match plan_with_results(task, command, system, &mut log, runner, interrupt, places) {
                 Ok(()) => continue,
                 Err(status) => return status,
             }

@@ -132,12 +132,17 @@ pub(crate) fn init(
         stdout.write_all(text.as_bytes())?;
         return Ok(());
     }
-    system
-        .write_atomic(&target, text.as_bytes())
-        .map_err(|source| InitError::Write {
-            path: shown.clone().into(),
-            source,
-        })?;
+    // Inside the project, following no symlink below it (a committed link is replaced);
+    // an explicit `--config` elsewhere is the user's own path.
+    let written = if target.starts_with(dir) {
+        system.write_beneath(dir, &target, &[text.as_bytes()])
+    } else {
+        system.write_atomic(&target, text.as_bytes())
+    };
+    written.map_err(|source| InitError::Write {
+        path: shown.clone().into(),
+        source,
+    })?;
     let ignored = ignore_run_outputs(system, dir).map_err(|source| InitError::Write {
         path: ".gitignore".into(),
         source,
@@ -206,7 +211,8 @@ fn ignore_run_outputs(system: &dyn System, dir: &Utf8Path) -> std::io::Result<us
         text.push_str(p);
         text.push('\n');
     }
-    system.write_atomic(&path, text.as_bytes())?;
+    // A committed link in its place is replaced, never followed.
+    system.write_beneath(dir, &path, &[text.as_bytes()])?;
     Ok(missing.len())
 }
 

@@ -3,6 +3,7 @@
 //! Everything else receives a `&dyn System`. `OsSystem` is the real machine;
 //! `MemorySystem` is an in-memory tree for unit tests.
 
+mod at;
 mod memory;
 mod os;
 // Signals and file events need OS facilities (signal-hook, notify) that the engine and
@@ -272,6 +273,86 @@ pub trait System: Send + Sync {
         })?;
         self.replace(path, &all)
     }
+    /// Reads the file at `path` (the runner named it: symlinks followed) if it is a
+    /// regular file of at most `max_len` bytes; a FIFO, socket or device is refused
+    /// without blocking (`--var-file` outside the repository).
+    fn read_regular(&self, path: &Utf8Path, max_len: u64) -> Result<Vec<u8>, ReadError> {
+        let bytes = self.read(path)?;
+        if bytes.len() as u64 > max_len {
+            return Err(ReadError::TooLarge { limit: max_len });
+        }
+        Ok(bytes)
+    }
+    /// Creates the directory `path` beneath `root` and its missing parents, following no
+    /// symlink below `root` (see [`System::write_beneath`]).
+    fn create_dir_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<()> {
+        let rel = relative_beneath(root, path)?;
+        self.create_dir_all(&root.join(rel))
+    }
+    /// [`System::write_atomic_parts`] of `path` beneath `root` (absolute, or relative to
+    /// `root`) without following a symlink below `root`: `root` is opened as named (the
+    /// user chose it), each directory below it without following a link (a link there is
+    /// an error naming it: "is a symlink: terraci does not write through links in the
+    /// project"), missing ones are made, and the file is written to a new temp file and
+    /// renamed over the last component, so a link there is replaced, never followed.
+    fn write_beneath(&self, root: &Utf8Path, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool> {
+        let rel = relative_beneath(root, path)?;
+        file_name_of(&rel)?;
+        self.write_atomic_parts(&root.join(rel), parts)
+    }
+    /// [`System::replace_parts`] of `path` beneath `root`, following no link (see
+    /// [`System::write_beneath`]), without comparing with the file there.
+    fn replace_beneath(&self, root: &Utf8Path, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<()> {
+        let rel = relative_beneath(root, path)?;
+        file_name_of(&rel)?;
+        self.replace_parts(&root.join(rel), parts)
+    }
+    /// [`System::replace_streamed`] of `path` beneath `root`, following no link (see
+    /// [`System::write_beneath`]).
+    fn replace_streamed_beneath(
+        &self,
+        root: &Utf8Path,
+        path: &Utf8Path,
+        write: &mut dyn FnMut(&mut Sink<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let rel = relative_beneath(root, path)?;
+        file_name_of(&rel)?;
+        self.replace_streamed(&root.join(rel), write)
+    }
+    /// [`System::create_output_file`] of `path` beneath `root`, following no link: the
+    /// old entry is removed (a link is not followed) and a new file made in its place,
+    /// open for reading and writing.
+    fn create_output_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<std::fs::File> {
+        let rel = relative_beneath(root, path)?;
+        file_name_of(&rel)?;
+        self.create_output_file(&root.join(rel))
+    }
+    /// Removes the file (or link) `path` beneath `root`, following no link on the way.
+    fn remove_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<()> {
+        let rel = relative_beneath(root, path)?;
+        file_name_of(&rel)?;
+        self.remove_file(&root.join(rel))
+    }
+    /// `Ok` when no existing component of `path` below `root` (the last one included) is
+    /// a symlink; else the error [`System::write_beneath`] gives for it. Missing
+    /// components are fine: a write makes them.
+    fn refuse_links_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<()> {
+        relative_beneath(root, path).map(|_| ())
+    }
+    /// Writes the output file `-o path` that the user named: outside `project` as
+    /// [`System::write_atomic_parts`] (a link is followed to its target); inside it the
+    /// same while the file's real path (every link resolved) stays inside the project,
+    /// else as [`System::write_beneath`] the project, so a committed link out of the
+    /// project is replaced, not followed.
+    fn write_output(
+        &self,
+        project: &Utf8Path,
+        path: &Utf8Path,
+        parts: &[&[u8]],
+    ) -> io::Result<bool> {
+        let _ = project;
+        self.write_atomic_parts(path, parts)
+    }
     /// Starts watching `root` recursively, plus the files `outside` it (their directories,
     /// not recursively), for watch mode. Also takes over SIGINT and SIGTERM, which end
     /// the event stream. Systems without a watcher say `Unsupported`.
@@ -293,6 +374,95 @@ pub trait System: Send + Sync {
         };
         Ok(normalize(&joined))
     }
+}
+
+/// Reads a file the runner named (`--var-file`) under the rules of the files a
+/// repository names (`variables.files`): a path inside the policy's root is read
+/// confined to it (a regular file whose real path stays inside, within the bound); a
+/// path outside it, which only the runner can have named, must be a regular file within
+/// the bound (links followed). Nothing blocks: a FIFO is refused.
+pub fn read_named_file(
+    system: &dyn System,
+    policy: &ReadPolicy,
+    path: &Utf8Path,
+) -> Result<Vec<u8>, ReadError> {
+    if policy.lexically_inside(path) {
+        system
+            .read_confined(path, policy, false)
+            .map(|(bytes, _)| bytes)
+    } else {
+        system.read_regular(path, policy.max_len)
+    }
+}
+
+/// `path` relative to `root`: `path` made relative when it is absolute (it must lie
+/// lexically beneath `root`), and holding only plain names (no `..`).
+pub fn relative_beneath(root: &Utf8Path, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
+    let rel = if path.is_absolute() {
+        normalize(path)
+            .strip_prefix(normalize(root))
+            .map(Utf8Path::to_owned)
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "`{}` is not inside `{}`",
+                        crate::escape::printable(path.as_str()),
+                        crate::escape::printable(root.as_str())
+                    ),
+                )
+            })?
+    } else {
+        path.to_owned()
+    };
+    let plain = rel.components().all(|c| {
+        matches!(
+            c,
+            camino::Utf8Component::Normal(_) | camino::Utf8Component::CurDir
+        )
+    });
+    if !plain {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "`{}` leaves `{}`",
+                crate::escape::printable(path.as_str()),
+                crate::escape::printable(root.as_str())
+            ),
+        ));
+    }
+    Ok(normalize(&rel))
+}
+
+/// The last component of a relative path beneath a root: the file to write.
+pub(crate) fn file_name_of(rel: &Utf8Path) -> io::Result<&str> {
+    rel.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no file name to write: the path is the directory itself",
+        )
+    })
+}
+
+/// The directory beneath which terraci writes into `dir` without following a link: the
+/// project when `dir` (relative to the project, or absolute) lies inside it as written,
+/// so every directory from the project down is checked; otherwise `dir` itself, a
+/// directory outside the project that the user named, whose own links are theirs.
+pub fn write_root(project: &Utf8Path, dir: &Utf8Path) -> Utf8PathBuf {
+    let abs = normalize(&project.join(dir));
+    if abs.starts_with(normalize(project)) {
+        project.to_owned()
+    } else {
+        abs
+    }
+}
+
+/// The message of a write refused because a directory on the way is a symlink.
+pub(crate) fn link_refused(path: &Utf8Path) -> io::Error {
+    io::Error::other(format!(
+        "`{}` is a symlink: terraci does not write through links in the project",
+        crate::escape::printable(path.as_str())
+    ))
 }
 
 /// Lexical normalisation: drops `.`, resolves `..` against the preceding component.

@@ -53,7 +53,12 @@ fn open_resolved(path: &Utf8Path, policy: &ReadPolicy) -> Result<std::fs::File, 
     }
     let meta = std::fs::metadata(&real)?;
     if let Some(what) = special_kind(&meta.file_type()) {
-        return Err(ReadError::Unsafe(format!("a symlink to {what}")));
+        let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        return Err(ReadError::Unsafe(if link {
+            format!("a symlink to {what}")
+        } else {
+            format!("not a regular file but {what}")
+        }));
     }
     if meta.is_dir() {
         return Err(ReadError::Io(io::Error::other("a directory")));
@@ -61,6 +66,31 @@ fn open_resolved(path: &Utf8Path, policy: &ReadPolicy) -> Result<std::fs::File, 
     let real = Utf8PathBuf::from_path_buf(real)
         .map_err(|p| ReadError::Unsafe(format!("a symlink to `{}`, not UTF-8", p.display())))?;
     Ok(open_no_follow(&real)?)
+}
+
+/// Reads an open file whole if it is a regular file within the policy's bound, counted
+/// while reading.
+fn read_bounded(
+    file: &std::fs::File,
+    policy: &ReadPolicy,
+) -> Result<(Vec<u8>, Option<Stamp>), ReadError> {
+    let meta = file.metadata()?;
+    if let Some(what) = special_kind(&meta.file_type()) {
+        return Err(ReadError::Unsafe(format!("not a regular file but {what}")));
+    }
+    policy.check_len(meta.len())?;
+    // Bounded even if the file grows while it is read (or says 0 bytes, as /proc does).
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+    let mut limited = file.take(policy.max_len + 1);
+    loop {
+        match limited.read_to_end(&mut bytes) {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    policy.check_len(bytes.len() as u64)?;
+    Ok((bytes, Some(stamp_of(&meta))))
 }
 
 fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
@@ -136,23 +166,26 @@ impl System for OsSystem {
         } else {
             open_resolved(path, policy)?
         };
-        let meta = file.metadata()?;
-        if let Some(what) = special_kind(&meta.file_type()) {
-            return Err(ReadError::Unsafe(format!("not a regular file but {what}")));
+        read_bounded(&file, policy)
+    }
+
+    fn read_regular(&self, path: &Utf8Path, max_len: u64) -> Result<Vec<u8>, ReadError> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // Links followed (the runner named the file), but never blocking: a FIFO opens at
+        // once and is refused by `fstat`.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)?;
+        if file.metadata()?.is_dir() {
+            return Err(ReadError::Io(io::Error::other("a directory")));
         }
-        policy.check_len(meta.len())?;
-        // Bounded even if the file grows while it is read (or says 0 bytes, as /proc does).
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
-        let mut limited = (&file).take(policy.max_len + 1);
-        loop {
-            match limited.read_to_end(&mut bytes) {
-                Ok(_) => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        policy.check_len(bytes.len() as u64)?;
-        Ok((bytes, Some(stamp_of(&meta))))
+        let policy = ReadPolicy {
+            root: path.to_owned(),
+            canonical_root: path.to_owned(),
+            max_len,
+        };
+        read_bounded(&file, &policy).map(|(bytes, _)| bytes)
     }
 
     fn canonicalize(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
@@ -289,7 +322,6 @@ impl System for OsSystem {
     }
 
     fn write_atomic_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool> {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
         // Through a symlink to its target: renaming over the link would replace the link.
         let resolved;
         let path = match std::fs::symlink_metadata(path) {
@@ -315,49 +347,162 @@ impl System for OsSystem {
             }
             _ => path,
         };
-        // The file being replaced, held open across the rename: the kernel frees its pages
-        // when the last handle closes, which for a large pipeline costs more than writing
-        // the new one. That close happens on another thread, after the new file is in
-        // place.
-        let mut replaced = None;
-        let mut permissions = None;
-        if let Ok(mut existing) = std::fs::File::open(path) {
-            let meta = existing.metadata();
-            // The new file keeps the old one's mode: a 0600 pipeline stays 0600.
-            permissions = meta.as_ref().ok().map(|m| m.permissions());
-            // Same bytes only if the same length: a changed length needs no read.
-            let same_len = meta.is_ok_and(|m| m.len() == len as u64);
-            if same_len && holds(&mut existing, parts) {
-                return Ok(false);
-            }
-            replaced = Some(existing);
-        }
-        let dir = match path.parent() {
-            Some(p) if !p.as_str().is_empty() => p.to_owned(),
-            _ => Utf8PathBuf::from("."),
-        };
-        std::fs::create_dir_all(&dir)?;
-        let file_name = path.file_name().unwrap_or("output");
-        let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
-        let result = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
-            if let Some(permissions) = permissions {
-                f.set_permissions(permissions)?;
-            }
-            // No fsync: the rename is what keeps readers from a half-written file, and
-            // syncing a 13 MB pipeline cost more than generating it.
-            write_parts(&mut f, parts)?;
-            std::fs::rename(&tmp, path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        if let Some(replaced) = replaced {
-            // If no thread can be started, the handle is closed here, with the closure.
-            let _ = std::thread::Builder::new().spawn(move || drop(replaced));
-        }
-        result.map(|()| true)
+        let (dir, name) = split(path);
+        write_in(
+            &super::at::open_dir(&dir, Utf8Path::new(""), true)?,
+            name,
+            parts,
+        )
     }
+
+    fn create_dir_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<()> {
+        let rel = super::relative_beneath(root, path)?;
+        super::at::open_dir(root, &rel, true).map(|_| ())
+    }
+
+    fn write_beneath(&self, root: &Utf8Path, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool> {
+        let (dir, name) = beneath(root, path, true)?;
+        write_in(&dir, &name, parts)
+    }
+
+    fn replace_beneath(&self, root: &Utf8Path, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<()> {
+        let (dir, name) = beneath(root, path, true)?;
+        dir.replace(&name, None, |f| write_parts(f, parts))
+    }
+
+    fn replace_streamed_beneath(
+        &self,
+        root: &Utf8Path,
+        path: &Utf8Path,
+        write: &mut dyn FnMut(&mut super::Sink<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let (dir, name) = beneath(root, path, true)?;
+        dir.replace(&name, None, |f| write(&mut |piece| f.write_all(piece)))
+    }
+
+    fn create_output_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<std::fs::File> {
+        let (dir, name) = beneath(root, path, true)?;
+        dir.create(&name)
+    }
+
+    fn remove_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<()> {
+        let (dir, name) = beneath(root, path, false)?;
+        dir.remove(&name)
+    }
+
+    fn refuse_links_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<()> {
+        let rel = super::relative_beneath(root, path)?;
+        match super::at::open_dir(root, &rel, false) {
+            Err(e)
+                if e.kind() != io::ErrorKind::NotFound
+                    && e.kind() != io::ErrorKind::NotADirectory =>
+            {
+                Err(e)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn write_output(
+        &self,
+        project: &Utf8Path,
+        path: &Utf8Path,
+        parts: &[&[u8]],
+    ) -> io::Result<bool> {
+        let real_project = std::fs::canonicalize(project)
+            .ok()
+            .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+            .unwrap_or_else(|| project.to_owned());
+        let root = if path.starts_with(project) {
+            project
+        } else if path.starts_with(&real_project) {
+            &real_project
+        } else {
+            // Outside the project: the user's own path, links and all.
+            return self.write_atomic_parts(path, parts);
+        };
+        // Where the write would land: a link's target (a dangling one too), every link
+        // on the way resolved.
+        let target = match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let to = std::fs::read_link(path)?;
+                path.parent()
+                    .map_or(to.clone(), |p| p.as_std_path().join(&to))
+            }
+            _ => path.as_std_path().to_owned(),
+        };
+        if resolved(&target).starts_with(real_project.as_std_path()) {
+            return self.write_atomic_parts(path, parts);
+        }
+        // A link out of the project: replaced, not followed (a linked directory on the
+        // way is an error).
+        self.write_beneath(root, path, parts)
+    }
+}
+
+/// `path`'s directory (`.` for a bare name) and its last component.
+fn split(path: &Utf8Path) -> (Utf8PathBuf, &str) {
+    let dir = match path.parent() {
+        Some(p) if !p.as_str().is_empty() => p.to_owned(),
+        _ => Utf8PathBuf::from("."),
+    };
+    (dir, path.file_name().unwrap_or("output"))
+}
+
+/// The directory of `path` beneath `root` (opened, made when `create`, following no
+/// link below `root`) and the file's name in it.
+fn beneath(root: &Utf8Path, path: &Utf8Path, create: bool) -> io::Result<(super::at::Dir, String)> {
+    let rel = super::relative_beneath(root, path)?;
+    let name = super::file_name_of(&rel)?.to_owned();
+    let parent = rel.parent().unwrap_or(Utf8Path::new(""));
+    Ok((super::at::open_dir(root, parent, create)?, name))
+}
+
+/// `path` with every symlink resolved: its nearest existing ancestor made real, the
+/// missing rest appended and `..` resolved lexically (a missing directory is no link).
+fn resolved(path: &std::path::Path) -> std::path::PathBuf {
+    let components: Vec<_> = path.components().collect();
+    for keep in (1..=components.len()).rev() {
+        let head: std::path::PathBuf = components[..keep].iter().collect();
+        if let Ok(real) = std::fs::canonicalize(&head) {
+            let joined = components[keep..].iter().fold(real, |p, c| p.join(c));
+            return match Utf8PathBuf::from_path_buf(joined) {
+                Ok(p) => super::normalize(&p).into_std_path_buf(),
+                Err(p) => p,
+            };
+        }
+    }
+    path.to_owned()
+}
+
+/// Writes `parts` as `name` in `dir` (a new file renamed over it; a link there is
+/// replaced) unless a regular file there holds exactly them: then `false`, untouched.
+/// The new file keeps the old one's mode: a 0600 pipeline stays 0600.
+fn write_in(dir: &super::at::Dir, name: &str, parts: &[&[u8]]) -> io::Result<bool> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    // The file being replaced, held open across the rename: the kernel frees its pages
+    // when the last handle closes, which for a large pipeline costs more than writing
+    // the new one. That close happens on another thread, after the new file is in place.
+    let mut replaced = None;
+    let mut permissions = None;
+    if let Some(mut existing) = dir.open_regular(name) {
+        let meta = existing.metadata();
+        permissions = meta.as_ref().ok().map(|m| m.permissions());
+        // Same bytes only if the same length: a changed length needs no read.
+        let same_len = meta.is_ok_and(|m| m.len() == len as u64);
+        if same_len && holds(&mut existing, parts) {
+            return Ok(false);
+        }
+        replaced = Some(existing);
+    }
+    // No fsync: the rename is what keeps readers from a half-written file, and syncing a
+    // 13 MB pipeline cost more than generating it.
+    let result = dir.replace(name, permissions, |f| write_parts(f, parts));
+    if let Some(replaced) = replaced {
+        // If no thread can be started, the handle is closed here, with the closure.
+        let _ = std::thread::Builder::new().spawn(move || drop(replaced));
+    }
+    result.map(|()| true)
 }
 
 /// Whether `bytes` is the concatenation of `parts`.
@@ -394,8 +539,6 @@ fn read_some(file: &mut std::fs::File, block: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-/// Writes `parts` in order with as few system calls as the kernel allows (`writev`), not
-/// copying them into one buffer first.
 /// Replaces `path` with what `write` writes to a temp file beside it (then renamed over
 /// it), creating missing parent directories; on an error the temp file is removed and
 /// `path` left as it was.
@@ -403,27 +546,12 @@ fn replace_via_temp(
     path: &Utf8Path,
     write: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
 ) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_str().is_empty() => p.to_owned(),
-        _ => Utf8PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir)?;
-    let file_name = path.file_name().unwrap_or("output");
-    // Unique per process and thread: concurrent writers never share a temp file.
-    let tmp = dir.join(format!(
-        ".{file_name}.{}.{:?}.tmp",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| write(&mut f))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let (dir, name) = split(path);
+    super::at::open_dir(&dir, Utf8Path::new(""), true)?.replace(name, None, write)
 }
 
+/// Writes `parts` in order with as few system calls as the kernel allows (`writev`), not
+/// copying them into one buffer first.
 fn write_parts(f: &mut std::fs::File, parts: &[&[u8]]) -> io::Result<()> {
     // The kernel takes at most 1024 pieces per call (IOV_MAX).
     const IOV_MAX: usize = 1024;
@@ -572,6 +700,174 @@ mod tests {
         assert!(!OsSystem
             .write_atomic(&dir.join("out.yml"), b"a: 1\n")
             .unwrap());
+    }
+
+    /// A project with a real `.terraci/`, and a directory outside it holding `victim`.
+    fn project_and_victim() -> (
+        tempfile::TempDir,
+        Utf8PathBuf,
+        tempfile::TempDir,
+        Utf8PathBuf,
+    ) {
+        let (tmp, root) = dir();
+        let (out, outside) = dir();
+        std::fs::write(outside.join("victim"), "precious\n").unwrap();
+        (tmp, root, out, outside)
+    }
+
+    fn is_link(path: &Utf8Path) -> bool {
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+    }
+
+    #[test]
+    fn writes_beneath_a_root_refuse_a_linked_directory_and_replace_a_linked_file() {
+        let (_tmp, root, _out, outside) = project_and_victim();
+        // A linked directory on the way, existing or to be made below it: refused.
+        std::os::unix::fs::symlink(&outside, root.join("logs")).unwrap();
+        for rel in ["logs/victim", "logs/new/file"] {
+            let err = OsSystem
+                .write_beneath(&root, Utf8Path::new(rel), &[b"evil\n"])
+                .unwrap_err();
+            let shown = format!(
+                "`{root}/logs` is a symlink: terraci does not write through links in the project"
+            );
+            assert_eq!(err.to_string(), shown, "{rel}");
+            let err = OsSystem
+                .create_output_beneath(&root, Utf8Path::new(rel))
+                .unwrap_err();
+            assert_eq!(err.to_string(), shown, "{rel}");
+            assert!(OsSystem.remove_beneath(&root, Utf8Path::new(rel)).is_err());
+            assert!(OsSystem
+                .replace_beneath(&root, Utf8Path::new(rel), &[b"evil\n"])
+                .is_err());
+            assert!(OsSystem
+                .refuse_links_beneath(&root, &root.join(rel))
+                .is_err());
+        }
+        assert!(OsSystem
+            .create_dir_beneath(&root, Utf8Path::new("logs/x"))
+            .is_err());
+        assert!(OsSystem
+            .refuse_links_beneath(&root, Utf8Path::new("logs"))
+            .is_err());
+        assert!(OsSystem
+            .refuse_links_beneath(&root, Utf8Path::new("missing/dir"))
+            .is_ok());
+        // A linked file (dangling or not): replaced by a regular file, never followed.
+        std::os::unix::fs::symlink(outside.join("victim"), root.join("plan.txt")).unwrap();
+        std::os::unix::fs::symlink(outside.join("new"), root.join("dangling")).unwrap();
+        std::os::unix::fs::symlink(outside.join("victim"), root.join("out.txt")).unwrap();
+        assert!(OsSystem
+            .write_beneath(&root, &root.join("plan.txt"), &[b"mine\n"])
+            .unwrap());
+        OsSystem
+            .replace_beneath(&root, Utf8Path::new("dangling"), &[b"mine\n"])
+            .unwrap();
+        let mut file = OsSystem
+            .create_output_beneath(&root, Utf8Path::new("out.txt"))
+            .unwrap();
+        file.write_all(b"mine\n").unwrap();
+        for name in ["plan.txt", "dangling", "out.txt"] {
+            assert!(!is_link(&root.join(name)), "{name} is still a link");
+            assert_eq!(OsSystem.read(&root.join(name)).unwrap(), b"mine\n");
+        }
+        assert_eq!(
+            OsSystem.read(&outside.join("victim")).unwrap(),
+            b"precious\n"
+        );
+        assert!(!outside.join("new").as_std_path().exists());
+        // Missing directories are made; the root itself may be reached through a link.
+        let (_other, elsewhere) = dir();
+        std::os::unix::fs::symlink(&root, elsewhere.join("root")).unwrap();
+        assert!(OsSystem
+            .write_beneath(&elsewhere.join("root"), Utf8Path::new("a/b/c.txt"), &[b"c"])
+            .unwrap());
+        assert_eq!(OsSystem.read(&root.join("a/b/c.txt")).unwrap(), b"c");
+        assert!(!OsSystem
+            .write_beneath(&root, Utf8Path::new("a/b/c.txt"), &[b"c"])
+            .unwrap());
+        // Nothing outside the root, and no `..`.
+        for rel in ["../x", "/etc/x", ""] {
+            assert!(
+                OsSystem
+                    .write_beneath(&root, Utf8Path::new(rel), &[b"x"])
+                    .is_err(),
+                "{rel}"
+            );
+        }
+        OsSystem
+            .remove_beneath(&root, Utf8Path::new("a/b/c.txt"))
+            .unwrap();
+        assert!(!root.join("a/b/c.txt").as_std_path().exists());
+    }
+
+    #[test]
+    fn an_output_file_follows_links_inside_the_project_only() {
+        let (_tmp, root, _out, outside) = project_and_victim();
+        std::fs::create_dir(root.join("real")).unwrap();
+        // A link inside the project: followed, as before.
+        std::os::unix::fs::symlink(root.join("real/out.yml"), root.join("in.yml")).unwrap();
+        assert!(OsSystem
+            .write_output(&root, &root.join("in.yml"), &[b"a\n"])
+            .unwrap());
+        assert!(is_link(&root.join("in.yml")));
+        assert_eq!(OsSystem.read(&root.join("real/out.yml")).unwrap(), b"a\n");
+        // A link out of the project (dangling, or through `..` past a missing directory):
+        // replaced.
+        std::os::unix::fs::symlink(outside.join("victim"), root.join("out.yml")).unwrap();
+        let sneaky = format!("missing/../../{}/sneaky", outside.file_name().unwrap());
+        std::os::unix::fs::symlink(sneaky, root.join("sneaky.yml")).unwrap();
+        for name in ["out.yml", "sneaky.yml"] {
+            assert!(OsSystem
+                .write_output(&root, &root.join(name), &[b"b\n"])
+                .unwrap());
+            assert!(!is_link(&root.join(name)), "{name}");
+            assert_eq!(OsSystem.read(&root.join(name)).unwrap(), b"b\n");
+        }
+        assert_eq!(
+            OsSystem.read(&outside.join("victim")).unwrap(),
+            b"precious\n"
+        );
+        assert!(!outside.join("sneaky").as_std_path().exists());
+        // A linked directory out of the project: refused.
+        std::os::unix::fs::symlink(&outside, root.join("gen")).unwrap();
+        assert!(OsSystem
+            .write_output(&root, &root.join("gen/victim"), &[b"c\n"])
+            .is_err());
+        assert_eq!(
+            OsSystem.read(&outside.join("victim")).unwrap(),
+            b"precious\n"
+        );
+        // Outside the project: the user's own path, links followed.
+        std::os::unix::fs::symlink(outside.join("victim"), outside.join("mine.yml")).unwrap();
+        assert!(OsSystem
+            .write_output(&root, &outside.join("mine.yml"), &[b"d\n"])
+            .unwrap());
+        assert_eq!(OsSystem.read(&outside.join("victim")).unwrap(), b"d\n");
+    }
+
+    #[test]
+    fn a_regular_read_refuses_a_fifo_without_blocking() {
+        let (_tmp, dir) = dir();
+        let fifo = std::ffi::CString::new(dir.join("vars.tfvars").as_str()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let err = OsSystem
+            .read_regular(&dir.join("vars.tfvars"), 100)
+            .unwrap_err();
+        assert_eq!(err.to_string(), "not a regular file but a FIFO");
+        std::fs::write(dir.join("ok.tfvars"), "x = 1\n").unwrap();
+        std::os::unix::fs::symlink(dir.join("ok.tfvars"), dir.join("link.tfvars")).unwrap();
+        assert_eq!(
+            OsSystem
+                .read_regular(&dir.join("link.tfvars"), 100)
+                .unwrap(),
+            b"x = 1\n"
+        );
+        assert!(matches!(
+            OsSystem.read_regular(&dir.join("ok.tfvars"), 3),
+            Err(ReadError::TooLarge { limit: 3 })
+        ));
     }
 
     #[test]

@@ -228,8 +228,8 @@ pub fn save(
     let blob = old.as_ref().map_or(&[][..], |o| &o.blob[..]);
     // A `.gitignore` of `*` keeps the cache out of `git status` and so out of
     // `--changed-only` (as pytest and ruff do with their caches).
-    system.write_atomic(&settings.dir.join(".gitignore"), b"*\n")?;
-    system.replace_streamed(&settings.file(), &mut |emit| {
+    settings.write(system, ".gitignore", b"*\n")?;
+    settings.replace_streamed(system, terraci_db::store::FACTS_FILE_NAME, &mut |emit| {
         let mut out = Stream::new(emit);
         out.own(|head| {
             head.extend_from_slice(&begin_file(MAGIC, u64::from(FORMAT), 64));

@@ -534,7 +534,7 @@ pub fn save(
         return Ok(());
     }
     // Written as it is made, as the fact cache is: never held whole.
-    system.replace_streamed(&settings.dir.join(FILE_NAME), &mut |emit| {
+    settings.replace_streamed(system, FILE_NAME, &mut |emit| {
         let mut out = Stream::new(emit);
         out.own(|head| {
             head.extend_from_slice(&begin_file(MAGIC, FORMAT, 64));

@@ -356,8 +356,9 @@ pub fn pull(
         source_name: "lock".into(),
         message: format!("`{artifact}` is not inside the project"),
     })?;
+    // Into the checkout: following no symlink below the project.
     system
-        .write_atomic(&artifact_abs, text.as_bytes())
+        .write_beneath(root, &artifact_abs, &[text.as_bytes()])
         .map_err(|e| SourceError {
             source_name: "lock".into(),
             message: format!("cannot write {artifact}: {e}"),
