@@ -10,10 +10,10 @@ pub mod cli;
 pub mod replay;
 pub mod exec;
 pub mod parallel;
-pub mod init;
 pub mod workspace;
 pub mod pipeline;
 pub mod watch;
+pub mod init;
 pub mod commands;
 pub mod testing;
 

@@ -11,7 +11,9 @@ use crate::cli::WatchArgs;
 use crate::testing::{global_args, memory_project};
 use terraci_db::system::{ChangeEvents, MemorySystem, System};
 
-const CONFIG: &str = "structure:\n  pattern: \"{env}/{module}\"\n";
+/// With an image for the summary job that has terraci (no `image-without-terraci`
+/// warning in these tests' output).
+const CONFIG: &str = "structure:\n  pattern: \"{env}/{module}\"\nextensions:\n  gitlab:\n    mr:\n      summary_job:\n        image: registry.example.com/terraci:1\n";
 const VPC: &str = "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\n";
 const DNS: &str = "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"stage/dns/terraform.tfstate\"\n  }\n}\n";
 const EKS: &str = "# reads the vpc\ndata \"terraform_remote_state\" \"net\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\n";
@@ -360,7 +362,8 @@ fn a_config_change_is_applied() {
     fs.write_file(
         "/p/.terraci.yaml",
         format!(
-            "{CONFIG}exclude: [\"stage/dns\"]\nextensions:\n  gitlab:\n    stages_prefix: ship\n"
+            "{}exclude: [\"stage/dns\"]\n",
+            CONFIG.replace("  gitlab:\n", "  gitlab:\n    stages_prefix: ship\n")
         ),
     );
     let (_, err) = batch(&mut watch, &[".terraci.yaml"]);
