@@ -616,3 +616,41 @@ fn init_proposes_the_ignores_that_break_a_cycle_commented_out() {
     let out = p.run(&["generate"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+#[test]
+fn local_exec_keeps_terraform_warnings_out_of_plan_json() {
+    let p = Project::fixture("example");
+    // A terraform that warns on stderr (as an unset CLI config file makes it do).
+    p.write(
+        "bin/terraform",
+        "#!/bin/sh\necho 'Warning: no CLI configuration file' >&2\ncase \"$1\" in\n  plan) echo plan > plan.tfplan; exit 2 ;;\n  show) echo '{\"format_version\":\"1.2\",\"resource_changes\":[]}' ;;\nesac\nexit 0\n",
+    );
+    std::fs::set_permissions(
+        p.path().join("bin/terraform"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        p.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = p.run_env(
+        &[
+            "local-exec",
+            "plan",
+            "-m",
+            "platform/stage/eu-central-1/vpc",
+        ],
+        &[("PATH", &path)],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let json = p.read("platform/stage/eu-central-1/vpc/plan.json");
+    assert_eq!(
+        json,
+        "{\"format_version\":\"1.2\",\"resource_changes\":[]}\n"
+    );
+    // The warning is in the job's log instead.
+    let log = p.read(".terraci/logs/plan-platform-stage-eu-central-1-vpc.log");
+    assert!(log.contains("Warning: no CLI configuration file"), "{log}");
+}

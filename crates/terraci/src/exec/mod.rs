@@ -393,7 +393,7 @@ fn plan_with_results(
     let mut text = system
         .create_output_beneath(project, &task.dir.join("plan.txt"))
         .map_err(|e| cannot("plan.txt", e))?;
-    let exit = runner.run(&task.dir, &task.env, command, &text, interrupt);
+    let exit = runner.run(&task.dir, &task.env, command, &text, &text, interrupt);
     // The log shows what the plan printed, as it would have without plan.txt: read back
     // through the file made for it, never by its name again.
     if text.seek(io::SeekFrom::Start(0)).is_ok() {
@@ -430,7 +430,8 @@ fn plan_with_results(
         let json = system
             .create_output_beneath(project, &json_path)
             .map_err(|e| cannot("plan.json", e))?;
-        let shown = runner.run(&task.dir, &task.env, &show, &json, interrupt);
+        // The JSON alone: terraform's warnings (on stderr) go to the log.
+        let shown = runner.run(&task.dir, &task.env, &show, &json, log, interrupt);
         drop(json);
         if !matches!(shown, Ok(Exit::Success)) {
             let _ = system.remove_beneath(project, &json_path);
@@ -527,7 +528,7 @@ fn execute(
                 Err(status) => return status,
             }
         }
-        let exit = runner.run(&task.dir, &task.env, command, &log, interrupt);
+        let exit = runner.run(&task.dir, &task.env, command, &log, &log, interrupt);
         let failure = match exit {
             Ok(Exit::Success) => continue,
             Ok(Exit::Code(code)) => (Some(code), format!("exited with code {code}")),

@@ -23,14 +23,17 @@ pub(crate) enum Exit {
 /// Runs one command to completion.
 pub(crate) trait ProcessRunner: Sync {
     /// Runs `command` in `dir` with `env` added to the inherited environment, stdin
-    /// closed and stdout and stderr appended to `log`. A runner that starts a process
-    /// registers it with `interrupt` so Ctrl-C reaches it.
+    /// closed, stdout appended to `out` and stderr to `err` (the same file for a log;
+    /// for `show -json`, the JSON file and the log: a warning on stderr must never end
+    /// up in plan.json). A runner that starts a process registers it with `interrupt`
+    /// so Ctrl-C reaches it.
     fn run(
         &self,
         dir: &Utf8Path,
         env: &[(String, String)],
         command: &CommandLine,
-        log: &File,
+        out: &File,
+        err: &File,
         interrupt: &Interrupt,
     ) -> io::Result<Exit>;
 }
@@ -45,7 +48,8 @@ impl ProcessRunner for OsRunner {
         dir: &Utf8Path,
         env: &[(String, String)],
         command: &CommandLine,
-        log: &File,
+        out: &File,
+        err: &File,
         interrupt: &Interrupt,
     ) -> io::Result<Exit> {
         let mut cmd = Command::new(&command.program);
@@ -53,8 +57,8 @@ impl ProcessRunner for OsRunner {
             .current_dir(dir)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log.try_clone()?);
+            .stdout(out.try_clone()?)
+            .stderr(err.try_clone()?);
         // A terminal Ctrl-C goes to the foreground process group. Keeping children out
         // of it lets terraci forward exactly one SIGINT: Terraform takes a second one
         // as "exit now", which can leave the state locked.

@@ -455,7 +455,8 @@ impl ProcessRunner for FakeRunner {
         dir: &Utf8Path,
         _env: &[(String, String)],
         command: &CommandLine,
-        _log: &std::fs::File,
+        _out: &std::fs::File,
+        _err: &std::fs::File,
         interrupt: &Interrupt,
     ) -> io::Result<Exit> {
         let module = dir.file_name().expect("module dir").to_owned();

@@ -218,6 +218,13 @@ pub trait System: Send + Sync {
     }
     /// Creates `path` and its missing parent directories.
     fn create_dir_all(&self, path: &Utf8Path) -> io::Result<()>;
+    /// Makes `path` (an existing directory) the user's own: refused when it is a symlink,
+    /// belongs to another user, or another user may write in it; a directory that only
+    /// others may read is narrowed to 0700. Nothing to check in memory.
+    fn make_private_dir(&self, path: &Utf8Path) -> io::Result<()> {
+        let _ = path;
+        Ok(())
+    }
     /// Removes the file at `path`.
     fn remove_file(&self, path: &Utf8Path) -> io::Result<()>;
     /// Renames `from` to `to`, replacing `to` (a link at `to` is replaced, not followed).
@@ -550,8 +557,11 @@ pub fn cache_home(
             root: crate::escape::printable(root.as_str()).into_owned(),
         });
     }
+    // What another local user could write there (a pulled policy, a lock) would be
+    // trusted: the directory must be the user's own.
     system
         .create_dir_all(&home)
+        .and_then(|()| system.make_private_dir(&home))
         .map_err(|e| CacheHomeError::Create {
             home: crate::escape::printable(home.as_str()).into_owned(),
             why: e.to_string(),

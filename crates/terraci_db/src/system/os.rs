@@ -279,6 +279,34 @@ impl System for OsSystem {
         std::fs::create_dir_all(path)
     }
 
+    fn make_private_dir(&self, path: &Utf8Path) -> io::Result<()> {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let meta = std::fs::symlink_metadata(path)?;
+        if meta.file_type().is_symlink() || !meta.is_dir() {
+            return Err(io::Error::other(format!(
+                "`{path}` is not a directory of its own (a symlink or a file)"
+            )));
+        }
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(io::Error::other(format!(
+                "`{path}` belongs to user {}, not to this user ({me})",
+                meta.uid()
+            )));
+        }
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o022 != 0 {
+            return Err(io::Error::other(format!(
+                "other users may write in `{path}` (mode {mode:o}); make it 0700"
+            )));
+        }
+        if mode != 0o700 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(())
+    }
+
     fn remove_file(&self, path: &Utf8Path) -> io::Result<()> {
         std::fs::remove_file(path)
     }
@@ -575,6 +603,29 @@ fn write_parts(f: &mut std::fs::File, parts: &[&[u8]]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cache_home_is_made_private_and_a_shared_one_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Utf8Path::from_path(dir.path())
+            .expect("utf-8")
+            .join("cache");
+        std::fs::create_dir(&home).expect("mkdir");
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        OsSystem.make_private_dir(&home).expect("the user's own");
+        let mode = std::fs::metadata(&home).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let err = OsSystem
+            .make_private_dir(&home)
+            .expect_err("world-writable");
+        assert!(err.to_string().contains("other users may write"), "{err}");
+        let link = home.with_file_name("link");
+        std::os::unix::fs::symlink(&home, &link).expect("symlink");
+        let err = OsSystem.make_private_dir(&link).expect_err("a link");
+        assert!(err.to_string().contains("symlink"), "{err}");
+    }
 
     fn dir() -> (tempfile::TempDir, Utf8PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
