@@ -873,3 +873,39 @@ fn the_local_backend_as_terraform_reads_it() {
     assert_eq!(edges(&g).len(), 4, "{:?}", edges(&g));
     snap!("rules_local_backend", summary(&g));
 }
+
+#[test]
+fn an_unset_variable_names_the_tfvars_file_that_sets_it() {
+    let p = Project::empty();
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{group}/{module}\"\n",
+    );
+    p.write(
+        "stacks/net/main.tf",
+        "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"net/terraform.tfstate\"\n  }\n}\n",
+    );
+    p.write(
+        "stacks/dns/main.tf",
+        "variable \"net_stack\" {}\n\ndata \"terraform_remote_state\" \"net\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"b\"\n    key    = \"${var.net_stack}/terraform.tfstate\"\n  }\n}\n",
+    );
+    // Terraform loads neither by itself.
+    p.write("envs/prod.tfvars", "# production\nnet_stack = \"net\"\n");
+    p.write("stacks/dns/staging.tfvars", "other = 1\n");
+    let g = graph(&p, &[]);
+    assert!(edges(&g).is_empty());
+    let unresolved = diagnostics_about(&g, "`var.net_stack` has no default");
+    assert!(
+        unresolved[0].1.contains(
+            "(`net_stack` is set in envs/prod.tfvars:2, which terraform does not load by itself: variables: [{modules: [\"stacks/dns\"], files: [\"../../envs/prod.tfvars\"]}] in .terraci.yaml, or --var-file envs/prod.tfvars)"
+        ),
+        "{unresolved:?}"
+    );
+    // The entry it names gives the edge.
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{group}/{module}\"\nvariables:\n  - modules: [\"stacks/dns\"]\n    files: [\"../../envs/prod.tfvars\"]\n",
+    );
+    let g = graph(&p, &[]);
+    assert_eq!(deps_of(&g, "stacks/dns"), ids(&["stacks/net"]));
+}

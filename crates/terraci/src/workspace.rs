@@ -3,6 +3,7 @@
 //! changes its inputs through [`Workspace::apply`] only ([`change`]).
 
 mod change;
+mod tfvars_hint;
 
 pub use change::{Applied as AppliedChange, InputChange};
 
@@ -512,7 +513,11 @@ impl Workspace {
             db,
             self.project,
         ));
-        terraci_engine::resolve::group_root_causes(self.finish_diagnostics(all))
+        let mut all = terraci_engine::resolve::group_root_causes(self.finish_diagnostics(all));
+        if let Some((system, policy)) = db.system_reader() {
+            tfvars_hint::add_hints(system, &self.root, policy, &mut all);
+        }
+        all
     }
 
     /// Refuses a project in which the pattern finds no module (TerraCi: "no modules

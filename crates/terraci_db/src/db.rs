@@ -88,6 +88,12 @@ impl Database {
         }
     }
 
+    /// The system and read policy the database reads through, if it has them (the
+    /// commands' hints read files the inputs do not hold).
+    pub fn system_reader(&self) -> Option<(&dyn System, &ReadPolicy)> {
+        self.reader()
+    }
+
     fn reader(&self) -> Option<(&dyn System, &ReadPolicy)> {
         self.system.as_ref().map(|(s, p)| (&**s, p))
     }
