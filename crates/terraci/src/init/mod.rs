@@ -582,7 +582,13 @@ pub(crate) fn render_config(choices: &Choices) -> String {
              \x20   # Per-module .terraform/ cache.\n\
              \x20   cache_enabled: true\n\
              \x20   # Apply jobs wait for a click (as in TerraCi); `true` applies on success.\n\
-             \x20   auto_approve: false\n",
+             \x20   auto_approve: false\n\
+             \x20   # The merge-request summary job runs terraci, which the official image lacks\n\
+             \x20   # (`generate` warns: image-without-terraci). An image with both (the\n\
+             \x20   # Dockerfile in terraci's repository builds one):\n\
+             \x20   # mr:\n\
+             \x20   #   summary_job:\n\
+             \x20   #     image: registry.example.com/terraci:1\n",
             image = terraci_render::default_image(choices.binary, None),
         ),
         InitProvider::Github => "  github:\n\
