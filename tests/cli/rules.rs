@@ -531,34 +531,11 @@ fn terraci_example_library_modules() {
     );
 }
 
-/// The benchmark generator's monorepo: every generated edge found, no diagnostic.
+/// A synthetic monorepo (literal keys, `for_each` over locals, keys built from locals):
+/// every edge found, no diagnostic.
 #[test]
-fn generated_workload_resolves_completely() {
-    let p = Project::empty();
-    let script = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .join("../shared/bench/gen_monorepo.py");
-    if !script.exists() {
-        eprintln!("skipped: gen_monorepo.py is not available");
-        return;
-    }
-    let gen = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(p.path())
-        .arg("150")
-        .output()
-        .expect("python3 runs");
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    let printed = String::from_utf8_lossy(&gen.stdout);
-    // "150 modules, 243 dependency edges in DIR"
-    let expected: usize = printed
-        .split_whitespace()
-        .nth(2)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected generator output: {printed}"));
+fn a_synthetic_monorepo_resolves_completely() {
+    let (p, expected) = crate::support::synthetic_monorepo(150);
     let g = graph(&p, &[]);
     assert_eq!(g["modules"].as_array().map(Vec::len), Some(150));
     assert_eq!(edges(&g).len(), expected, "{}", summary(&g));

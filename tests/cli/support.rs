@@ -236,3 +236,43 @@ pub(crate) fn gitlab_ci_local_list(pipeline: &str) -> Result<String, String> {
         Err(format!("{stdout}{}", String::from_utf8_lossy(&out.stderr)))
     }
 }
+
+/// A synthetic monorepo of `n` root modules at `{service}/{environment}/{region}/{module}`
+/// (the default pattern), written here so that no test needs files outside the
+/// repository: every module keeps its state in s3 under its own id; module `i` reads
+/// module `i - 1` of its context through a literal key and, every third one, module
+/// `i - 2` through a `for_each` over a local map and a key built from locals. Returns
+/// the project and the number of edges those reads make.
+pub(crate) fn synthetic_monorepo(n: usize) -> (Project, usize) {
+    let p = Project::empty();
+    let per_context = 10;
+    let mut edges = 0;
+    for i in 0..n {
+        let (context, k) = (i / per_context, i % per_context);
+        let service = format!("svc{}", context % 7);
+        let env = ["dev", "stage", "prod"][(context / 7) % 3];
+        let region = format!("r{}", context / 21);
+        let dir = format!("{service}/{env}/{region}");
+        let id = |k: usize| format!("{dir}/m{k}");
+        let mut text = format!(
+            "terraform {{\n  backend \"s3\" {{\n    bucket = \"state\"\n    key    = \"{}/terraform.tfstate\"\n  }}\n}}\n\nlocals {{\n  context = \"{dir}\"\n}}\n",
+            id(k)
+        );
+        if k >= 1 {
+            text.push_str(&format!(
+                "\ndata \"terraform_remote_state\" \"previous\" {{\n  backend = \"s3\"\n  config = {{\n    bucket = \"state\"\n    key    = \"{}/terraform.tfstate\"\n  }}\n}}\n",
+                id(k - 1)
+            ));
+            edges += 1;
+        }
+        if k >= 2 && k % 3 == 0 {
+            text.push_str(&format!(
+                "\nlocals {{\n  deps = {{ older = \"m{}\" }}\n}}\n\ndata \"terraform_remote_state\" \"older\" {{\n  for_each = local.deps\n  backend  = \"s3\"\n  config = {{\n    bucket = \"state\"\n    key    = \"${{local.context}}/${{each.value}}/terraform.tfstate\"\n  }}\n}}\n",
+                k - 2
+            ));
+            edges += 1;
+        }
+        p.write(&format!("{}/main.tf", id(k)), text);
+    }
+    (p, edges)
+}
