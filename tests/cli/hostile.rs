@@ -1163,3 +1163,45 @@ fn a_var_file_link_out_of_the_repository_is_refused() {
     );
     assert_eq!(run.code, Some(0), "{}", run.text());
 }
+
+#[test]
+fn terminal_sequences_in_names_never_reach_stderr() {
+    // A name that sets the window title, clears the screen and rings the bell: echoed
+    // raw, it can hide or rewrite what the terminal shows (the list of modules an apply
+    // asks about).
+    let name = "a\u{1b}]0;pwn\u{7}\u{1b}[2J\u{1b}[1A";
+    let project = Project::empty();
+    project.write(&format!("{name}/main.tf"), "# a module\n");
+    project.write("b/main.tf", "# another\n");
+    let raw = |run: &Run| run.stderr.iter().any(|&b| b == 0x1b || b == 0x07);
+    // No config: the default pattern finds no module, and the error names the roots.
+    let none = bounded(project.command(&["generate"]), Duration::from_secs(60));
+    assert_ne!(none.code, Some(0));
+    assert!(!raw(&none), "{:?}", String::from_utf8_lossy(&none.stderr));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("\\u{1b}]0;pwn"));
+    // init says which pattern fits, naming a module.
+    let init = bounded(
+        project.command(&["init", "--ci", "--dry-run"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        init.code,
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    assert!(!raw(&init), "{:?}", String::from_utf8_lossy(&init.stderr));
+    // The apply's confirmation lists the modules it would apply.
+    project.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    let apply = bounded(
+        project.command(&["local-exec", "apply"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        apply.code,
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&apply.stderr)
+    );
+    assert!(!raw(&apply), "{:?}", String::from_utf8_lossy(&apply.stderr));
+}
