@@ -1205,3 +1205,65 @@ fn terminal_sequences_in_names_never_reach_stderr() {
     );
     assert!(!raw(&apply), "{:?}", String::from_utf8_lossy(&apply.stderr));
 }
+
+#[test]
+fn file_functions_never_read_the_git_directory() {
+    // A CI checkout keeps its credentials in `.git/config`: GitLab's remote URL holds the
+    // job token, actions/checkout writes the token (base64, which log masking misses) as
+    // an `extraheader`. A value read from there and shown in a diagnostic (an unmatched
+    // state path) would print them in the job log of a public project.
+    let project = Project::empty();
+    project.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    project.write("vpc/main.tf", "# the network\n");
+    let state = |path: &str| {
+        format!(
+            "data \"terraform_remote_state\" \"s\" {{\n  backend = \"local\"\n  config = {{\n    path = {path}\n  }}\n}}\n"
+        )
+    };
+    project.write(
+        "direct/main.tf",
+        state("file(\"${path.module}/../.git/config\")"),
+    );
+    project.write("linked/main.tf", state("file(\"${path.module}/../cfg\")"));
+    project.write(
+        "listed/main.tf",
+        state("join(\",\", fileset(\"${path.module}/..\", \"**/config\"))"),
+    );
+    project.write(
+        "template/main.tf",
+        state("templatefile(\"${path.module}/../.GIT/config\", {})"),
+    );
+    commit_all(project.path());
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(project.path())
+            .status()
+            .expect("git runs")
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    let token = "glcbt-J0b-T0ken-In-The-Remote";
+    let header = "eC1hY2Nlc3MtdG9rZW46Z2hzX0FjdGlvbnM=";
+    git(&[
+        "remote",
+        "set-url",
+        "origin",
+        &format!("https://gitlab-ci-token:{token}@gitlab.example.com/infra/live.git"),
+    ]);
+    git(&[
+        "config",
+        "http.https://github.com/.extraheader",
+        &format!("AUTHORIZATION: basic {header}"),
+    ]);
+    std::os::unix::fs::symlink(".git/config", project.path().join("cfg")).expect("symlink");
+    let run = bounded(
+        project.command(&["validate", "--no-cache"]),
+        Duration::from_secs(60),
+    );
+    let text = run.text();
+    for secret in [token, header] {
+        assert!(!text.contains(secret), "{secret} shown:\n{text}");
+    }
+    assert!(text.contains("git directory"), "{text}");
+}
