@@ -1267,3 +1267,40 @@ fn file_functions_never_read_the_git_directory() {
     }
     assert!(text.contains("git directory"), "{text}");
 }
+
+#[test]
+fn a_committed_policy_report_is_not_shown_when_the_check_cannot_run() {
+    // The checkout commits a passing `.terraci/policy-report.json`; the check fails
+    // closed (a blocking decision, a source without policies) before it writes one. The
+    // summary comment must not show the committed "every module passes" as this run's.
+    let project = Project::empty();
+    project.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{module}\"\nextensions:\n  policy:\n    enabled: true\n    sources:\n      - type: path\n        path: policies\n",
+    );
+    project.write("app/main.tf", "# a module\n");
+    project.write("policies/README.md", "no policies here\n");
+    let plans = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("fixtures/summary/plans/create");
+    for file in ["plan.json", "plan.result.json"] {
+        if let Ok(bytes) = std::fs::read(plans.join(file)) {
+            project.write(&format!("app/{file}"), bytes);
+        }
+    }
+    project.write(
+        ".terraci/policy-report.json",
+        r#"{"producer": "policy", "title": "Policy checks", "status": "pass", "summary": "every module passes", "modules": []}"#,
+    );
+    let check = bounded(
+        project.command(&["policy", "check"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(check.code, Some(2), "{}", check.text());
+    let report = project.read(".terraci/policy-report.json");
+    assert!(report.contains("\"fail\""), "{report}");
+    let summary = bounded(project.command(&["summary"]), Duration::from_secs(60));
+    assert_eq!(summary.code, Some(0), "{}", summary.text());
+    let comment = String::from_utf8_lossy(&summary.stdout);
+    assert!(!comment.contains("every module passes"), "{comment}");
+    assert!(comment.contains("could not run"), "{comment}");
+}
