@@ -219,7 +219,7 @@ fn check_loaded(
         .sources
         .iter()
         .any(|s| !matches!(s, terraci_db::config::PolicySource::Path { .. }));
-    let home = match pulled.then(|| terraci_db::system::cache_home(io.system, &root)) {
+    let home = match pulled.then(|| terraci_db::system::cache_home(io.system, root)) {
         Some(Err(e)) => {
             print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
             return Ok(EXIT_ERROR);
@@ -227,7 +227,7 @@ fn check_loaded(
         Some(Ok(home)) => Some(home),
         None => None,
     };
-    let loaded = match sources::policy_files(io.system, &root, home.as_deref(), &policy.sources) {
+    let loaded = match sources::policy_files(io.system, root, home.as_deref(), &policy.sources) {
         Ok(loaded) => loaded,
         Err(e) => {
             print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
@@ -315,7 +315,7 @@ fn check_loaded(
 
     // A plan.json is the checkout's too: read confined to the project (a regular file
     // whose real path lies inside it, bounded), so a link to a file elsewhere is refused.
-    let confined = terraci_db::system::ReadPolicy::new(io.system, &root, global.max_plan_size);
+    let confined = terraci_db::system::ReadPolicy::new(io.system, root, global.max_plan_size);
     let mut plans = Vec::new();
     for m in &modules {
         let text = match io.system.read_confined(&plan_of(m), &confined, false) {
