@@ -1163,3 +1163,144 @@ fn a_var_file_link_out_of_the_repository_is_refused() {
     );
     assert_eq!(run.code, Some(0), "{}", run.text());
 }
+
+#[test]
+fn terminal_sequences_in_names_never_reach_stderr() {
+    // A name that sets the window title, clears the screen and rings the bell: echoed
+    // raw, it can hide or rewrite what the terminal shows (the list of modules an apply
+    // asks about).
+    let name = "a\u{1b}]0;pwn\u{7}\u{1b}[2J\u{1b}[1A";
+    let project = Project::empty();
+    project.write(&format!("{name}/main.tf"), "# a module\n");
+    project.write("b/main.tf", "# another\n");
+    let raw = |run: &Run| run.stderr.iter().any(|&b| b == 0x1b || b == 0x07);
+    // No config: the default pattern finds no module, and the error names the roots.
+    let none = bounded(project.command(&["generate"]), Duration::from_secs(60));
+    assert_ne!(none.code, Some(0));
+    assert!(!raw(&none), "{:?}", String::from_utf8_lossy(&none.stderr));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("\\u{1b}]0;pwn"));
+    // init says which pattern fits, naming a module.
+    let init = bounded(
+        project.command(&["init", "--ci", "--dry-run"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        init.code,
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    assert!(!raw(&init), "{:?}", String::from_utf8_lossy(&init.stderr));
+    // The apply's confirmation lists the modules it would apply.
+    project.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    let apply = bounded(
+        project.command(&["local-exec", "apply"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        apply.code,
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&apply.stderr)
+    );
+    assert!(!raw(&apply), "{:?}", String::from_utf8_lossy(&apply.stderr));
+}
+
+#[test]
+fn file_functions_never_read_the_git_directory() {
+    // A CI checkout keeps its credentials in `.git/config`: GitLab's remote URL holds the
+    // job token, actions/checkout writes the token (base64, which log masking misses) as
+    // an `extraheader`. A value read from there and shown in a diagnostic (an unmatched
+    // state path) would print them in the job log of a public project.
+    let project = Project::empty();
+    project.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    project.write("vpc/main.tf", "# the network\n");
+    let state = |path: &str| {
+        format!(
+            "data \"terraform_remote_state\" \"s\" {{\n  backend = \"local\"\n  config = {{\n    path = {path}\n  }}\n}}\n"
+        )
+    };
+    project.write(
+        "direct/main.tf",
+        state("file(\"${path.module}/../.git/config\")"),
+    );
+    project.write("linked/main.tf", state("file(\"${path.module}/../cfg\")"));
+    project.write(
+        "listed/main.tf",
+        state("join(\",\", fileset(\"${path.module}/..\", \"**/config\"))"),
+    );
+    project.write(
+        "template/main.tf",
+        state("templatefile(\"${path.module}/../.GIT/config\", {})"),
+    );
+    commit_all(project.path());
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(project.path())
+            .status()
+            .expect("git runs")
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    let token = "glcbt-J0b-T0ken-In-The-Remote";
+    let header = "eC1hY2Nlc3MtdG9rZW46Z2hzX0FjdGlvbnM=";
+    git(&[
+        "remote",
+        "set-url",
+        "origin",
+        &format!("https://gitlab-ci-token:{token}@gitlab.example.com/infra/live.git"),
+    ]);
+    git(&[
+        "config",
+        "http.https://github.com/.extraheader",
+        &format!("AUTHORIZATION: basic {header}"),
+    ]);
+    std::os::unix::fs::symlink(".git/config", project.path().join("cfg")).expect("symlink");
+    let run = bounded(
+        project.command(&["validate", "--no-cache"]),
+        Duration::from_secs(60),
+    );
+    let text = run.text();
+    for secret in [token, header] {
+        assert!(!text.contains(secret), "{secret} shown:\n{text}");
+    }
+    assert!(text.contains("git directory"), "{text}");
+}
+
+#[test]
+fn a_committed_policy_report_is_not_shown_when_the_check_cannot_run() {
+    // The checkout commits a passing `.terraci/policy-report.json`; the check fails
+    // closed (a blocking decision, a source without policies) before it writes one. The
+    // summary comment must not show the committed "every module passes" as this run's.
+    let project = Project::empty();
+    project.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{module}\"\nextensions:\n  policy:\n    enabled: true\n    sources:\n      - type: path\n        path: policies\n",
+    );
+    project.write("app/main.tf", "# a module\n");
+    project.write("policies/README.md", "no policies here\n");
+    let plans = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("fixtures/summary/plans/create");
+    for file in ["plan.json", "plan.result.json"] {
+        if let Ok(bytes) = std::fs::read(plans.join(file)) {
+            project.write(&format!("app/{file}"), bytes);
+        }
+    }
+    project.write(
+        ".terraci/policy-report.json",
+        r#"{"producer": "policy", "title": "Policy checks", "status": "pass", "summary": "every module passes", "modules": []}"#,
+    );
+    let check = bounded(
+        project.command(&["policy", "check"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(check.code, Some(2), "{}", check.text());
+    let report = project.read(".terraci/policy-report.json");
+    assert!(report.contains("\"fail\""), "{report}");
+    let summary = bounded(project.command(&["summary"]), Duration::from_secs(60));
+    assert_eq!(summary.code, Some(0), "{}", summary.text());
+    let comment = String::from_utf8_lossy(&summary.stdout);
+    assert!(!comment.contains("every module passes"), "{comment}");
+    assert!(comment.contains("could not run"), "{comment}");
+}

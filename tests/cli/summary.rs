@@ -341,6 +341,12 @@ fn route(
                     None => (404, json!({"message": "404 Not found"})),
                 }
             }
+            ("GET", ["projects", "42", "merge_requests", "7"]) => (
+                200,
+                json!({"id": 377, "iid": 7, "project_id": 42, "title": "Grow the VPC",
+                       "state": "opened", "labels": s.labels.iter().collect::<Vec<_>>(),
+                       "sha": PLAN_COMMIT}),
+            ),
             ("PUT", ["projects", "42", "merge_requests", "7"]) => {
                 for l in input["add_labels"].as_str().unwrap_or("").split(',') {
                     if !l.is_empty() {
@@ -402,6 +408,9 @@ fn route(
             Some((id, text)) => (200, github_comment(id, &text, "github-actions[bot]")),
             None => (404, json!({"message": "Not Found"})),
         },
+        ("GET", ["repos", "acme", "infra", "issues", "5", "labels"]) => {
+            (200, github_labels(&s.labels))
+        }
         ("POST", ["repos", "acme", "infra", "issues", "5", "labels"]) => {
             for l in input["labels"].as_array().into_iter().flatten() {
                 if let Some(l) = l.as_str() {
@@ -624,7 +633,12 @@ fn a_server_error_is_retried() {
     let out = run(&p, &["summary"], &server.gitlab_env());
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(server.ours().len(), 1);
-    assert_eq!(server.count("GET"), 2, "the failed list was sent again");
+    let lists = server
+        .seen()
+        .iter()
+        .filter(|s| s.method == "GET" && s.path.contains("/notes"))
+        .count();
+    assert_eq!(lists, 2, "the failed list was sent again");
 }
 
 #[test]
@@ -1066,4 +1080,34 @@ fn a_large_valid_plan_is_summarised() {
         out.stdout
     );
     assert!(!out.stdout.contains(&failed), "{}", out.stdout);
+}
+
+#[test]
+fn a_label_set_by_hand_is_never_removed_even_when_terraci_wanted_it_too() {
+    // `needs-review` is set by hand. A run that wants it as well (a template, or the
+    // name a merge request gave a module or resource to render it) must not take it
+    // over: when no longer wanted, it stays.
+    let server = Server::start();
+    let p = project();
+    let env = server.gitlab_env();
+    let config = p.read(".terraci.yaml");
+    p.write(
+        ".terraci.yaml",
+        config.replace(
+            "        - \"service:{service}\"\n",
+            "        - \"service:{service}\"\n        - needs-review\n",
+        ),
+    );
+    let first = run(&p, &["summary"], &env);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(server.labels().contains(&"needs-review".to_owned()));
+    p.write(".terraci.yaml", config);
+    let second = run(&p, &["summary"], &env);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        server.labels().contains(&"needs-review".to_owned()),
+        "{:?}",
+        server.labels()
+    );
+    assert!(server.labels().contains(&"terraform".to_owned()));
 }

@@ -209,6 +209,17 @@ fn read_extra_file(
     if !system.is_file(path) {
         return None;
     }
+    // The git directory is the runner's, not the repository's: its `config` holds the
+    // CI's credentials (a remote URL with the job token, actions/checkout's
+    // `extraheader`), which a value shown in a diagnostic would print.
+    let real = system
+        .canonicalize(path)
+        .unwrap_or_else(|_| path.to_owned());
+    if in_git_dir(&policy.root, path) || in_git_dir(&policy.canonical_root, &real) {
+        return Some(FileContents::Unreadable(
+            "it is in the git directory (`.git`), which terraci does not read".to_owned(),
+        ));
+    }
     Some(match system.read_confined(path, policy, false) {
         Ok((bytes, _)) => FileContents::from_bytes(bytes),
         Err(err @ (ReadError::Unsafe(_) | ReadError::TooLarge { .. })) => {
@@ -218,9 +229,19 @@ fn read_extra_file(
     })
 }
 
-/// Files below `dir`, recursively, skipping nothing: `fileset` sees what Terraform sees,
-/// inside the repository (a directory outside it lists nothing). Symlinked directories
-/// are not followed, so a link loop cannot hang the walk nor lead it out.
+/// Whether `path` lies in a `.git` entry below `root` (any letter case: a file system may
+/// fold it).
+fn in_git_dir(root: &Utf8Path, path: &Utf8Path) -> bool {
+    path.strip_prefix(root).is_ok_and(|rel| {
+        rel.components()
+            .any(|c| c.as_str().eq_ignore_ascii_case(".git"))
+    })
+}
+
+/// Files below `dir`, recursively, skipping only the git directory: `fileset` sees what
+/// Terraform sees, inside the repository (a directory outside it lists nothing).
+/// Symlinked directories are not followed, so a link loop cannot hang the walk nor lead
+/// it out.
 fn list_extra_dir(system: Option<(&dyn System, &ReadPolicy)>, dir: &Utf8Path) -> Vec<String> {
     let Some((system, policy)) = system else {
         return Vec::new();
@@ -229,7 +250,7 @@ fn list_extra_dir(system: Option<(&dyn System, &ReadPolicy)>, dir: &Utf8Path) ->
         && system
             .canonicalize(dir)
             .is_ok_and(|real| real.starts_with(&policy.canonical_root));
-    if !inside {
+    if !inside || in_git_dir(&policy.root, dir) {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -244,6 +265,9 @@ fn list_extra_dir(system: Option<(&dyn System, &ReadPolicy)>, dir: &Utf8Path) ->
             continue;
         };
         for entry in entries {
+            if entry.name.eq_ignore_ascii_case(".git") {
+                continue;
+            }
             let child = if rel.is_empty() {
                 entry.name.clone()
             } else {

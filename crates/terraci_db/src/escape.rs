@@ -78,6 +78,16 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// [`printable`] of each line of `s`, the line breaks kept: a message of several lines
+/// (an error) whose parts may hold names from the repository, for a terminal.
+pub fn printable_lines(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c != '\n' && is_unsafe_char(c)) {
+        return Cow::Borrowed(s);
+    }
+    let lines: Vec<Cow<'_, str>> = s.split('\n').map(printable).collect();
+    Cow::Owned(lines.join("\n"))
+}
+
 /// [`printable`] of `s` (tabs kept), cut to at most `max` characters around character
 /// `at` (0-based) with `...` marking what was left out, and the padding that puts a
 /// caret under `at` (tabs where the shown text has tabs).

@@ -96,7 +96,7 @@ fn confirm_applies(
     };
     writeln!(err, "local-exec will apply {} modules:", modules.len())?;
     for m in &modules {
-        writeln!(err, "  {m}")?;
+        writeln!(err, "  {}", terraci_db::escape::printable(m))?;
     }
     write!(err, "Apply them? Only 'yes' is accepted: ")?;
     err.flush()?;

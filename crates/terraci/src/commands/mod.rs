@@ -47,7 +47,11 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
             let failure = err.downcast_ref::<Failure>();
             // An empty message: the diagnostics printed say it ([`exit::reported`]).
             if !failure.is_some_and(|f| f.message.is_empty()) {
-                let _ = writeln!(io.stderr, "error: {err:#}");
+                // Messages quote names from the repository: no terminal control
+                // sequence of theirs reaches the terminal.
+                let text = format!("{err:#}");
+                let text = terraci_db::escape::printable_lines(&text);
+                let _ = writeln!(io.stderr, "error: {text}");
             }
             failure.map_or(exit::ERROR, |f| f.code)
         }

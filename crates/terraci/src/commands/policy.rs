@@ -138,6 +138,58 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
     let config = &ws.config.config;
     let policy = section(config)?;
     let root = ws.root.clone();
+    let result = check_loaded(global, args, io, &ws, policy, &root);
+    // A check that could not run still leaves its report, saying so: the summary
+    // comment must not show a `policy-report.json` committed in the checkout (or left
+    // by an earlier run) as this run's.
+    if !matches!(result, Ok(code) if code != EXIT_ERROR) {
+        let report = serde_json::json!({
+            "producer": "policy",
+            "title": "Policy checks",
+            "status": "fail",
+            "summary": "the policy check could not run: see the policy job's log",
+            "modules": [],
+        });
+        let text = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+        // Best effort: the error that stopped the check is the one to report.
+        let _ = write_service_file(io, &root, config, "policy-report.json", &text);
+    }
+    result
+}
+
+/// Writes `name` under the project's service dir, following no symlink below the project
+/// (a committed `.terraci` link is an error, a linked report file is replaced).
+fn write_service_file(
+    io: &Io<'_>,
+    root: &Utf8Path,
+    config: &Config,
+    name: &str,
+    text: &str,
+) -> anyhow::Result<()> {
+    let service = Utf8Path::new(policy_mod::service_dir(config));
+    io.system
+        .write_beneath(
+            &terraci_db::system::write_root(root, service),
+            &root.join(service.join(name)),
+            &[text.as_bytes()],
+        )
+        .map_err(|e| failure(format!("cannot write {}: {e}", service.join(name))))?;
+    Ok(())
+}
+
+/// [`check_cmd`] once the workspace and the policy section are loaded.
+fn check_loaded(
+    global: &GlobalArgs,
+    args: &PolicyCheckArgs,
+    io: &mut Io<'_>,
+    ws: &crate::workspace::Workspace,
+    policy: &Policy,
+    root: &Utf8Path,
+) -> anyhow::Result<u8> {
+    let config = &ws.config.config;
 
     // The modules: the one asked for, or every module with a plan.
     let plan_of = |m: &str| root.join(m).join("plan.json");
@@ -167,7 +219,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         .sources
         .iter()
         .any(|s| !matches!(s, terraci_db::config::PolicySource::Path { .. }));
-    let home = match pulled.then(|| terraci_db::system::cache_home(io.system, &root)) {
+    let home = match pulled.then(|| terraci_db::system::cache_home(io.system, root)) {
         Some(Err(e)) => {
             print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
             return Ok(EXIT_ERROR);
@@ -175,7 +227,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         Some(Ok(home)) => Some(home),
         None => None,
     };
-    let loaded = match sources::policy_files(io.system, &root, home.as_deref(), &policy.sources) {
+    let loaded = match sources::policy_files(io.system, root, home.as_deref(), &policy.sources) {
         Ok(loaded) => loaded,
         Err(e) => {
             print(io, &Diagnostic::error(Code::PolicySource, e.to_string()))?;
@@ -263,7 +315,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
 
     // A plan.json is the checkout's too: read confined to the project (a regular file
     // whose real path lies inside it, bounded), so a link to a file elsewhere is refused.
-    let confined = terraci_db::system::ReadPolicy::new(io.system, &root, global.max_plan_size);
+    let confined = terraci_db::system::ReadPolicy::new(io.system, root, global.max_plan_size);
     let mut plans = Vec::new();
     for m in &modules {
         let text = match io.system.read_confined(&plan_of(m), &confined, false) {
@@ -323,21 +375,11 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
         PolicyFormat::Json => write!(io.stdout, "{}", summary.json())?,
     }
     // The summary comment's report, and the full results under TerraCi's file name.
-    let service = Utf8Path::new(policy_mod::service_dir(config));
     for (name, text) in [
         ("policy-report.json", summary.report()),
         ("policy-results.json", summary.json()),
     ] {
-        let path = root.join(service.join(name));
-        // Following no symlink below the project (a committed `.terraci` link is an
-        // error, a linked report file is replaced).
-        io.system
-            .write_beneath(
-                &terraci_db::system::write_root(&root, service),
-                &path,
-                &[text.as_bytes()],
-            )
-            .map_err(|e| failure(format!("cannot write {}: {e}", service.join(name))))?;
+        write_service_file(io, root, config, name, &text)?;
     }
     Ok(if summary.status == Status::Fail {
         EXIT_FAILED

@@ -122,10 +122,10 @@ pub(crate) fn init(
     let text = with_cycle_proposal(text, &ignores);
     if !global.quiet {
         if let Some(why) = why.filter(|_| choices.pattern == proposed) {
-            writeln!(stderr, "{why}")?;
+            writeln!(stderr, "{}", terraci_db::escape::printable_lines(&why))?;
         }
         for line in lines {
-            writeln!(stderr, "{line}")?;
+            writeln!(stderr, "{}", terraci_db::escape::printable_lines(&line))?;
         }
     }
     if args.dry_run {

@@ -238,7 +238,9 @@ pub(crate) fn find_existing<'c>(
 
 /// Posts `body` (made by `render(labels)`): edits the earlier comment, or creates one
 /// when there is none and `create` holds. Then adds the labels of `labels` that the
-/// earlier comment did not record and removes those it recorded that are gone.
+/// earlier comment did not record and the merge request does not have, and removes those
+/// it recorded that are gone. `render` is given the labels terraci manages: those it
+/// recorded before or adds now, never one the merge request had already.
 pub fn post(
     client: &Client,
     target: &Target,
@@ -254,7 +256,25 @@ pub fn post(
         .as_ref()
         .map(|c| labels::decode_managed(&c.body))
         .unwrap_or_default();
-    let body = render(labels);
+    // A wanted label the merge request has already (a reviewer's `do-not-merge`, or one
+    // a module's name renders to) is not terraci's: it is neither added nor recorded, so
+    // a later run never removes it.
+    let new: Vec<String> = labels
+        .iter()
+        .filter(|l| !previous.contains(l))
+        .cloned()
+        .collect();
+    let present = if new.is_empty() {
+        Vec::new()
+    } else {
+        api.present_labels()?
+    };
+    let managed: Vec<String> = labels
+        .iter()
+        .filter(|l| previous.contains(l) || !present.contains(l))
+        .cloned()
+        .collect();
+    let body = render(&managed);
     let mut posted = match &existing {
         Some(c) => {
             let endpoint = api.update(c.id, &body)?;
@@ -293,7 +313,7 @@ pub fn post(
             })
         }
     };
-    let (add, remove) = labels::diff(&previous, labels);
+    let (add, remove) = labels::diff(&previous, &managed);
     if !add.is_empty() || !remove.is_empty() {
         api.labels(&add, &remove)?;
     }
@@ -483,19 +503,62 @@ impl<'a> Api<'a> {
         Ok((id, format!("POST {}", request.endpoint())))
     }
 
+    /// The labels the merge request has now: GitLab's merge request `labels`, GitHub's
+    /// issue labels (page by page, at most 10 pages of 100).
+    fn present_labels(&self) -> Result<Vec<String>, HttpError> {
+        match self.target {
+            Target::GitLab(t) => {
+                let request = self.request(Method::Get, merge_request_url(t));
+                let response = self.client.send(&request)?;
+                let value: serde_json::Value = serde_json::from_str(&response.body)
+                    .map_err(|e| unexpected(&request, format!("the response is not JSON: {e}")))?;
+                let list = value["labels"].as_array().ok_or_else(|| {
+                    unexpected(&request, "the response has no `labels` list".to_owned())
+                })?;
+                Ok(list
+                    .iter()
+                    .filter_map(|l| l.as_str().map(str::to_owned))
+                    .collect())
+            }
+            Target::GitHub(t) => {
+                let mut out = Vec::new();
+                for page in 1..=10 {
+                    let url = format!(
+                        "{}/repos/{}/issues/{}/labels?per_page=100&page={page}",
+                        t.api,
+                        repo_path(&t.repository),
+                        t.pull_request
+                    );
+                    let request = self.request(Method::Get, url);
+                    let response = self.client.send(&request)?;
+                    let items: Vec<serde_json::Value> = serde_json::from_str(&response.body)
+                        .map_err(|e| {
+                            unexpected(&request, format!("the response is not a JSON list: {e}"))
+                        })?;
+                    let count = items.len();
+                    out.extend(
+                        items
+                            .iter()
+                            .filter_map(|l| l["name"].as_str().map(str::to_owned)),
+                    );
+                    if count < 100 {
+                        break;
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
     fn labels(&self, add: &[String], remove: &[String]) -> Result<(), HttpError> {
         match self.target {
             Target::GitLab(t) => {
-                let url = format!(
-                    "{}/projects/{}/merge_requests/{}",
-                    t.api,
-                    path_segment(&t.project),
-                    path_segment(&t.merge_request)
-                );
-                let request = self.request(Method::Put, url).json(&serde_json::json!({
-                    "add_labels": add.join(","),
-                    "remove_labels": remove.join(","),
-                }));
+                let request =
+                    self.request(Method::Put, merge_request_url(t))
+                        .json(&serde_json::json!({
+                            "add_labels": add.join(","),
+                            "remove_labels": remove.join(","),
+                        }));
                 self.client.send(&request)?;
             }
             Target::GitHub(t) => {
@@ -526,6 +589,16 @@ impl<'a> Api<'a> {
         }
         Ok(())
     }
+}
+
+/// GitLab's URL of the merge request itself (its labels are read and set there).
+fn merge_request_url(t: &GitLabTarget) -> String {
+    format!(
+        "{}/projects/{}/merge_requests/{}",
+        t.api,
+        path_segment(&t.project),
+        path_segment(&t.merge_request)
+    )
 }
 
 /// The user described by `value` (`id` and the login field `login`); `None` without a

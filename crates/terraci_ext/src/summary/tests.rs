@@ -557,6 +557,15 @@ impl Transport for FakeApi {
                 Ok(me) => (200, me.to_string(), ""),
                 Err(status) => (*status, "{\"message\": \"no\"}".to_owned(), ""),
             },
+            // The merge request's labels: a reviewer's `do-not-merge`.
+            (Method::Get, url) if url.ends_with("/merge_requests/7") => (
+                200,
+                r#"{"iid": 7, "labels": ["do-not-merge"]}"#.to_owned(),
+                "",
+            ),
+            (Method::Get, url) if url.contains("/labels?") => {
+                (200, r#"[{"name": "do-not-merge"}]"#.to_owned(), "")
+            }
             (Method::Get, url) if !url.contains("page=2") => {
                 let mut page = vec![
                     note(1, theirs, 666, "mallory"),
@@ -858,4 +867,41 @@ fn the_plan_parser_takes_what_terraform_writes() {
     let bytes = include_bytes!("../../../../fixtures/summary/plans/delete/plan.json");
     let plan = parse_plan(bytes).expect("parses");
     assert_eq!(plan.counts.destroy, 1);
+}
+
+#[test]
+fn a_label_the_merge_request_has_already_is_not_recorded_as_terracis() {
+    // A wanted label the merge request already has (a reviewer's `do-not-merge`, or the
+    // name a module was given to render it) is not added, and not recorded: the run after
+    // the module is gone must not remove it.
+    let github = Target::GitHub(GitHubTarget {
+        api: "https://api.github.com".into(),
+        repository: "acme/infra".into(),
+        pull_request: 5,
+        token: "ghs_x".into(),
+    });
+    for (target, is_github, me) in [
+        (
+            gitlab_target(),
+            false,
+            serde_json::json!({"id": 5, "username": "terraci-bot"}),
+        ),
+        (
+            github,
+            true,
+            serde_json::json!({"id": 41898282, "login": GITHUB_ACTIONS_LOGIN}),
+        ),
+    ] {
+        let (client, _) = fake(is_github, Ok(me));
+        let recorded = Mutex::new(Vec::new());
+        let render = |managed: &[String]| {
+            *recorded.lock().expect("lock") = managed.to_vec();
+            format!("{MARKER}\n{}", labels::encode_managed(managed))
+        };
+        let wanted = ["do-not-merge".to_owned(), "terraform".to_owned()];
+        let posted = post(&client, &target, &render, &wanted, true).expect("posts");
+        assert_eq!(posted.labels_added, ["terraform"]);
+        assert_eq!(posted.labels_removed, Vec::<String>::new());
+        assert_eq!(*recorded.lock().expect("lock"), ["terraform"]);
+    }
 }
