@@ -206,6 +206,19 @@ fn warn_and_ignore_decisions_do_not_fail_and_one_module_can_be_checked() {
     );
     let report = json(&p.read(".terraci/policy-report.json"));
     assert_eq!(report["modules"].as_array().unwrap().len(), 1);
+    // In a pipeline the report names its commit, which the summary checks.
+    let stamped = p.run_env(
+        &[
+            "policy",
+            "check",
+            "--module",
+            "platform/stage/eu-central-1/bad",
+        ],
+        &[("CI_COMMIT_SHA", "0123abcd")],
+    );
+    assert_eq!(stamped.code, 0, "{}", stamped.stderr);
+    let report = json(&p.read(".terraci/policy-report.json"));
+    assert_eq!(report["commit"], "0123abcd");
 
     let missing = p.run(&[
         "policy",

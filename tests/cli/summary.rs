@@ -447,6 +447,7 @@ fn project() -> Project {
         ".terraci/policy-report.json",
         json!({
             "producer": "policy", "title": "Policy checks", "status": "fail",
+            "commit": PLAN_COMMIT,
             "summary": "1 module fails <b>policy</b>",
             "modules": [
                 {"module": "platform/prod/eu-central-1/s3", "status": "fail",

@@ -143,13 +143,17 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
     // comment must not show a `policy-report.json` committed in the checkout (or left
     // by an earlier run) as this run's.
     if !matches!(result, Ok(code) if code != EXIT_ERROR) {
-        let report = serde_json::json!({
+        let mut report = serde_json::json!({
             "producer": "policy",
             "title": "Policy checks",
             "status": "fail",
             "summary": "the policy check could not run: see the policy job's log",
             "modules": [],
         });
+        let commit = pipeline_commit(io.system);
+        if !commit.is_empty() {
+            report["commit"] = serde_json::Value::String(commit);
+        }
         let text = format!(
             "{}\n",
             serde_json::to_string_pretty(&report).unwrap_or_default()
@@ -376,7 +380,10 @@ fn check_loaded(
     }
     // The summary comment's report, and the full results under TerraCi's file name.
     for (name, text) in [
-        ("policy-report.json", summary.report()),
+        (
+            "policy-report.json",
+            summary.report(&pipeline_commit(io.system)),
+        ),
         ("policy-results.json", summary.json()),
     ] {
         write_service_file(io, root, config, name, &text)?;
@@ -386,4 +393,20 @@ fn check_loaded(
     } else {
         exit::OK
     })
+}
+
+/// The commit this pipeline runs for (`CI_COMMIT_SHA`, else `GITHUB_SHA`; hex digits
+/// only), which the report names so that the summary shows it as this run's; empty
+/// outside CI.
+fn pipeline_commit(system: &dyn terraci_db::system::System) -> String {
+    ["CI_COMMIT_SHA", "GITHUB_SHA"]
+        .into_iter()
+        .filter_map(|name| system.env_var(name))
+        .map(|v| {
+            v.chars()
+                .filter(char::is_ascii_hexdigit)
+                .collect::<String>()
+        })
+        .find(|v| !v.is_empty())
+        .unwrap_or_default()
 }

@@ -293,8 +293,9 @@ impl Summary {
     }
 
     /// `policy-report.json`: the summary comment's producer format, exactly its keys
-    /// (the reader refuses others); the full results are in [`Summary::json`].
-    pub fn report(&self) -> String {
+    /// (the reader refuses others); the full results are in [`Summary::json`]. `commit`:
+    /// the pipeline's commit the report is made for (left out when empty).
+    pub fn report(&self, commit: &str) -> String {
         let modules: Vec<serde_json::Value> = self
             .results
             .iter()
@@ -307,13 +308,16 @@ impl Summary {
                 })
             })
             .collect();
-        let report = serde_json::json!({
+        let mut report = serde_json::json!({
             "producer": "policy",
             "title": "Policy checks",
             "status": self.status,
             "summary": self.summary_line(),
             "modules": modules,
         });
+        if !commit.is_empty() {
+            report["commit"] = serde_json::Value::String(commit.to_owned());
+        }
         let mut text = serde_json::to_string_pretty(&report).unwrap_or_default();
         text.push('\n');
         text
@@ -412,7 +416,7 @@ mod tests {
             s.summary_line(),
             "5 modules checked: 2 passed, 1 warned, 2 failed"
         );
-        let report: serde_json::Value = serde_json::from_str(&s.report()).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&s.report("")).unwrap();
         assert_eq!(report["producer"], "policy");
         assert_eq!(report["status"], "fail");
         assert_eq!(

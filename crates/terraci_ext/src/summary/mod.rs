@@ -150,7 +150,8 @@ pub fn collect(
         .collect();
     kept.sort();
     kept.dedup();
-    let (reports, warnings) = report::read_reports(system, policy, &root.join(service_dir));
+    let (reports, warnings) =
+        report::read_reports(system, policy, &root.join(service_dir), current);
     Summary {
         modules: results,
         edges: kept,

@@ -36,6 +36,12 @@ pub(crate) struct Report {
     pub(crate) summary: String,
     #[serde(default)]
     pub modules: Vec<ModuleReport>,
+    /// The commit the report was made for (the pipeline's `CI_COMMIT_SHA` or
+    /// `GITHUB_SHA`). Where the pipeline's commits are known, a report that names none of
+    /// them is left out: a report committed in the checkout cannot name the commit that
+    /// contains it.
+    #[serde(default)]
+    pub(crate) commit: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -49,11 +55,13 @@ pub(crate) struct ModuleReport {
     pub(crate) details: Vec<String>,
 }
 
-/// The reports in `dir` (absolute), sorted by producer, then file name.
+/// The reports in `dir` (absolute), sorted by producer, then file name; with `current`
+/// (the pipeline's commits) known, only those made for one of them.
 pub(crate) fn read_reports(
     system: &dyn System,
     policy: &ReadPolicy,
     dir: &Utf8Path,
+    current: &[String],
 ) -> (Vec<Report>, Vec<String>) {
     let mut reports = Vec::new();
     let mut warnings = Vec::new();
@@ -79,6 +87,16 @@ pub(crate) fn read_reports(
                 serde_json::from_slice::<Report>(&bytes).map_err(|e| e.to_string())
             });
         match parsed {
+            Ok(report) if !current.is_empty() && !current.contains(&report.commit) => {
+                let made_for = match report.commit.as_str() {
+                    "" => "it names no commit".to_owned(),
+                    c => format!("it was made for {}", terraci_db::escape::printable(c)),
+                };
+                warnings.push(format!(
+                    "the report {} is left out: {made_for}, not this pipeline's (a producer writes `\"commit\": \"$CI_COMMIT_SHA\"`, or `$GITHUB_SHA`; a report committed in the checkout is never shown)",
+                    terraci_db::escape::printable(&shown)
+                ));
+            }
             Ok(report) => reports.push(report),
             Err(why) => warnings.push(format!(
                 "the report {} is left out: {why}",

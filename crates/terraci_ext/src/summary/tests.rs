@@ -272,6 +272,7 @@ fn many_modules(n: usize) -> Summary {
                 details: vec!["warning: terraform.warn: x".into()],
             })
             .collect(),
+        commit: String::new(),
     };
     Summary {
         modules,
@@ -824,9 +825,14 @@ fn results_come_from_the_files_each_module_has() {
     );
     system.write_file(
         "/repo/.terraci/policy-report.json",
-        r#"{"producer": "policy", "title": "Policy", "status": "warn"}"#,
+        r#"{"producer": "policy", "title": "Policy", "status": "warn", "commit": "new"}"#,
     );
     system.write_file("/repo/.terraci/cost-report.json", "{broken");
+    // A report committed in the checkout cannot name the pipeline's commit.
+    system.write_file(
+        "/repo/.terraci/security-report.json",
+        r#"{"producer": "security", "title": "Approved", "status": "pass"}"#,
+    );
     let summary = collect_from(&system, Some("new"));
     let ids: Vec<(&str, Status, bool)> = summary
         .modules
@@ -852,9 +858,16 @@ fn results_come_from_the_files_each_module_has() {
         [("a/prod/eu/two".to_owned(), "a/prod/eu/one".to_owned())]
     );
     assert_eq!(summary.reports.len(), 1);
-    assert_eq!(summary.warnings.len(), 1);
+    assert_eq!(summary.reports[0].producer, "policy");
+    assert_eq!(summary.warnings.len(), 2, "{:?}", summary.warnings);
     assert!(
         summary.warnings[0].contains(".terraci/cost-report.json"),
+        "{:?}",
+        summary.warnings
+    );
+    assert!(
+        summary.warnings[1]
+            .contains(".terraci/security-report.json is left out: it names no commit"),
         "{:?}",
         summary.warnings
     );
