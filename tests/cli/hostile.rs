@@ -1304,3 +1304,79 @@ fn a_committed_policy_report_is_not_shown_when_the_check_cannot_run() {
     assert!(!comment.contains("every module passes"), "{comment}");
     assert!(comment.contains("could not run"), "{comment}");
 }
+
+#[test]
+fn a_plan_job_never_writes_through_nor_prints_a_committed_plan_file_link() {
+    // A merge request commits `plan.txt` (and the other plan files) as links to files of
+    // the runner. The plan job's `> plan.txt` would overwrite the target (a shell
+    // executor's `~/.bashrc`, `~/.ssh/authorized_keys`) with plan output the merge
+    // request words, or, where the target is not writable, `cat plan.txt` would print it
+    // (`/proc/self/environ`: the job's variables) in the job log.
+    let outside = tempfile::tempdir().expect("temp dir");
+    let project = Project::empty();
+    project.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    project.write("vpc/main.tf", "# the network\n");
+    let mut targets = Vec::new();
+    for name in ["plan.txt", "plan.json", "plan.result.json", "plan.tfplan"] {
+        let target = outside.path().join(format!("runner-{name}"));
+        std::fs::write(&target, "the runner's own file\n").expect("write");
+        std::os::unix::fs::symlink(&target, project.path().join("vpc").join(name))
+            .expect("symlink");
+        targets.push(target);
+    }
+    let out = project
+        .command(&["generate", "--provider", "gitlab", "--no-cache"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pipeline: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).expect("YAML");
+    let script: Vec<String> = pipeline["plan-vpc"]["script"]
+        .as_sequence()
+        .expect("a plan job with a script")
+        .iter()
+        .map(|line| line.as_str().expect("a line").to_owned())
+        .collect();
+    // A Terraform that plans (with changes) and shows, nothing else.
+    let bin = outside.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let fake = bin.join("terraform");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncase \"$1\" in\n  plan) echo planned; exit 2 ;;\n  show) echo '{}' ;;\nesac\n",
+    )
+    .expect("write");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let run = Command::new("sh")
+        .args(["-ec", &script.join("\n")])
+        .current_dir(project.path())
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .output()
+        .expect("sh runs");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(run.status.success(), "{log}");
+    assert!(log.contains("planned"), "{log}");
+    for target in &targets {
+        assert_eq!(
+            std::fs::read_to_string(target).expect("read"),
+            "the runner's own file\n",
+            "{} was written through a link",
+            target.display()
+        );
+    }
+    assert!(!log.contains("the runner's own file"), "{log}");
+}

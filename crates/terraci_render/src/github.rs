@@ -396,13 +396,19 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         ]);
         let mut with = Mapping::new();
         with.insert(string("name"), string(artifact_name(job)));
-        // `plan.*`: the plan file and, kept as data, plan.txt, plan.json, plan.result.json.
-        let files = if plan.plan_results {
-            "plan.*"
+        // The plan file and, kept as data, plan.txt, plan.json, plan.result.json: named,
+        // never a glob (upload-artifact follows links, so a committed `plan.x` link to a
+        // file of the runner would be uploaded).
+        let files: &[&str] = if plan.plan_results {
+            &[PLAN_FILE, "plan.txt", "plan.json", "plan.result.json"]
         } else {
-            PLAN_FILE
+            &[PLAN_FILE]
         };
-        with.insert(string("path"), string(format!("{}/{files}", job.module)));
+        let paths: Vec<String> = files
+            .iter()
+            .map(|f| format!("{}/{f}", job.module))
+            .collect();
+        with.insert(string("path"), string(paths.join("\n")));
         // Plan results are kept also when the plan failed: the review must see it.
         with.insert(
             string("if-no-files-found"),

@@ -319,6 +319,14 @@ pub(crate) fn job_commands(
     if plan.init_enabled {
         commands.push(format!("{bin} init"));
     }
+    if kind == terraci_engine::ir::JobKind::Plan {
+        // A plan file committed in the checkout may be a symlink to a file of the runner:
+        // the shell's `>` would write through it and `cat plan.txt` print its target.
+        // Removing the entries first (a link, never its target) makes each write new.
+        commands.push(format!(
+            "rm -f {PLAN_FILE} plan.txt plan.json plan.result.json"
+        ));
+    }
     match kind {
         terraci_engine::ir::JobKind::Plan if plan.plan_results => {
             commands.push(format!(
