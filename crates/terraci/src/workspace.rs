@@ -273,6 +273,53 @@ pub(crate) fn use_color(system: &dyn System, choice: crate::cli::ColorChoice) ->
     }
 }
 
+/// The files below `root` that `keep` wants (project-relative, in name order), for the
+/// readers of text beside the modules (`init`'s evidence, the tfvars hint): no symlink
+/// is followed or listed, hidden directories are skipped but those `enter_hidden`
+/// names (`.github`), and so are `node_modules` and what lies deeper than `max_depth`.
+pub(crate) fn files_below(
+    system: &dyn System,
+    root: &Utf8Path,
+    max_depth: usize,
+    enter_hidden: &[&str],
+    keep: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    fn walk(
+        system: &dyn System,
+        root: &Utf8Path,
+        rel: &str,
+        walk_in: &dyn Fn(&str, &str) -> bool,
+        keep: &dyn Fn(&str) -> bool,
+        out: &mut Vec<String>,
+    ) {
+        let Ok(mut entries) = system.read_dir(&root.join(rel)) else {
+            return;
+        };
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for entry in entries {
+            let child = match rel {
+                "" => entry.name.clone(),
+                _ => format!("{rel}/{}", entry.name),
+            };
+            match entry.kind {
+                terraci_db::system::EntryKind::Dir if walk_in(&entry.name, &child) => {
+                    walk(system, root, &child, walk_in, keep, out);
+                }
+                terraci_db::system::EntryKind::File if keep(&child) => out.push(child),
+                _ => {}
+            }
+        }
+    }
+    let walk_in = |name: &str, rel: &str| {
+        name != "node_modules"
+            && (!name.starts_with('.') || enter_hidden.contains(&rel))
+            && rel.matches('/').count() < max_depth
+    };
+    let mut out = Vec::new();
+    walk(system, root, "", &walk_in, keep, &mut out);
+    out
+}
+
 /// Loads a workspace with its fact cache written (see [`load_workspace_overlapped`]).
 pub fn load_workspace(
     system: &dyn System,

@@ -27,19 +27,11 @@ impl StateIdentity {
     /// Whether the two cannot be the same state: the same backend type with an identity
     /// field known on both sides and different.
     pub fn conflicts(&self, other: &StateIdentity) -> bool {
-        self.first_conflict(other).is_some()
-    }
-
-    /// The first identity field (in name order) known on both sides and different,
-    /// when the backend types are the same: the field a diagnostic names.
-    pub fn first_conflict(&self, other: &StateIdentity) -> Option<&'static str> {
-        if self.backend != other.backend {
-            return None;
-        }
-        self.fields
-            .iter()
-            .find(|(k, v)| other.fields.get(*k).is_some_and(|o| o != *v))
-            .map(|(k, _)| *k)
+        self.backend == other.backend
+            && self
+                .fields
+                .iter()
+                .any(|(k, v)| other.fields.get(k).is_some_and(|o| o != v))
     }
 
     /// The field that locates the state within its store (s3 `key`, gcs `prefix`,

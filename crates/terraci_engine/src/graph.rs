@@ -369,13 +369,14 @@ fn kahn(forward_at: &[u32], backward_at: &[u32], backward: &[u32]) -> (Vec<u32>,
 mod tests {
     use super::*;
 
-    fn e(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    /// Edges from pairs of ids (also for `cycles`' tests).
+    pub(super) fn e(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter()
             .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
             .collect()
     }
 
-    fn ids(list: &[&str]) -> Vec<String> {
+    pub(super) fn ids(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()
     }
 

@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use camino::{Utf8Path, Utf8PathBuf};
-use terraci_db::system::{normalize, EntryKind, ReadPolicy, System};
+use terraci_db::system::{normalize, ReadPolicy, System};
 
 /// A `backend_config` or `variables` entry for one root.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -87,9 +87,22 @@ fn command_file(rel: &str) -> Option<Kind> {
 /// Reads the evidence below `dir` for `roots` (project-relative ids).
 pub(crate) fn gather(system: &dyn System, dir: &Utf8Path, roots: &BTreeSet<String>) -> Evidence {
     let policy = ReadPolicy::new(system, dir, MAX_TEXT);
-    let mut files = Vec::new();
+    let name = |rel: &str| rel.rsplit('/').next().unwrap_or(rel).to_owned();
+    let files = crate::workspace::files_below(
+        system,
+        dir,
+        MAX_DEPTH,
+        &[".github", ".github/workflows"],
+        &|rel| is_backend_file(&name(rel)) || command_file(rel).is_some(),
+    );
     let mut backend_files: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    list(system, dir, "", 0, &mut files, &mut backend_files);
+    for rel in files.iter().filter(|rel| is_backend_file(&name(rel))) {
+        let parent = rel.rsplit_once('/').map_or("", |(d, _)| d);
+        backend_files
+            .entry(parent.to_owned())
+            .or_default()
+            .push(name(rel));
+    }
     let mut found = Found::default();
     for rel in &files {
         let Some(kind) = command_file(rel) else {
@@ -105,52 +118,6 @@ pub(crate) fn gather(system: &dyn System, dir: &Utf8Path, roots: &BTreeSet<Strin
     }
     beside_roots(roots, &backend_files, &mut found);
     found.finish()
-}
-
-/// Lists files below `dir` (skipping hidden directories but `.github`, `.terraform` and
-/// symlinks): command files into `files`, backend files by directory.
-fn list(
-    system: &dyn System,
-    root: &Utf8Path,
-    rel: &str,
-    depth: usize,
-    files: &mut Vec<String>,
-    backend_files: &mut BTreeMap<String, Vec<String>>,
-) {
-    let Ok(mut entries) = system.read_dir(&root.join(rel)) else {
-        return;
-    };
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    for entry in entries {
-        let child = if rel.is_empty() {
-            entry.name.clone()
-        } else {
-            format!("{rel}/{}", entry.name)
-        };
-        match entry.kind {
-            EntryKind::Dir => {
-                let hidden = entry.name.starts_with('.')
-                    && child != ".github"
-                    && child != ".github/workflows";
-                if hidden || entry.name == "node_modules" || depth >= MAX_DEPTH {
-                    continue;
-                }
-                list(system, root, &child, depth + 1, files, backend_files);
-            }
-            EntryKind::File => {
-                if is_backend_file(&entry.name) {
-                    backend_files
-                        .entry(rel.to_owned())
-                        .or_default()
-                        .push(entry.name.clone());
-                }
-                if command_file(&child).is_some() {
-                    files.push(child);
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 /// One thing a command line said about a root.

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use camino::Utf8Path;
 use terraci_db::diagnostic::{Code, Diagnostic};
-use terraci_db::system::{EntryKind, ReadPolicy, System};
+use terraci_db::system::{ReadPolicy, System};
 
 /// How deep the walk for tfvars files goes, and how many files it reads at most.
 const MAX_DEPTH: usize = 12;
@@ -39,8 +39,7 @@ pub(super) fn add_hints(
     if !diagnostics.iter().any(|d| missing_variable(d).is_some()) {
         return;
     }
-    let mut files = Vec::new();
-    list(system, root, "", 0, &mut files);
+    let files = super::files_below(system, root, MAX_DEPTH, &[], &unloaded_tfvars);
     let mut set: BTreeMap<String, Vec<(String, usize)>> = BTreeMap::new();
     for rel in files.iter().take(MAX_FILES) {
         let Ok((bytes, _)) = system.read_confined(&root.join(rel), policy, true) else {
@@ -84,35 +83,15 @@ pub(super) fn add_hints(
     }
 }
 
-/// `*.tfvars` / `*.tfvars.json` below the project, but those terraform loads itself in
-/// a module directory (`terraform.tfvars`, `*.auto.tfvars`), which terraci reads already.
-fn list(system: &dyn System, root: &Utf8Path, rel: &str, depth: usize, out: &mut Vec<String>) {
-    let Ok(mut entries) = system.read_dir(&root.join(rel)) else {
-        return;
-    };
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    for entry in entries {
-        let child = match rel {
-            "" => entry.name.clone(),
-            _ => format!("{rel}/{}", entry.name),
-        };
-        match entry.kind {
-            EntryKind::Dir if !entry.name.starts_with('.') && depth < MAX_DEPTH => {
-                list(system, root, &child, depth + 1, out);
-            }
-            EntryKind::File => {
-                let name = entry.name.as_str();
-                let vars = name.ends_with(".tfvars") || name.ends_with(".tfvars.json");
-                let loaded = name.starts_with("terraform.tfvars")
-                    || name.ends_with(".auto.tfvars")
-                    || name.ends_with(".auto.tfvars.json");
-                if vars && !loaded {
-                    out.push(child);
-                }
-            }
-            _ => {}
-        }
-    }
+/// `*.tfvars` / `*.tfvars.json` but those terraform loads itself in a module directory
+/// (`terraform.tfvars`, `*.auto.tfvars`), which terraci reads already.
+fn unloaded_tfvars(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let vars = name.ends_with(".tfvars") || name.ends_with(".tfvars.json");
+    let loaded = name.starts_with("terraform.tfvars")
+        || name.ends_with(".auto.tfvars")
+        || name.ends_with(".auto.tfvars.json");
+    vars && !loaded
 }
 
 /// The names assigned at the top level of a tfvars text, with their 1-based lines

@@ -572,16 +572,7 @@ fn cycle_diagnostic(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn e(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-            .collect()
-    }
-
-    fn ids(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
-    }
+    use crate::graph::tests::{e, ids};
 
     #[test]
     fn a_cycle_is_one_path_from_its_smallest_id() {
