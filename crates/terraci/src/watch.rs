@@ -627,7 +627,7 @@ impl<'a> Watch<'a> {
             ..InputChange::default()
         });
 
-        let diagnostics = self.ws.all_diagnostics();
+        let diagnostics = self.ws.diagnostics_without_hints();
         let graph = dependency_graph(&self.ws.db, self.ws.project);
         if !graph.cycles.is_empty() {
             // Its `dependency-cycle` error is among the diagnostics.
