@@ -638,3 +638,204 @@ fn what_a_local_run_leaves_behind_is_no_change() {
         out.stdout
     );
 }
+
+/// The outputs of the GitHub workflow's `terraci-affected` job, from its real script run
+/// in the repository as GitHub would run it: the step's `env` evaluated in `github`,
+/// `$GITHUB_OUTPUT` a file, terraci on PATH unless `without_terraci`.
+fn affected_outputs(
+    repo: &Repo,
+    job: &serde_yaml::Value,
+    github: &serde_json::Value,
+    without_terraci: bool,
+) -> std::collections::BTreeMap<String, String> {
+    let step = job["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .find(|s| s["id"].as_str() == Some("affected"))
+        .expect("the affected step");
+    let out = tempfile::tempdir().expect("temp dir");
+    let output = out.path().join("github_output");
+    std::fs::write(&output, "").expect("write");
+    let terraci = std::path::Path::new(env!("CARGO_BIN_EXE_terraci"));
+    let bin = out.path().join("bin");
+    std::fs::create_dir(&bin).expect("mkdir");
+    if !without_terraci {
+        std::os::unix::fs::symlink(terraci, bin.join("terraci")).expect("link");
+    }
+    // git and a shell, never a terraci from the machine's PATH.
+    for tool in ["git", "bash", "sh", "cat", "tr"] {
+        if let Some(found) = which(tool) {
+            let _ = std::os::unix::fs::symlink(found, bin.join(tool));
+        }
+    }
+    let mut cmd = Command::new("bash");
+    cmd.args(["--noprofile", "--norc", "-eo", "pipefail", "-c"])
+        .arg(step["run"].as_str().expect("run"))
+        .current_dir(repo.project.path())
+        .env_clear()
+        .env("PATH", &bin)
+        .env("HOME", repo.project.path())
+        .env("TERRACI_CACHE_HOME", repo.project.cache_home())
+        .env("GITHUB_OUTPUT", &output);
+    let context = serde_json::json!({ "github": github });
+    for (k, v) in step["env"].as_mapping().expect("env") {
+        let value = crate::github_expr::interpolate(v.as_str().expect("env value"), &context);
+        cmd.env(k.as_str().expect("env name"), value);
+    }
+    let run = cmd.output().expect("bash runs");
+    assert!(
+        run.status.success(),
+        "the affected step failed: {}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    std::fs::read_to_string(&output)
+        .expect("read")
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once('=').expect("name=value");
+            (k.to_owned(), v.to_owned())
+        })
+        .collect()
+}
+
+fn which(tool: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(tool))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The jobs of the generated GitHub workflow that run for `github` (an event's context).
+fn github_run(
+    repo: &Repo,
+    workflow: &str,
+    github: &serde_json::Value,
+    without_terraci: bool,
+) -> Vec<String> {
+    let workflow: serde_yaml::Value = serde_yaml::from_str(workflow).expect("workflow YAML");
+    let ran = crate::github_expr::run_workflow(&workflow, github, |id, job| {
+        if id == "terraci-affected" {
+            affected_outputs(repo, job, github, without_terraci)
+        } else {
+            Default::default()
+        }
+    });
+    ran.into_iter().collect()
+}
+
+#[test]
+fn the_github_workflow_runs_what_a_pull_request_or_a_push_affects() {
+    let repo = Repo::example();
+    // The workflow as committed on the default branch.
+    let out = repo.run(&["generate", "--provider", "github"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let workflow = out.stdout;
+    let main = repo.git(&["rev-parse", "main"]).trim().to_owned();
+    repo.append(&format!("{STAGE}/eks/main.tf"), "# bigger nodes\n");
+    repo.commit("eks");
+    let head = repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let plans = |modules: &[&str], kind: &str| -> Vec<String> {
+        modules
+            .iter()
+            .map(|m| format!("{kind}-{}", m.replace('/', "-")))
+            .collect()
+    };
+    let affected = [
+        format!("{STAGE}/app"),
+        format!("{STAGE}/eks"),
+        format!("{STAGE}/eks/addons"),
+    ];
+    let affected: Vec<&str> = affected.iter().map(String::as_str).collect();
+
+    // A pull request touching one module: its plan and its dependents' plans, no apply.
+    let pull_request = serde_json::json!({
+        "event_name": "pull_request",
+        "sha": head,
+        "event": {"pull_request": {"base": {"sha": main}, "head": {"sha": head}}},
+    });
+    let mut want = plans(&affected, "plan");
+    want.push("terraci-affected".to_owned());
+    want.push("terraci-summary".to_owned());
+    want.sort();
+    assert_eq!(github_run(&repo, &workflow, &pull_request, false), want);
+
+    // The same module set as `--changed-only` plans on GitLab.
+    let dry = repo.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--dry-run",
+        "--format",
+        "modules",
+    ]);
+    let listed: Vec<String> = serde_json::from_str(&dry.stdout).expect("a JSON array");
+    let mut listed_sorted = listed.clone();
+    listed_sorted.sort();
+    assert_eq!(listed_sorted, affected);
+
+    // The merge, pushed to main: plan and apply of the same modules, nothing else.
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&["merge", "-q", "--ff-only", "feature"]);
+    let push = serde_json::json!({
+        "event_name": "push",
+        "sha": head,
+        "event": {"before": main},
+    });
+    let mut want = plans(&affected, "plan");
+    want.extend(plans(&affected, "apply"));
+    want.push("terraci-affected".to_owned());
+    want.sort();
+    assert_eq!(github_run(&repo, &workflow, &push, false), want);
+
+    // A manual run, a push that created its branch, or no terraci in the job: everything.
+    let all_plans = plans(
+        &[
+            &format!("{PROD}/app"),
+            &format!("{PROD}/eks"),
+            &format!("{PROD}/monitoring"),
+            &format!("{PROD}/rds"),
+            &format!("{PROD}/vpc"),
+            &format!("{STAGE}/app"),
+            &format!("{STAGE}/eks"),
+            &format!("{STAGE}/eks/addons"),
+            &format!("{STAGE}/rds"),
+            &format!("{STAGE}/vpc"),
+        ],
+        "plan",
+    );
+    let dispatch = serde_json::json!({"event_name": "workflow_dispatch", "sha": head, "event": {}});
+    let created = serde_json::json!({
+        "event_name": "push",
+        "sha": head,
+        "event": {"before": "0000000000000000000000000000000000000000"},
+    });
+    for (github, without_terraci) in [(&dispatch, false), (&created, false), (&push, true)] {
+        let ran = github_run(&repo, &workflow, github, without_terraci);
+        for plan in &all_plans {
+            assert!(ran.contains(plan), "{plan} did not run: {ran:?}");
+        }
+    }
+
+    // The plain workflow: no selection job, every plan on a pull request.
+    let config = repo.project.read(".terraci.yaml");
+    assert!(!config.contains("github:"));
+    repo.write(
+        ".terraci.yaml",
+        &config.replacen(
+            "extensions:\n",
+            "extensions:\n  github:\n    affected_only: false\n",
+            1,
+        ),
+    );
+    let plain = repo.run(&["generate", "--provider", "github"]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    assert!(!plain.stdout.contains("terraci-affected"));
+    let ran = github_run(&repo, &plain.stdout, &pull_request, false);
+    for plan in &all_plans {
+        assert!(ran.contains(plan), "{plan} did not run: {ran:?}");
+    }
+}

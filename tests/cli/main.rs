@@ -11,6 +11,7 @@ mod commands;
 mod drop_in;
 mod events;
 mod generate;
+mod github_expr;
 mod graph;
 mod hostile;
 mod policy;

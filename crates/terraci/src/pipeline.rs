@@ -211,6 +211,7 @@ fn render_pipeline(
         let text = match request.args.format {
             OutputFormat::Yaml => text,
             OutputFormat::Json => json_of_pieces(text)?.into(),
+            OutputFormat::Modules => return Err(exit::coded(PipelineError::ModulesWithoutDryRun)),
         };
         return Ok(Pipeline { text, warnings });
     }
@@ -224,6 +225,7 @@ fn render_pipeline(
     }
     .map_err(exit::coded)?;
     let text = match request.args.format {
+        OutputFormat::Modules => return Err(exit::coded(PipelineError::ModulesWithoutDryRun)),
         OutputFormat::Yaml => rendered.text,
         OutputFormat::Json => {
             let value: serde_json::Value = serde_yaml::from_str(&rendered.text)?;
@@ -335,6 +337,8 @@ pub(crate) enum PipelineError {
     BothProviders,
     #[error("--base-ref, --committed-only and --include-dependencies need --changed-only")]
     ChangeFlagsWithoutChangedOnly,
+    #[error("--format modules is a --dry-run report: add --dry-run")]
+    ModulesWithoutDryRun,
     #[error("cannot start change detection: {0}")]
     ChangesNotStarted(std::io::Error),
     #[error("change detection failed")]
@@ -346,9 +350,9 @@ pub(crate) enum PipelineError {
 impl exit::Coded for PipelineError {
     fn exit_code(&self) -> u8 {
         match self {
-            PipelineError::BothProviders | PipelineError::ChangeFlagsWithoutChangedOnly => {
-                exit::USAGE
-            }
+            PipelineError::BothProviders
+            | PipelineError::ChangeFlagsWithoutChangedOnly
+            | PipelineError::ModulesWithoutDryRun => exit::USAGE,
             PipelineError::InvalidContribution
             | PipelineError::ChangesNotStarted(_)
             | PipelineError::ChangesPanicked

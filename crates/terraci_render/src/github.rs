@@ -89,7 +89,11 @@ pub fn render_github(
     };
     warnings.extend(super::unknown_overwrite_types(
         "extensions.github.overwrites",
-        github.overwrites.iter().map(|o| &o.job_type),
+        github
+            .overwrites
+            .iter()
+            .map(|o| &o.job_type)
+            .filter(|t| !matches!(t, OverwriteType::Job(name) if name == AFFECTED_JOB)),
         plan,
     ));
     let style = Style {
@@ -102,6 +106,9 @@ pub fn render_github(
     push_spaced_entry(&mut text, "jobs", &style, |put| match &ids {
         None => put(&string(NO_CHANGES_JOB), &no_changes_job(&github)),
         Some(ids) => {
+            if affected_only(&github) {
+                put(&string(AFFECTED_JOB), &affected_job(&github));
+            }
             for job in plan.jobs.iter() {
                 let value = render_job(plan, job, &github, ids);
                 put(&string(ids[&*job.name].as_str()), &value);
@@ -160,6 +167,109 @@ pub(super) fn job_condition(kind: JobKind, user: Option<&str>) -> String {
         condition.push_str(&format!(" && ({user})"));
     }
     condition
+}
+
+/// The first job of a workflow that runs only what a change affects
+/// (`extensions.github.affected_only`, the default).
+pub(crate) const AFFECTED_JOB: &str = "terraci-affected";
+
+fn affected_only(github: &GitHub) -> bool {
+    github.affected_only.unwrap_or(true)
+}
+
+/// The `if:` part that runs a module's jobs only when the affected job lists the module
+/// or says that every module runs. GitHub's `contains` compares strings without regard
+/// to case, so `svc/A` also runs when `svc/a` is affected: more runs, never fewer.
+fn affected_guard(module: &str) -> String {
+    let outputs = format!("needs.{AFFECTED_JOB}.outputs");
+    format!(
+        "{outputs}.all == 'true' || contains(fromJSON({outputs}.modules), {})",
+        expression_string(module)
+    )
+}
+
+/// A GitHub expression string literal: `'` is doubled.
+fn expression_string(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The script of the affected job's step. Its outputs: `all` (`true`: every module runs)
+/// and `modules` (a JSON array of module ids). Every module runs on an event other than
+/// a pull request or a push, for a push that created its branch (no previous commit),
+/// when the base commit is not in the clone, and when terraci is not installed (with a
+/// warning): a workflow never runs less than it would without the selection. A failing
+/// terraci fails the job, and every job after it is skipped.
+fn affected_script(hint: &str) -> String {
+    let message = format!(
+        "::warning title={AFFECTED_JOB}::terraci is not on PATH in this job, so every module runs; {hint}"
+    );
+    let warning = terraci_db::escape::sh_word(&message);
+    format!(
+        r#"every() {{ echo "$1"; echo all=true >> "$GITHUB_OUTPUT"; echo 'modules=[]' >> "$GITHUB_OUTPUT"; exit 0; }}
+command -v terraci >/dev/null 2>&1 || every {warning}
+case "$TERRACI_EVENT" in pull_request|push) ;; *) every "$TERRACI_EVENT: every module runs" ;; esac
+case "$TERRACI_BASE" in ''|0000000000000000000000000000000000000000) every "no base commit: every module runs" ;; esac
+git cat-file -e "$TERRACI_BASE^{{commit}}" 2>/dev/null || every "the base commit $TERRACI_BASE is not in the clone: every module runs"
+modules=$(terraci generate --changed-only --committed-only --base-ref "$TERRACI_BASE" --provider github --dry-run --format modules)
+echo "affected: $modules"
+echo all=false >> "$GITHUB_OUTPUT"
+echo "modules=$modules" >> "$GITHUB_OUTPUT"
+"#
+    )
+}
+
+/// The affected job: settings as a contributed job's ([`contributed_config`]: an
+/// `overwrites` entry of type `terraci-affected` is where a step that installs terraci
+/// goes), a full clone (the base commit must be there), and one step.
+fn affected_job(github: &GitHub) -> Value {
+    let user = contributed_config(github, AFFECTED_JOB);
+    let mut m = Mapping::new();
+    insert_runner(&mut m, &user, github);
+    if let Some(condition) = user.if_.as_deref() {
+        m.insert(string("if"), string(condition));
+    }
+    let mut outputs = Mapping::new();
+    for output in ["all", "modules"] {
+        outputs.insert(
+            string(output),
+            string(format!("${{{{ steps.affected.outputs.{output} }}}}")),
+        );
+    }
+    m.insert(string("outputs"), Value::Mapping(outputs));
+    if !user.env.is_empty() {
+        m.insert(string("env"), string_map(&user.env));
+    }
+    let mut checkout = step(&[("name", "Checkout"), ("uses", "actions/checkout@v4")]);
+    let mut with = Mapping::new();
+    with.insert(string("fetch-depth"), Value::Number(0.into()));
+    checkout.insert(string("with"), Value::Mapping(with));
+    let mut steps = vec![checkout];
+    steps.extend(user_steps(user.steps_before.as_deref()));
+    let hint = format!(
+        "add a step that installs it (steps_before in an overwrites entry of type \
+         {AFFECTED_JOB}) or a container that has it"
+    );
+    let mut run_step = step(&[("name", "Affected modules"), ("id", "affected")]);
+    // Event data reaches the script as variables, never spliced into its text.
+    let env = IndexMap::from([
+        (
+            "TERRACI_EVENT".to_owned(),
+            "${{ github.event_name }}".to_owned(),
+        ),
+        (
+            "TERRACI_BASE".to_owned(),
+            "${{ github.event.pull_request.base.sha || github.event.before }}".to_owned(),
+        ),
+    ]);
+    run_step.insert(string("env"), string_map(&env));
+    run_step.insert(string("run"), string(affected_script(&hint)));
+    steps.push(run_step);
+    steps.extend(user_steps(user.steps_after.as_deref()));
+    m.insert(
+        string("steps"),
+        Value::Sequence(steps.into_iter().map(Value::Mapping).collect()),
+    );
+    Value::Mapping(m)
 }
 
 /// `on:` from the config, else pull requests, pushes to the default branch and manual runs.
@@ -290,13 +400,19 @@ fn artifact_name(job: &Job) -> String {
 
 fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, String>) -> Value {
     let user = effective_config(github, job.kind);
+    let selected = affected_only(github);
     let mut m = Mapping::new();
-    if !job.needs.is_empty() {
-        let needs: Vec<&str> = job
-            .needs
-            .iter()
-            .map(|n| ids.get(&*n.job).map_or(&*n.job, String::as_str))
-            .collect();
+    // The affected job is needed directly: a job reads only its own needs' outputs.
+    let needs: Vec<&str> = selected
+        .then_some(AFFECTED_JOB)
+        .into_iter()
+        .chain(
+            job.needs
+                .iter()
+                .map(|n| ids.get(&*n.job).map_or(&*n.job, String::as_str)),
+        )
+        .collect();
+    if !needs.is_empty() {
         m.insert(string("needs"), strings(&needs));
     }
     let runs_on = user
@@ -321,10 +437,11 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
     if let Some(environment) = environment {
         m.insert(string("environment"), string(environment));
     }
-    m.insert(
-        string("if"),
-        string(job_condition(job.kind, user.if_.as_deref())),
-    );
+    let mut condition = job_condition(job.kind, user.if_.as_deref());
+    if selected {
+        condition.push_str(&format!(" && ({})", affected_guard(&job.module)));
+    }
+    m.insert(string("if"), string(condition));
     // Plans of one ref queue behind each other; an apply is never cancelled (a pending
     // job of a concurrency group is, when another is queued), so applies have no group:
     // Terraform's state lock keeps two applies of one module apart.
@@ -428,23 +545,37 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
     Value::Mapping(m)
 }
 
-/// A contributed job's settings: `job_defaults` but `if` and `environment`, the summary
-/// job's `pr.summary_job.runs_on`, then the `overwrites` of its name.
-fn contributed_config(github: &GitHub, job: &ContributedJob) -> GitHubJobConfig {
+/// The settings of a job of terraci's own (a contributed job, the affected job):
+/// `job_defaults` but `if` and `environment`, the summary job's
+/// `pr.summary_job.runs_on`, then the `overwrites` of its name.
+fn contributed_config(github: &GitHub, name: &str) -> GitHubJobConfig {
     let mut out = github.job_defaults.clone().unwrap_or_default();
     out.if_ = None;
     out.environment = None;
-    if let Some(runs_on) = summary_runs_on(github, job) {
+    if let Some(runs_on) = summary_runs_on(github, name) {
         out.runs_on = Some(runs_on);
     }
-    let wanted = OverwriteType::Job(job.name.to_string());
+    let wanted = OverwriteType::Job(name.to_owned());
     apply_overwrites(&mut out, github, &wanted);
     out
 }
 
+/// `runs-on` and `container` of a job of terraci's own.
+fn insert_runner(m: &mut Mapping, user: &GitHubJobConfig, github: &GitHub) {
+    let runs_on = user
+        .runs_on
+        .clone()
+        .or_else(|| github.runs_on.clone())
+        .unwrap_or_else(|| DEFAULT_RUNS_ON.to_owned());
+    m.insert(string("runs-on"), string(runs_on));
+    if let Some(container) = user.container.as_ref().or(github.container.as_ref()) {
+        m.insert(string("container"), string(container.name()));
+    }
+}
+
 /// `extensions.github.pr.summary_job.runs_on` for the summary job.
-fn summary_runs_on(github: &GitHub, job: &ContributedJob) -> Option<String> {
-    if &*job.name != terraci_engine::contrib::SUMMARY_JOB {
+fn summary_runs_on(github: &GitHub, name: &str) -> Option<String> {
+    if name != terraci_engine::contrib::SUMMARY_JOB {
         return None;
     }
     github.pr.as_ref()?.summary_job.as_ref()?.runs_on.clone()
@@ -466,7 +597,7 @@ fn render_contributed(
     github: &GitHub,
     ids: &BTreeMap<&str, String>,
 ) -> Value {
-    let user = contributed_config(github, job);
+    let user = contributed_config(github, &job.name);
     let mut m = Mapping::new();
     if !job.needs.is_empty() {
         let needs: Vec<&str> = job
@@ -476,15 +607,7 @@ fn render_contributed(
             .collect();
         m.insert(string("needs"), strings(&needs));
     }
-    let runs_on = user
-        .runs_on
-        .clone()
-        .or_else(|| github.runs_on.clone())
-        .unwrap_or_else(|| DEFAULT_RUNS_ON.to_owned());
-    m.insert(string("runs-on"), string(runs_on));
-    if let Some(container) = user.container.as_ref().or(github.container.as_ref()) {
-        m.insert(string("container"), string(container.name()));
-    }
+    insert_runner(&mut m, &user, github);
     if let Some(environment) = &user.environment {
         m.insert(string("environment"), string(environment.as_str()));
     }

@@ -16,6 +16,9 @@ pub enum OutputFormat {
     #[cfg_attr(feature = "clap", value(alias = "text"))]
     Yaml,
     Json,
+    /// With `--dry-run`: the ids of the modules in the pipeline, one JSON array on one
+    /// line (the affected set; what the GitHub workflow's first job reads)
+    Modules,
 }
 
 /// `--explain`: one line per module in the pipeline with why it is there.
@@ -116,6 +119,19 @@ pub fn dry_run(
         changed_files: changed_files_list,
     } = *report;
     let text = match format {
+        OutputFormat::Modules => {
+            // The plan's modules in job order (dependencies first), each once.
+            let mut seen = BTreeSet::new();
+            let ids: Vec<&str> = plan
+                .jobs
+                .iter()
+                .map(|j| &*j.module)
+                .filter(|m| seen.insert(*m))
+                .collect();
+            let mut s = serde_json::to_string(&ids)?;
+            s.push('\n');
+            s
+        }
         OutputFormat::Json => {
             let graph_view = view();
             let targets: BTreeSet<&str> = plan.jobs.iter().map(|j| &*j.module).collect();

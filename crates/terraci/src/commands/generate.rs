@@ -21,6 +21,11 @@ pub(super) fn generate(
     args: &GenerateArgs,
     io: &mut Io<'_>,
 ) -> anyhow::Result<u8> {
+    if args.pipeline.format == crate::cli::OutputFormat::Modules && !args.pipeline.dry_run {
+        return Err(terraci_db::exit::coded(
+            crate::pipeline::PipelineError::ModulesWithoutDryRun,
+        ));
+    }
     // Before any stamp is taken: a run records only files that changed before it began.
     let started = io.system.now();
     let root = project_dir(io.system, global)?;

@@ -772,6 +772,12 @@ pub struct GitHub {
     pub permissions: IndexMap<String, String>,
     /// Plan jobs only (as `--plan-only`).
     pub plan_only: bool,
+    /// A first job, `terraci-affected`, runs `terraci generate --changed-only` against
+    /// the pull request's base (or the commit a push replaced) and each plan and apply job
+    /// runs only when its module is in that affected set (default true). Without terraci
+    /// in that job, on other events, or when the base commit is not in the clone, every
+    /// module runs. false: every job runs on every event.
+    pub affected_only: Option<bool>,
     /// Applied to every plan and apply job.
     pub job_defaults: Option<GitHubJobConfig>,
     /// Applied after `job_defaults` to the jobs of one type, in order.
