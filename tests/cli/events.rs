@@ -15,19 +15,19 @@ enum Status {
     Skipped,
 }
 
-/// The `if:` terms terraci writes, evaluated for `event` with `failed` (an ancestor
-/// failed) and `needs_ok` (every need succeeded, for a job without `if:`).
+/// A job's `if:`, evaluated for `event` with `failed` (an ancestor failed) and
+/// `needs_ok` (every need succeeded, for a job without `if:`). The affected job says that
+/// every module runs (as it does without terraci, or on `workflow_dispatch`): which
+/// modules it selects is `changes::the_github_workflow_runs_what_a_pull_request_or_a_push_affects`.
 fn holds(condition: Option<&str>, event: &str, failed: bool, needs_ok: bool) -> bool {
     let Some(condition) = condition else {
         return needs_ok;
     };
-    condition.split("&&").map(str::trim).all(|term| match term {
-        "!cancelled()" => true,
-        "!failure()" => !failed,
-        "github.event_name != 'pull_request'" => event != "pull_request",
-        "github.event_name == 'pull_request'" => event == "pull_request",
-        other => panic!("a term this test does not know: {other}"),
-    })
+    let context = serde_json::json!({
+        "github": {"event_name": event},
+        "needs": {"terraci-affected": {"outputs": {"all": "true", "modules": "[]"}}},
+    });
+    crate::github_expr::truthy(&crate::github_expr::evaluate(condition, &context, failed))
 }
 
 /// Runs the workflow for `event`; `failing` jobs fail when they run.
@@ -92,19 +92,19 @@ fn pull_requests_plan_every_module_and_apply_nothing_pushes_apply_in_order() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(actionlint(&out.stdout), "");
     let workflow: Value = serde_yaml::from_str(&out.stdout).expect("YAML");
-    // Module jobs, then the summary job.
-    let jobs = workflow["jobs"].as_mapping().expect("jobs").len() - 1;
+    // The affected job, the module jobs, then the summary job.
+    let jobs = workflow["jobs"].as_mapping().expect("jobs").len() - 2;
 
     let pr = simulate(&workflow, "pull_request", &[]);
     let ran = with_status(&pr, Status::Success);
     assert_eq!(
         ran.len(),
-        jobs / 2 + 1,
+        jobs / 2 + 2,
         "every module plans on a pull request, then the summary: {pr:?}"
     );
     assert!(
         ran.iter()
-            .all(|j| j.starts_with("plan-") || *j == "terraci-summary"),
+            .all(|j| j.starts_with("plan-") || *j == "terraci-summary" || *j == "terraci-affected"),
         "{pr:?}"
     );
     assert!(with_status(&pr, Status::Skipped)
@@ -119,7 +119,11 @@ fn pull_requests_plan_every_module_and_apply_nothing_pushes_apply_in_order() {
     assert_eq!(failed_pr["terraci-summary"], Status::Success);
 
     let push = simulate(&workflow, "push", &[]);
-    assert_eq!(with_status(&push, Status::Success).len(), jobs, "{push:?}");
+    assert_eq!(
+        with_status(&push, Status::Success).len(),
+        jobs + 1,
+        "{push:?}"
+    );
     assert_eq!(
         push["terraci-summary"],
         Status::Skipped,

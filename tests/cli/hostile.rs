@@ -438,9 +438,16 @@ fn github_workflow_passes_actionlint_without_expressions_terraci_did_not_write()
     let workflow = String::from_utf8_lossy(&run.stdout).into_owned();
     let err = String::from_utf8_lossy(&run.stderr).into_owned();
     // The only expressions are the ones terraci writes itself (the plans' concurrency
-    // group, the commit a plan is made for, the summary job's token), none from a module
-    // name.
+    // group, the commit a plan is made for, the summary job's token, the affected job's
+    // event, base and outputs), none from a module name.
     let own = workflow
+        .replace("${{ github.event_name }}", "")
+        .replace(
+            "${{ github.event.pull_request.base.sha || github.event.before }}",
+            "",
+        )
+        .replace("${{ steps.affected.outputs.all }}", "")
+        .replace("${{ steps.affected.outputs.modules }}", "")
         .replace("${{ github.workflow }}", "")
         .replace("${{ github.ref }}", "")
         .replace(
