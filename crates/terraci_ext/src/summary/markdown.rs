@@ -72,7 +72,7 @@ impl Limit {
 }
 
 /// `1234567` as `1,234,567`.
-fn thousands(n: usize) -> String {
+pub fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
