@@ -34,6 +34,17 @@ pub(super) fn cost(global: &GlobalArgs, args: &CostArgs, io: &mut Io<'_>) -> any
         .ok_or_else(|| {
             failure("cost estimation is not enabled (set extensions.cost.providers.aws.enabled: true in .terraci.yaml)")
         })?;
+    let namespace = camino::Utf8Path::new(section.namespace());
+    if namespace.is_absolute()
+        || namespace
+            .components()
+            .any(|c| !matches!(c, camino::Utf8Component::Normal(_)))
+    {
+        return Err(failure(format!(
+            "invalid cost configuration: extensions.cost.blob_cache.namespace `{}` must be a relative path without `..` (a directory of the cache home)",
+            terraci_db::escape::printable(namespace.as_str())
+        )));
+    }
     let ttl = match section.ttl() {
         None => source::DEFAULT_TTL,
         Some(text) => source::parse_duration(text).ok_or_else(|| {
@@ -79,7 +90,7 @@ pub(super) fn cost(global: &GlobalArgs, args: &CostArgs, io: &mut Io<'_>) -> any
         ),
         None => {
             let cache = match terraci_db::system::cache_home(io.system, &root) {
-                Ok(home) => Some(home.join(section.namespace())),
+                Ok(home) => Some(home.join(namespace)),
                 Err(e) => {
                     print(
                         io,
