@@ -397,7 +397,8 @@ fn with_plan_files_the_report_for_the_summary_is_written() {
     assert_eq!(results["currency"], "USD");
     assert!(money(&results["total_after"]) > 0.0);
 
-    // The summary comment shows it as its cost section.
+    // The summary comment shows it as its cost section: Module / Before / After / Diff,
+    // and the totals.
     let summary = p.run_env(&["summary"], &[("CI_COMMIT_SHA", "0123abcd")]);
     assert_eq!(summary.code, 0, "{}", summary.stderr);
     assert!(
@@ -407,7 +408,14 @@ fn with_plan_files_the_report_for_the_summary_is_written() {
     );
     assert!(
         summary.stdout.contains(
-            "| `platform/prod/us-east-1/resize` | ✅ pass | before \\$8\\.39\\, after \\$15\\.98\\, diff \\+\\$7\\.59 |"
+            "| **Total** | **\\$166\\.18** | **\\$399\\.35** | **\\+\\$233\\.17** |"
+        ),
+        "{}",
+        summary.stdout
+    );
+    assert!(
+        summary.stdout.contains(
+            "| `platform/prod/us-east-1/resize` | \\$8\\.39 | \\$15\\.98 | \\+\\$7\\.59 |"
         ),
         "{}",
         summary.stdout

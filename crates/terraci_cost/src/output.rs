@@ -152,6 +152,11 @@ pub fn json(estimate: &Estimate) -> String {
     text
 }
 
+/// A report's `cost` figures: the summary shows them as Before / After / Diff columns.
+fn figures(before: f64, after: f64, diff: f64) -> serde_json::Value {
+    json!({"before": money(before), "after": money(after), "diff": signed(diff)})
+}
+
 /// The report the summary comment shows as its cost section (`producer: cost`):
 /// one row per module, `before -> after (diff)`, with each resource as a detail. A
 /// module that could not be estimated warns.
@@ -176,12 +181,16 @@ pub fn report(estimate: &Estimate, commit: &str) -> String {
                     ),
                 ),
             };
-            json!({
+            let mut module = json!({
                 "module": m.module,
                 "status": status,
                 "summary": summary,
                 "details": details,
-            })
+            });
+            if m.error.is_none() {
+                module["cost"] = figures(m.before, m.after, m.diff);
+            }
+            module
         })
         .collect();
     let errors = estimate.modules.iter().filter(|m| m.error.is_some()).count();
@@ -198,6 +207,7 @@ pub fn report(estimate: &Estimate, commit: &str) -> String {
             signed(estimate.total_diff)
         ),
         "modules": modules,
+        "cost": figures(estimate.total_before, estimate.total_after, estimate.total_diff),
     });
     if !commit.is_empty() {
         report["commit"] = json!(commit);
