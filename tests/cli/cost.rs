@@ -60,16 +60,15 @@ fn serve(mut stream: TcpStream, seen: &Mutex<Vec<String>>) {
             break;
         }
     }
-    let path = request
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("/")
-        .to_owned();
+    let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
     seen.lock().unwrap().push(path.clone());
     let file = prices_dir().join(path.trim_start_matches('/'));
     let (status, body) = match (path.contains(".."), std::fs::read(&file)) {
         (false, Ok(body)) => ("200 OK", body),
-        _ => ("404 Not Found", b"<Error><Code>NoSuchKey</Code></Error>".to_vec()),
+        _ => (
+            "404 Not Found",
+            b"<Error><Code>NoSuchKey</Code></Error>".to_vec(),
+        ),
     };
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n",
@@ -176,7 +175,11 @@ fn ten_common_resources_cost_the_price_in_the_slice_times_the_documented_usage()
     ] {
         let r = resource(app, address);
         assert_eq!(r["status"], "usage_estimated", "{address}");
-        assert!(r["lines"].as_array().unwrap().iter().all(|l| l["assumed"] == true));
+        assert!(r["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["assumed"] == true));
     }
     assert_eq!(resource(app, "aws_instance.web")["status"], "exact");
     // A queue is charged by use only: shown as such, not as a silent 0.
@@ -265,7 +268,11 @@ fn plans_that_create_change_delete_and_replace_give_before_after_and_diff() {
     let keep = resource(retire, "aws_eks_cluster.keep");
     assert_eq!(keep["action"], "no-op");
     assert_cost(&keep["diff"], 0.0, "no-op diff");
-    assert_cost(&retire["before"], 0.045 * hours + 0.10 * hours, "module before");
+    assert_cost(
+        &retire["before"],
+        0.045 * hours + 0.10 * hours,
+        "module before",
+    );
     assert_cost(&retire["after"], 0.10 * hours, "module after");
     assert_cost(&retire["diff"], -0.045 * hours, "module diff");
 
@@ -273,7 +280,11 @@ fn plans_that_create_change_delete_and_replace_give_before_after_and_diff() {
     let rebuild = module(&estimate, "platform/prod/us-east-1/rebuild");
     let db = resource(rebuild, "aws_db_instance.main");
     assert_eq!(db["action"], "replace");
-    assert_cost(&db["before"], 0.068 * hours + 0.115 * 20.0, "replaced before");
+    assert_cost(
+        &db["before"],
+        0.068 * hours + 0.115 * 20.0,
+        "replaced before",
+    );
     assert_cost(&db["after"], 0.072 * hours + 0.115 * 20.0, "replaced after");
 
     // The region of a provider given by a root variable, and its prefixed usage types.
@@ -376,7 +387,11 @@ fn an_invalid_ttl_is_an_invalid_cost_configuration() {
     );
     let out = p.run(&["cost"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("must be a relative path"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("must be a relative path"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -407,9 +422,9 @@ fn with_plan_files_the_report_for_the_summary_is_written() {
         summary.stdout
     );
     assert!(
-        summary.stdout.contains(
-            "| **Total** | **\\$166\\.18** | **\\$399\\.35** | **\\+\\$233\\.17** |"
-        ),
+        summary
+            .stdout
+            .contains("| **Total** | **\\$166\\.18** | **\\$399\\.35** | **\\+\\$233\\.17** |"),
         "{}",
         summary.stdout
     );
@@ -445,7 +460,11 @@ fn the_module_filter_estimates_one_module() {
     assert_eq!(ids, ["platform/prod/us-east-1/resize"]);
     let out = p.run(&["cost", "-m", "platform/prod/nowhere"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("is not a module of the project"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is not a module of the project"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -460,7 +479,11 @@ fn prices_that_cannot_be_had_leave_resources_listed_as_not_priced() {
         &[("TERRACI_PRICING_URL", &url)],
     );
     let estimate = json(&out);
-    assert!(out.stderr.contains("warning[cost-prices]"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("warning[cost-prices]"),
+        "{}",
+        out.stderr
+    );
     let resize = module(&estimate, "platform/prod/us-east-1/resize");
     assert_eq!(resize["resources"], serde_json::json!([]));
     let reason = resize["unpriced"][0]["reason"].as_str().unwrap();

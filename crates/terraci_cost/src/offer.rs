@@ -354,16 +354,29 @@ mod tests {
         let index = parse_offer(OFFER.as_bytes(), "AmazonEKS", "us-east-1", &keep).expect("parses");
         assert_eq!(index.products.len(), 1);
         let p = index
-            .find("Compute", &[("usagetype", Match::EndsWith("-AmazonEKS-Hours:perCluster".into()))])
+            .find(
+                "Compute",
+                &[(
+                    "usagetype",
+                    Match::EndsWith("-AmazonEKS-Hours:perCluster".into()),
+                )],
+            )
             .expect("found");
-        assert_eq!((p.sku.as_str(), p.price.as_str(), p.unit.as_str()), ("AAA", "0.1000000000", "Hrs"));
+        assert_eq!(
+            (p.sku.as_str(), p.price.as_str(), p.unit.as_str()),
+            ("AAA", "0.1000000000", "Hrs")
+        );
     }
 
     #[test]
     fn a_bad_price_of_a_kept_product_is_an_error_with_its_place() {
         let keep = |_: &str, _: &BTreeMap<String, String>| true;
-        let err = parse_offer(OFFER.as_bytes(), "AmazonEKS", "us-east-1", &keep).expect_err("bad price");
-        assert!(err.to_string().contains("\"oops\" is not a number"), "{err}");
+        let err =
+            parse_offer(OFFER.as_bytes(), "AmazonEKS", "us-east-1", &keep).expect_err("bad price");
+        assert!(
+            err.to_string().contains("\"oops\" is not a number"),
+            "{err}"
+        );
         assert!(err.to_string().contains("line "), "{err}");
     }
 
@@ -383,7 +396,8 @@ mod tests {
             "a": {"unit": "ReadCapacityUnit-Hrs", "beginRange": "0", "pricePerUnit": {"USD": "0.0000000000"}},
             "b": {"unit": "ReadCapacityUnit-Hrs", "beginRange": "18600", "pricePerUnit": {"USD": "0.0001300000"}}}}}}}}"#;
         let keep = |_: &str, _: &BTreeMap<String, String>| true;
-        let index = parse_offer(offer.as_bytes(), "AmazonDynamoDB", "us-east-1", &keep).expect("parses");
+        let index =
+            parse_offer(offer.as_bytes(), "AmazonDynamoDB", "us-east-1", &keep).expect("parses");
         assert_eq!(index.products[0].price, "0.0001300000");
     }
 }

@@ -68,17 +68,31 @@ fn resource_head(r: &ResourceCost) -> String {
         Status::UsageBased => "usage-based, no fixed monthly cost".to_owned(),
         _ if r.action == "create" => money(r.after),
         _ if r.action == "delete" => format!("{} -> $0.00", money(r.before)),
-        _ => format!("{} -> {} ({})", money(r.before), money(r.after), signed(r.diff)),
+        _ => format!(
+            "{} -> {} ({})",
+            money(r.before),
+            money(r.after),
+            signed(r.diff)
+        ),
     };
     let status = match r.status {
         Status::UsageEstimated => ", usage estimated",
         _ => "",
     };
-    format!("{} {} ({}{status}): {figure}", sign(r.action), r.address, r.action)
+    format!(
+        "{} {} ({}{status}): {figure}",
+        sign(r.action),
+        r.address,
+        r.action
+    )
 }
 
 fn module_text(out: &mut String, m: &ModuleCost) {
-    let region = m.region.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+    let region = m
+        .region
+        .as_deref()
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
         "{}{region}: before {}, after {}, diff {}",
@@ -193,7 +207,11 @@ pub fn report(estimate: &Estimate, commit: &str) -> String {
             module
         })
         .collect();
-    let errors = estimate.modules.iter().filter(|m| m.error.is_some()).count();
+    let errors = estimate
+        .modules
+        .iter()
+        .filter(|m| m.error.is_some())
+        .count();
     let n = estimate.modules.len();
     let mut report = json!({
         "producer": "cost",

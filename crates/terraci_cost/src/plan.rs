@@ -162,23 +162,42 @@ mod tests {
     #[test]
     fn the_region_is_the_constant_or_the_variable_it_references() {
         let constant = br#"{"format_version":"1.2","configuration":{"provider_config":{"aws":{"name":"aws","expressions":{"region":{"constant_value":"eu-west-1"}}}}}}"#;
-        assert_eq!(parse_plan(constant).unwrap().region.as_deref(), Some("eu-west-1"));
+        assert_eq!(
+            parse_plan(constant).unwrap().region.as_deref(),
+            Some("eu-west-1")
+        );
         let variable = br#"{"format_version":"1.2","variables":{"region":{"value":"us-west-2"}},"configuration":{"provider_config":{"aws":{"expressions":{"region":{"references":["var.region"]}}}}}}"#;
-        assert_eq!(parse_plan(variable).unwrap().region.as_deref(), Some("us-west-2"));
-        assert_eq!(parse_plan(br#"{"format_version":"1.2"}"#).unwrap().region, None);
+        assert_eq!(
+            parse_plan(variable).unwrap().region.as_deref(),
+            Some("us-west-2")
+        );
+        assert_eq!(
+            parse_plan(br#"{"format_version":"1.2"}"#).unwrap().region,
+            None
+        );
     }
 
     #[test]
     fn a_region_in_the_module_path() {
-        assert_eq!(region_in_path("platform/prod/eu-central-1/vpc").as_deref(), Some("eu-central-1"));
-        assert_eq!(region_in_path("gov/us-gov-west-1/app").as_deref(), Some("us-gov-west-1"));
+        assert_eq!(
+            region_in_path("platform/prod/eu-central-1/vpc").as_deref(),
+            Some("eu-central-1")
+        );
+        assert_eq!(
+            region_in_path("gov/us-gov-west-1/app").as_deref(),
+            Some("us-gov-west-1")
+        );
         assert_eq!(region_in_path("platform/prod/vpc-2/x"), None);
     }
 
     #[test]
     fn a_wrong_document_says_where() {
-        let err = parse_plan(br#"{"format_version":"1.2","resource_changes":[{"address":"a"}]}"#).unwrap_err();
-        assert!(err.contains("missing field") && err.contains("line 1"), "{err}");
+        let err = parse_plan(br#"{"format_version":"1.2","resource_changes":[{"address":"a"}]}"#)
+            .unwrap_err();
+        assert!(
+            err.contains("missing field") && err.contains("line 1"),
+            "{err}"
+        );
         let err = parse_plan(br#"{"format_version":"2.0"}"#).unwrap_err();
         assert!(err.contains("2.0"), "{err}");
     }

@@ -119,7 +119,10 @@ pub fn count_text(n: f64) -> String {
 
 fn hours(units: f64, unit_word: &str) -> (f64, String) {
     if units == 1.0 {
-        (HOURS_PER_MONTH, format!("{} h", count_text(HOURS_PER_MONTH)))
+        (
+            HOURS_PER_MONTH,
+            format!("{} h", count_text(HOURS_PER_MONTH)),
+        )
     } else {
         (
             units * HOURS_PER_MONTH,
@@ -608,7 +611,11 @@ fn s3() -> Pricing {
                 usage: format!("{} GB", count_text(assumed::S3_GB)),
                 assumed: true,
             },
-            requests("PUT, COPY, POST, LIST", "S3-API-Tier1", assumed::S3_TIER1_REQUESTS),
+            requests(
+                "PUT, COPY, POST, LIST",
+                "S3-API-Tier1",
+                assumed::S3_TIER1_REQUESTS,
+            ),
             requests("GET, SELECT", "S3-API-Tier2", assumed::S3_TIER2_REQUESTS),
         ],
         notes: vec![],
@@ -632,8 +639,13 @@ pub fn keeps(
                     && attr("preInstalledSw") == Some("NA")
                     && attr("capacitystatus") == Some("Used")
             }
-            "Storage" | "System Operation" | "Provisioned Throughput" | "NAT Gateway"
-            | "Load Balancer" | "Load Balancer-Application" | "Load Balancer-Network"
+            "Storage"
+            | "System Operation"
+            | "Provisioned Throughput"
+            | "NAT Gateway"
+            | "Load Balancer"
+            | "Load Balancer-Application"
+            | "Load Balancer-Network"
             | "Load Balancer-Gateway" => true,
             _ => false,
         },

@@ -467,12 +467,16 @@ mod tests {
         let config = |text: &str| terraci_db::config::parse_config(text, "c").expect("config");
         let off = contributions(&config("extensions:\n  cost: {}\n"), Runner::Gitlab).unwrap();
         assert!(off.get(COST_JOB).is_none());
-        let on = config("extensions:\n  cost:\n    providers:\n      aws:\n        enabled: true\n");
+        let on =
+            config("extensions:\n  cost:\n    providers:\n      aws:\n        enabled: true\n");
         let set = contributions(&on, Runner::Github).unwrap();
         let cost = set.get(COST_JOB).expect("a cost job");
         assert_eq!(cost.commands, [["terraci", "cost"]]);
         assert_eq!(cost.consumes, [Input::PlanResults]);
-        assert_eq!(cost.report_path(".terraci").as_deref(), Some(".terraci/cost-report.json"));
+        assert_eq!(
+            cost.report_path(".terraci").as_deref(),
+            Some(".terraci/cost-report.json")
+        );
         assert_eq!((cost.when, cost.gates_applies), (When::ReviewAlways, false));
         let order: Vec<&str> = set.jobs.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(order, [COST_JOB, SUMMARY_JOB]);

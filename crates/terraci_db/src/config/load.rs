@@ -798,7 +798,10 @@ mod tests {
         let loaded = load_config_text(text, ".terraci.yaml").expect("loads");
         let cost = loaded.config.extensions.cost.as_ref().expect("cost");
         assert!(cost.is_enabled());
-        assert_eq!((cost.ttl(), cost.namespace()), (Some("12h"), "cost/pricing"));
+        assert_eq!(
+            (cost.ttl(), cost.namespace()),
+            (Some("12h"), "cost/pricing")
+        );
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
 
         let text = "extensions:\n  cost:\n    enabled: true\n    cache_dir: ~/.terraci/pricing\n    cache_ttl: 1h\n    blob_cache: {backend: s3blob, namespace: prices, ttl: 2h}\n    providers: {gcp: {enabled: true}}\n";
