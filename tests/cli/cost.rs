@@ -201,13 +201,18 @@ fn ten_common_resources_cost_the_price_in_the_slice_times_the_documented_usage()
         seen,
         [
             "/offers/v1.0/aws/AWSLambda/current/us-east-1/index.json",
+            "/offers/v1.0/aws/AWSSecretsManager/current/us-east-1/index.json",
+            "/offers/v1.0/aws/AmazonCloudWatch/current/us-east-1/index.json",
             "/offers/v1.0/aws/AmazonDynamoDB/current/us-east-1/index.json",
             "/offers/v1.0/aws/AmazonEC2/current/eu-central-1/index.json",
             "/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json",
             "/offers/v1.0/aws/AmazonEKS/current/us-east-1/index.json",
             "/offers/v1.0/aws/AmazonElastiCache/current/us-east-1/index.json",
             "/offers/v1.0/aws/AmazonRDS/current/us-east-1/index.json",
+            "/offers/v1.0/aws/AmazonRoute53/current/global/index.json",
             "/offers/v1.0/aws/AmazonS3/current/us-east-1/index.json",
+            "/offers/v1.0/aws/AmazonVPC/current/us-east-1/index.json",
+            "/offers/v1.0/aws/awskms/current/us-east-1/index.json",
         ]
     );
     // Cached outside the checkout: a second run asks the network for nothing and
@@ -221,7 +226,43 @@ fn ten_common_resources_cost_the_price_in_the_slice_times_the_documented_usage()
         &[("TERRACI_PRICING_URL", &server.url)],
     );
     assert_eq!(again.stdout, out.stdout);
-    assert_eq!(server.seen().len(), 8, "{:?}", server.seen());
+    assert_eq!(server.seen().len(), 13, "{:?}", server.seen());
+}
+
+#[test]
+fn monthly_resources_and_a_public_address_cost_their_price_lists_figures() {
+    let p = project();
+    let dir = prices_dir();
+    let out = p.run(&[
+        "cost",
+        "-o",
+        "json",
+        "-m",
+        "platform/prod/us-east-1/shared",
+        "--pricing-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let estimate = json(&out);
+    let shared = module(&estimate, "platform/prod/us-east-1/shared");
+    for (address, cost) in [
+        ("aws_eip.nat", 0.005 * 730.0),
+        ("aws_kms_key.main", 1.0),
+        ("aws_secretsmanager_secret.db", 0.40),
+        // The first tier of Route 53's global price list (up to 25 zones).
+        ("aws_route53_zone.main", 0.50),
+        ("aws_cloudwatch_metric_alarm.cpu", 0.10),
+        // A period under a minute: a high-resolution alarm.
+        ("aws_cloudwatch_metric_alarm.fast", 0.30),
+    ] {
+        let r = resource(shared, address);
+        assert_eq!(r["status"], "exact", "{address}");
+        assert_cost(&r["after"], cost, address);
+    }
+    assert_eq!(
+        resource(shared, "aws_cloudwatch_log_group.app")["status"],
+        "usage_based"
+    );
+    assert_eq!(shared["unpriced"], serde_json::json!([]));
 }
 
 #[test]
@@ -353,6 +394,7 @@ fn no_plan_files_is_an_error() {
         "platform/prod/us-east-1/rebuild",
         "platform/prod/us-east-1/resize",
         "platform/prod/us-east-1/retire",
+        "platform/prod/us-east-1/shared",
         "platform/stage/eu-central-1/web",
     ] {
         p.remove(&format!("{m}/plan.json"));
@@ -407,7 +449,7 @@ fn with_plan_files_the_report_for_the_summary_is_written() {
     assert_eq!(report["producer"], "cost");
     assert_eq!(report["status"], "pass");
     assert_eq!(report["commit"], "0123abcd");
-    assert_eq!(report["modules"].as_array().unwrap().len(), 5);
+    assert_eq!(report["modules"].as_array().unwrap().len(), 6);
     let results: Value = serde_json::from_str(&p.read(".terraci/cost-results.json")).unwrap();
     assert_eq!(results["currency"], "USD");
     assert!(money(&results["total_after"]) > 0.0);
@@ -424,7 +466,7 @@ fn with_plan_files_the_report_for_the_summary_is_written() {
     assert!(
         summary
             .stdout
-            .contains("| **Total** | **\\$166\\.18** | **\\$399\\.35** | **\\+\\$233\\.17** |"),
+            .contains("| **Total** | **\\$166\\.18** | **\\$405\\.30** | **\\+\\$239\\.12** |"),
         "{}",
         summary.stdout
     );

@@ -253,11 +253,14 @@ fn price_side(
 }
 
 fn line(c: &Component, side: Side, region: &str, prices: &mut Prices<'_>) -> Result<Line, String> {
+    let region = c.region.unwrap_or(region);
     let index = prices
         .index(c.service, region)
         .map_err(|e| format!("no {} prices for {region}: {e}", c.service))?;
     let mut filters: Vec<(&str, Match)> = c.filters.clone();
-    filters.push(("regionCode", Match::Is(region.to_owned())));
+    if c.region.is_none() {
+        filters.push(("regionCode", Match::Is(region.to_owned())));
+    }
     let product = index.find(c.family, &filters).ok_or_else(|| {
         let wanted: Vec<String> = filters.iter().map(|(k, m)| format!("{k}={m}")).collect();
         format!(

@@ -75,12 +75,13 @@ impl fmt::Display for Match {
 }
 
 impl PriceIndex {
-    /// The product of `family` whose attributes match every filter; of several, the one
-    /// with the lowest SKU (the files list one per combination, so several means a
-    /// filter the resource could not narrow: the choice must at least be stable).
+    /// The product of `family` (any, when empty) whose attributes match every filter; of
+    /// several, the one with the lowest SKU (the files list one per combination, so
+    /// several means a filter the resource could not narrow: the choice must at least be
+    /// stable).
     pub fn find(&self, family: &str, filters: &[(&str, Match)]) -> Option<&Product> {
         self.products.iter().find(|p| {
-            p.family == family
+            (family.is_empty() || p.family == family)
                 && filters.iter().all(|(name, m)| {
                     p.attributes
                         .get(*name)

@@ -41,6 +41,14 @@ pub const EKS: &str = "AmazonEKS";
 pub const LAMBDA: &str = "AWSLambda";
 pub const DYNAMODB: &str = "AmazonDynamoDB";
 pub const S3: &str = "AmazonS3";
+pub const VPC: &str = "AmazonVPC";
+pub const KMS: &str = "awskms";
+pub const ROUTE53: &str = "AmazonRoute53";
+pub const SECRETS: &str = "AWSSecretsManager";
+pub const CLOUDWATCH: &str = "AmazonCloudWatch";
+
+/// The price-list region of services priced the same everywhere (Route 53).
+pub const GLOBAL: &str = "global";
 
 /// One thing a resource pays for each month.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +56,9 @@ pub struct Component {
     /// What it is, for the line (`instance t3.micro`, `storage gp3`).
     pub label: String,
     pub service: &'static str,
+    /// The price list's region when it is not the resource's ([`GLOBAL`]).
+    pub region: Option<&'static str>,
+    /// The product family; empty where AWS's list gives the products none (public IPv4).
     pub family: &'static str,
     pub filters: Vec<(&'static str, Match)>,
     /// Units a month.
@@ -69,21 +80,28 @@ pub struct Pricing {
 /// The resource types priced (sorted), for the docs and `--help`.
 pub const PRICED: &[&str] = &[
     "aws_alb",
+    "aws_cloudwatch_log_group",
+    "aws_cloudwatch_metric_alarm",
     "aws_db_instance",
     "aws_dynamodb_table",
     "aws_ebs_volume",
     "aws_eks_cluster",
+    "aws_eip",
     "aws_eks_node_group",
+    "aws_elasticache_serverless_cache",
     "aws_elasticache_cluster",
     "aws_elasticache_replication_group",
     "aws_elb",
     "aws_instance",
+    "aws_kms_key",
     "aws_lambda_function",
     "aws_lb",
     "aws_nat_gateway",
     "aws_rds_cluster",
     "aws_rds_cluster_instance",
+    "aws_route53_zone",
     "aws_s3_bucket",
+    "aws_secretsmanager_secret",
     "aws_sns_topic",
     "aws_sqs_queue",
 ];
@@ -206,6 +224,74 @@ pub fn pricing(resource_type: &str, v: &Value) -> Option<Result<Pricing, String>
         "aws_lambda_function" => Ok(lambda(v)),
         "aws_dynamodb_table" => Ok(dynamodb(v)),
         "aws_s3_bucket" => Ok(s3()),
+        "aws_eip" => {
+            // Every public IPv4 address is charged by the hour, attached or not.
+            let state = if text(v, "instance").is_some() || text(v, "network_interface").is_some() {
+                "InUseAddress"
+            } else {
+                "IdleAddress"
+            };
+            Ok(Pricing {
+                components: vec![hourly(
+                    "public IPv4 address".into(),
+                    VPC,
+                    "",
+                    vec![
+                        ("group", is("VPCPublicIPv4Address")),
+                        ("usagetype", ends(&format!("PublicIPv4:{state}"))),
+                    ],
+                    1.0,
+                    "",
+                )],
+                notes: vec![],
+            })
+        }
+        "aws_kms_key" => Ok(monthly(
+            "customer managed key",
+            KMS,
+            "Encryption Key",
+            vec![("usagetype", ends("KMS-Keys"))],
+            "key",
+            vec!["requests are usage-based and not included"],
+        )),
+        "aws_secretsmanager_secret" => Ok(monthly(
+            "secret",
+            SECRETS,
+            "Secret",
+            vec![("usagetype", ends("AWSSecretsManager-Secrets"))],
+            "secret",
+            vec!["API calls are usage-based and not included"],
+        )),
+        "aws_route53_zone" => {
+            let mut p = monthly(
+                "hosted zone",
+                ROUTE53,
+                "DNS Zone",
+                vec![("usagetype", ends("HostedZone"))],
+                "zone",
+                vec!["queries are usage-based and not included"],
+            );
+            p.components[0].region = Some(GLOBAL);
+            Ok(p)
+        }
+        "aws_cloudwatch_metric_alarm" => {
+            // An alarm on a period under a minute is a high-resolution alarm.
+            let high = number(v, "period").is_some_and(|p| p > 0.0 && p < 60.0);
+            let (label, usage) = if high {
+                ("high-resolution alarm", "CW:HighResAlarmMonitorUsage")
+            } else {
+                ("alarm", "CW:AlarmMonitorUsage")
+            };
+            Ok(monthly(label, CLOUDWATCH, "Alarm", vec![("usagetype", ends(usage))], "alarm", vec![]))
+        }
+        "aws_cloudwatch_log_group" => Ok(Pricing {
+            components: vec![],
+            notes: vec!["usage-based: log data ingested and stored"],
+        }),
+        "aws_elasticache_serverless_cache" => Ok(Pricing {
+            components: vec![],
+            notes: vec!["usage-based: data stored and processing units"],
+        }),
         "aws_sqs_queue" => Ok(Pricing {
             components: vec![],
             notes: vec!["usage-based: requests"],
@@ -231,11 +317,36 @@ fn hourly(
     Component {
         label,
         service,
+        region: None,
         family,
         filters,
         quantity,
         usage,
         assumed: false,
+    }
+}
+
+/// One unit a month of a product priced per month (a key, a secret, a zone, an alarm).
+fn monthly(
+    label: &str,
+    service: &'static str,
+    family: &'static str,
+    filters: Vec<(&'static str, Match)>,
+    unit_word: &str,
+    notes: Vec<&'static str>,
+) -> Pricing {
+    Pricing {
+        components: vec![Component {
+            label: label.into(),
+            service,
+            region: None,
+            family,
+            filters,
+            quantity: 1.0,
+            usage: format!("1 {unit_word}"),
+            assumed: false,
+        }],
+        notes,
     }
 }
 
@@ -304,6 +415,7 @@ fn ebs_volume(
     let mut components = vec![Component {
         label: format!("{what} {kind}"),
         service: EC2,
+        region: None,
         family: "Storage",
         filters: vec![("volumeApiName", is(kind))],
         quantity: size,
@@ -320,6 +432,7 @@ fn ebs_volume(
         components.push(Component {
             label: format!("{what} {kind} IOPS"),
             service: EC2,
+            region: None,
             family: "System Operation",
             filters: vec![("volumeApiName", is(kind)), ("group", is("EBS IOPS"))],
             quantity: extra,
@@ -332,6 +445,7 @@ fn ebs_volume(
             components.push(Component {
                 label: format!("{what} gp3 throughput"),
                 service: EC2,
+                region: None,
                 family: "Provisioned Throughput",
                 filters: vec![("volumeApiName", is("gp3"))],
                 quantity: extra,
@@ -410,6 +524,7 @@ fn db_instance(v: &Value) -> Result<Pricing, String> {
         components.push(Component {
             label: format!("storage {storage_type}"),
             service: RDS,
+            region: None,
             family: "Database Storage",
             filters: vec![
                 ("volumeType", is(volume)),
@@ -492,6 +607,7 @@ fn eks_node_group(v: &Value) -> Pricing {
     components.push(Component {
         label: "node disks gp2".into(),
         service: EC2,
+        region: None,
         family: "Storage",
         filters: vec![("volumeApiName", is("gp2"))],
         quantity: nodes * disk,
@@ -522,6 +638,7 @@ fn lambda(v: &Value) -> Pricing {
             Component {
                 label: "requests".into(),
                 service: LAMBDA,
+                region: None,
                 family: "Serverless",
                 filters: vec![("group", is(requests_group))],
                 quantity: assumed::LAMBDA_REQUESTS,
@@ -531,6 +648,7 @@ fn lambda(v: &Value) -> Pricing {
             Component {
                 label: format!("duration {} MB", count_text(memory)),
                 service: LAMBDA,
+                region: None,
                 family: "Serverless",
                 filters: vec![("group", is(duration_group))],
                 quantity: gb_seconds,
@@ -552,6 +670,7 @@ fn dynamodb(v: &Value) -> Pricing {
         let request = |what: &str, group: &'static str| Component {
             label: format!("{what} request units"),
             service: DYNAMODB,
+            region: None,
             family: "Amazon DynamoDB PayPerRequest Throughput",
             filters: vec![("group", is(group))],
             quantity: assumed::DYNAMODB_REQUESTS,
@@ -594,6 +713,7 @@ fn s3() -> Pricing {
     let requests = |label: &str, group: &'static str, n: f64| Component {
         label: label.into(),
         service: S3,
+        region: None,
         family: "API Request",
         filters: vec![("group", is(group))],
         quantity: n,
@@ -605,6 +725,7 @@ fn s3() -> Pricing {
             Component {
                 label: "storage Standard".into(),
                 service: S3,
+                region: None,
                 family: "Storage",
                 filters: vec![("volumeType", is("Standard"))],
                 quantity: assumed::S3_GB,
@@ -658,6 +779,11 @@ pub fn keeps(
             "Provisioned IOPS" | "Amazon DynamoDB PayPerRequest Throughput"
         ),
         S3 => matches!(family, "Storage" | "API Request"),
+        VPC => attr("group") == Some("VPCPublicIPv4Address"),
+        KMS => family == "Encryption Key",
+        SECRETS => family == "Secret",
+        ROUTE53 => family == "DNS Zone",
+        CLOUDWATCH => family == "Alarm",
         _ => false,
     }
 }
