@@ -574,3 +574,47 @@ fn the_cost_job_runs_after_the_plans_in_review_pipelines() {
     let out = p.run(&["generate", "--provider", "gitlab"]);
     assert!(!out.stdout.contains("terraci cost"), "{}", out.stdout);
 }
+
+#[test]
+fn hostile_plan_values_are_escaped_and_a_negative_size_prices_nothing() {
+    let p = project();
+    let change = |kind: &str, name: &str, after: Value| {
+        serde_json::json!({"address": format!("{kind}.{name}"), "mode": "managed", "type": kind,
+            "name": name, "provider_name": "registry.terraform.io/hashicorp/aws",
+            "change": {"actions": ["create"], "before": null, "after": after, "after_unknown": {}}})
+    };
+    let plan = serde_json::json!({
+        "format_version": "1.2", "terraform_version": "1.11.4",
+        "resource_changes": [
+            change("aws_instance", "evil\u{1b}[2J", serde_json::json!({"instance_type": "t3.micro\u{1b}[31m"})),
+            change("aws_ebs_volume", "negative", serde_json::json!({"type": "gp3", "size": -5})),
+        ],
+        "configuration": {"provider_config": {"aws": {"name": "aws", "expressions": {"region": {"constant_value": "us-east-1"}}}}},
+    });
+    p.write(
+        "platform/prod/us-east-1/resize/plan.json",
+        serde_json::to_string(&plan).unwrap(),
+    );
+    let dir = prices_dir();
+    let out = p.run(&[
+        "cost",
+        "-m",
+        "platform/prod/us-east-1/resize",
+        "--pricing-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
+    assert!(
+        out.stdout.contains("before $0.00, after $0.00, diff $0.00"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(
+            "aws_ebs_volume.negative: volume gp3: the plan's values give a quantity of -5"
+        ),
+        "{}",
+        out.stdout
+    );
+}

@@ -253,6 +253,13 @@ fn price_side(
 }
 
 fn line(c: &Component, side: Side, region: &str, prices: &mut Prices<'_>) -> Result<Line, String> {
+    // Hostile or odd values (a negative size) price nothing rather than a negative sum.
+    if !(c.quantity.is_finite() && c.quantity >= 0.0) {
+        return Err(format!(
+            "{}: the plan's values give a quantity of {}, not a number of units",
+            c.label, c.quantity
+        ));
+    }
     let region = c.region.unwrap_or(region);
     let index = prices
         .index(c.service, region)

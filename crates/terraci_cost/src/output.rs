@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use terraci_db::escape::printable;
+
 use crate::estimate::{Estimate, Line, ModuleCost, ResourceCost, Side, Status};
 
 /// `$7.59`.
@@ -42,12 +44,13 @@ fn unit_price(price: &str) -> &str {
 }
 
 fn line_text(l: &Line) -> String {
+    // Labels and usage carry the plan's values (an instance type): the checkout's text.
     format!(
         "{}: ${}/{} x {}{} = {}",
-        l.component,
+        printable(&l.component),
         unit_price(&l.unit_price),
-        l.unit,
-        l.usage,
+        printable(&l.unit),
+        printable(&l.usage),
         if l.assumed { " (assumed usage)" } else { "" },
         money(l.monthly)
     )
@@ -96,13 +99,13 @@ fn module_text(out: &mut String, m: &ModuleCost) {
     let _ = writeln!(
         out,
         "{}{region}: before {}, after {}, diff {}",
-        m.module,
+        printable(&m.module),
         money(m.before),
         money(m.after),
         signed(m.diff)
     );
     if let Some(e) = &m.error {
-        let _ = writeln!(out, "  error: {}", terraci_db::escape::printable(e));
+        let _ = writeln!(out, "  error: {}", printable(e));
     }
     for r in &m.resources {
         let _ = writeln!(out, "  {}", resource_head(r));
@@ -132,8 +135,8 @@ fn module_text(out: &mut String, m: &ModuleCost) {
             let _ = writeln!(
                 out,
                 "    {}: {}",
-                u.address,
-                terraci_db::escape::printable(&u.reason)
+                printable(&u.address),
+                printable(&u.reason)
             );
         }
     }
