@@ -627,7 +627,7 @@ fn lambda(v: &Value) -> Pricing {
         .and_then(Value::as_array)
         .is_some_and(|a| a.iter().any(|x| x.as_str() == Some("arm64")));
     let gb_seconds = assumed::LAMBDA_REQUESTS * assumed::LAMBDA_SECONDS * memory / 1024.0;
-    // The group names are fixed strings; only the ARM suffix varies.
+    // arm64 (Graviton) functions have price groups of their own.
     let (requests_group, duration_group) = if arm {
         ("AWS-Lambda-Requests-ARM", "AWS-Lambda-Duration-ARM")
     } else {
