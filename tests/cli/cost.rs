@@ -569,6 +569,15 @@ fn the_cost_job_runs_after_the_plans_in_review_pipelines() {
         "{}",
         out.stdout
     );
+    // GitHub: a job after the plans, on pull requests.
+    let out = p.run(&["generate", "--provider", "github"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let workflow: serde_yaml::Value = serde_yaml::from_str(&out.stdout).expect("yaml");
+    let job = &workflow["jobs"]["cost"];
+    assert!(job.is_mapping(), "{}", out.stdout);
+    let text = serde_yaml::to_string(job).unwrap();
+    assert!(text.contains("terraci cost"), "{text}");
+    assert!(text.contains("pull_request"), "{text}");
     // Without the section there is no job.
     p.write(".terraci.yaml", "");
     let out = p.run(&["generate", "--provider", "gitlab"]);
