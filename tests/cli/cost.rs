@@ -124,10 +124,18 @@ fn ten_common_resources_cost_the_price_in_the_slice_times_the_documented_usage()
     let server = PriceServer::start();
     let p = project();
     let out = p.run_env(
-        &["cost", "--format", "json"],
+        &["cost", "--format", "json", "-v"],
         &[("TERRACI_PRICING_URL", &server.url)],
     );
     let estimate = json(&out);
+    assert!(
+        out.stderr.contains(&format!(
+            "prices: AmazonEKS us-east-1: downloaded from {}/offers/v1.0/aws/AmazonEKS/current/us-east-1/index.json\n",
+            server.url
+        )),
+        "{}",
+        out.stderr
+    );
     let app = module(&estimate, APP);
     let hours = 730.0;
     // Prices from fixtures/cost/prices (us-east-1), usage as docs/cost.md states it.
@@ -222,10 +230,17 @@ fn ten_common_resources_cost_the_price_in_the_slice_times_the_documented_usage()
         .join("cost/pricing/AmazonEC2/us-east-1.json")
         .is_file());
     let again = p.run_env(
-        &["cost", "--format", "json"],
+        &["cost", "--format", "json", "-v"],
         &[("TERRACI_PRICING_URL", &server.url)],
     );
     assert_eq!(again.stdout, out.stdout);
+    let ec2 = format!(
+        "prices: AmazonEC2 us-east-1: cached in {}\n",
+        p.cache_home()
+            .join("cost/pricing/AmazonEC2/us-east-1.json")
+            .display()
+    );
+    assert!(again.stderr.contains(&ec2), "{}", again.stderr);
     assert_eq!(server.seen().len(), 13, "{:?}", server.seen());
 }
 

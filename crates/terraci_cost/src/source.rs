@@ -48,7 +48,7 @@ pub struct Prices<'a> {
     system: &'a dyn System,
     origin: Origin,
     read: BTreeMap<(String, String), Result<PriceIndex, String>>,
-    /// Where each list came from, for the output (`cache`, `downloaded`, a path).
+    /// Where each list came from, for `-v` (the cache file, the URL, the path read).
     pub provenance: BTreeMap<(String, String), String>,
 }
 
@@ -102,8 +102,11 @@ impl<'a> Prices<'a> {
                 ttl,
             } => {
                 let cached = cache.as_ref().map(|c| cache_file(c, service, region));
-                if let Some(index) = cached.as_deref().and_then(|p| self.fresh(p, *ttl)) {
-                    return (Ok(index), Some("cache".to_owned()));
+                if let Some((path, index)) = cached
+                    .as_deref()
+                    .and_then(|p| Some((p, self.fresh(p, *ttl)?)))
+                {
+                    return (Ok(index), Some(format!("cached in {path}")));
                 }
                 let url = format!(
                     "{}/{}",
@@ -126,7 +129,13 @@ impl<'a> Prices<'a> {
                     }
                     index
                 });
-                (result, Some("downloaded".to_owned()))
+                (
+                    result,
+                    Some(format!(
+                        "downloaded from {}",
+                        terraci_ext::http::redact_url(&url)
+                    )),
+                )
             }
         }
     }

@@ -128,6 +128,16 @@ pub(super) fn cost(global: &GlobalArgs, args: &CostArgs, io: &mut Io<'_>) -> any
         print(io, &Diagnostic::warning(Code::CostPrices, reason))?;
     }
 
+    // `-v`: where each price list came from (TerraCi's verbose output shows its cache).
+    if global.verbose > 0 {
+        for ((service, region), from) in &prices.provenance {
+            writeln!(
+                io.stderr,
+                "prices: {service} {region}: {}",
+                terraci_db::escape::printable(from)
+            )?;
+        }
+    }
     let json = terraci_cost::output::json(&result);
     let report = terraci_cost::output::report(&result, &pipeline_commit(io.system));
     write_service_file(io, &root, config, "cost-report.json", &report)?;
