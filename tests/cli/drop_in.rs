@@ -643,11 +643,11 @@ fn terracis_test_project_configs_load_and_generate() {
             "  github:\n    terraform_binary: terraform\n    runs_on: ubuntu-24.04\n",
             &[],
         ),
-        // with-cost: a plugin terraci does not implement.
+        // with-cost: every key takes effect (the cost job, a 12 h price cache).
         (
             "cost",
             "  gitlab:\n    image: hashicorp/terraform:1.11\n  cost:\n    providers:\n      aws:\n        enabled: true\n    cache_ttl: \"12h\"\n",
-            &["extensions.cost is a TerraCi plugin that terraci does not implement"],
+            &[],
         ),
         // with-reports: the summary section, empty.
         ("summary", "  gitlab:\n    image: hashicorp/terraform:1.11\n  summary: {}\n", &[]),

@@ -8,6 +8,7 @@ mod cache;
 mod changed_replay;
 mod changes;
 mod commands;
+mod cost;
 mod drop_in;
 mod events;
 mod generate;

@@ -138,6 +138,20 @@ comment. Exit 0 on success or when there is nothing to post, 1 on error."
     /// OPA policy checks on the modules' plans: pull the policies, check the plans
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Estimate the monthly AWS cost of each module's plan: before, after, difference
+    #[command(
+        long_about = "Estimate the monthly AWS cost of each module's plan: before, after, difference.\n\n\
+Reads each module's plan.json (the plan jobs write it), prices every resource before and after \
+the plan from AWS's public bulk price lists (no credentials; the region of the plan's aws \
+provider), and prints per module and in total the monthly cost with each line's unit price and \
+usage (730 hours a month; resources charged by use at the documented assumed usage, or shown as \
+usage-based). Resource types not priced are listed. Writes <service_dir>/cost-report.json (the \
+summary comment's cost section) and cost-results.json (the JSON output). Prices are downloaded \
+once and cached in the per-user cache (TERRACI_CACHE_HOME) for extensions.cost.cache_ttl \
+(default 24h), or read from --pricing-dir. Needs extensions.cost.providers.aws.enabled: true. \
+Exit 0 when estimated, 2 when it cannot run."
+    )]
+    Cost(CostArgs),
     /// Print the version
     Version,
 }
@@ -444,6 +458,20 @@ pub struct PolicyCheckArgs {
 pub(crate) enum PolicyFormat {
     Text,
     Json,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CostArgs {
+    /// Estimate only this module (its id, the directory relative to the project)
+    #[arg(short = 'm', long)]
+    pub(crate) module: Option<String>,
+    /// Output format
+    #[arg(short = 'o', long = "format", alias = "output", value_enum, default_value_t = PolicyFormat::Text)]
+    pub(crate) format: PolicyFormat,
+    /// Read the price lists from DIR, in AWS's layout
+    /// (DIR/offers/v1.0/aws/<service>/current/<region>/index.json), never from the network
+    #[arg(long, value_name = "DIR")]
+    pub(crate) pricing_dir: Option<Utf8PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

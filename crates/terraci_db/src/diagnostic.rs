@@ -329,6 +329,8 @@ codes! {
     PolicyLimit = "policy-limit": "a policy rule did not finish within `policy check --timeout` (a loop or too much work), or one builtin call would make too much (`numbers.range` of over 1,000,000 items, a `sprintf` width over 10,000); the module fails",
     PolicyInput = "policy-input": "a module's plan.json is not valid JSON; the module fails",
     PolicyNamespace = "policy-namespace": "a configured namespace has no rules (no policy file declares the package, or it has no deny, violation or warn rule): a module a blocking decision applies to fails, otherwise a warning",
+    CostPrices = "cost-prices": "cost: a price list cannot be downloaded or read (no network, over its bound, missing from `--pricing-dir`, not a price list), or the cache home is unusable; the resources it would price are listed as not priced",
+    CostPlan = "cost-plan": "cost: a module's plan.json cannot be read or is not a plan; the module is shown as not estimated and the cost report warns",
 }
 
 impl Code {

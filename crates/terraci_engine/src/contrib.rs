@@ -323,6 +323,29 @@ pub(crate) fn policy_contribution(config: &Config) -> Option<Contribution> {
     })
 }
 
+/// The job name of the cost estimate in GitLab and GitHub pipelines.
+pub const COST_JOB: &str = "cost";
+
+/// `cost` when `extensions.cost` turns AWS pricing on: `terraci cost` over the plan
+/// results of every target module, in review pipelines once the plans finished; its
+/// report (`cost`) is the cost section of the summary comment. It never holds an apply.
+pub(crate) fn cost_contribution(config: &Config) -> Option<Contribution> {
+    let cost = config.extensions.cost.as_ref()?;
+    if !cost.is_enabled() {
+        return None;
+    }
+    Some(Contribution {
+        name: COST_JOB.to_owned(),
+        commands: vec![vec!["terraci".to_owned(), "cost".to_owned()]],
+        consumes: vec![Input::PlanResults],
+        produces: Some("cost".to_owned()),
+        gates_applies: false,
+        when: When::ReviewAlways,
+        permissions: vec![],
+        local: true,
+    })
+}
+
 /// What each apply job checks before it applies: with a policy decision of `block`, the
 /// policies over its own module's plan (`terraci policy pull`, then `terraci policy check
 /// --module <its module>`), so a module whose plan a policy blocks is never applied and
@@ -408,6 +431,9 @@ pub fn contributions(
     if let Some(policy) = policy_contribution(config) {
         jobs.push(policy);
     }
+    if let Some(cost) = cost_contribution(config) {
+        jobs.push(cost);
+    }
     if summary_enabled(config, runner) {
         jobs.push(summary_contribution());
     }
@@ -434,6 +460,26 @@ mod tests {
             permissions: vec![],
             local: false,
         }
+    }
+
+    #[test]
+    fn turning_cost_on_adds_the_cost_job_after_the_plans_and_before_the_summary() {
+        let config = |text: &str| terraci_db::config::parse_config(text, "c").expect("config");
+        let off = contributions(&config("extensions:\n  cost: {}\n"), Runner::Gitlab).unwrap();
+        assert!(off.get(COST_JOB).is_none());
+        let on =
+            config("extensions:\n  cost:\n    providers:\n      aws:\n        enabled: true\n");
+        let set = contributions(&on, Runner::Github).unwrap();
+        let cost = set.get(COST_JOB).expect("a cost job");
+        assert_eq!(cost.commands, [["terraci", "cost"]]);
+        assert_eq!(cost.consumes, [Input::PlanResults]);
+        assert_eq!(
+            cost.report_path(".terraci").as_deref(),
+            Some(".terraci/cost-report.json")
+        );
+        assert_eq!((cost.when, cost.gates_applies), (When::ReviewAlways, false));
+        let order: Vec<&str> = set.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(order, [COST_JOB, SUMMARY_JOB]);
     }
 
     fn error(jobs: Vec<Contribution>) -> (Code, String) {

@@ -29,6 +29,10 @@ pub(crate) enum Purpose {
     /// A git fetch: 30 s to connect, 600 s in all (a pack can be large), redirects
     /// followed, 512 MiB responses.
     GitFetch,
+    /// AWS's public bulk price lists (`terraci cost`): 10 s to connect, 600 s in all (the
+    /// EC2 file of a region is hundreds of MB), redirects followed, no credentials; each
+    /// read says its own bound ([`get_streamed`]).
+    Pricing,
 }
 
 impl Purpose {
@@ -38,6 +42,7 @@ impl Purpose {
             Purpose::Api => Some(16 << 20),
             Purpose::Registry => None,
             Purpose::GitFetch => Some(512 << 20),
+            Purpose::Pricing => None,
         }
     }
 }
@@ -48,6 +53,7 @@ pub(crate) fn agent(purpose: Purpose) -> ureq::Agent {
         Purpose::Api => (Some(10), 60),
         Purpose::Registry => (None, 120),
         Purpose::GitFetch => (Some(30), 600),
+        Purpose::Pricing => (Some(10), 600),
     };
     let mut config = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -456,6 +462,27 @@ pub(crate) fn get(
         headers,
         body,
     })
+}
+
+/// GETs `url` with the [`Purpose::Pricing`] client and hands its body to `read` as it
+/// arrives, bounded to `max_bytes` (reading more is an error): a price list is parsed as
+/// a stream, never held whole. A status other than 200 is an error naming it.
+pub fn get_streamed<T>(
+    url: &str,
+    max_bytes: u64,
+    read: impl FnOnce(&mut dyn std::io::Read) -> Result<T, String>,
+) -> Result<T, String> {
+    let shown = redact_url(url);
+    let mut response = agent(Purpose::Pricing)
+        .get(url)
+        .call()
+        .map_err(|e| format!("GET {shown}: no response: {e}"))?;
+    let status = response.status().as_u16();
+    if status != 200 {
+        return Err(format!("GET {shown}: {}", status_text(status)));
+    }
+    let mut body = response.body_mut().with_config().limit(max_bytes).reader();
+    read(&mut body).map_err(|e| format!("GET {shown}: {e}"))
 }
 
 /// `url` without the credentials of its user-info part (`https://user:token@host` ->

@@ -1,6 +1,7 @@
 //! The commands: one file each; this one dispatches a parsed command line and holds the
 //! small ones. All IO goes through [`Io`]: the `System` and the two writers.
 
+mod cost;
 mod generate;
 mod graph;
 mod local_exec;
@@ -86,6 +87,7 @@ fn dispatch(mut cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
         Command::Schema(args) => schema(args, io),
         Command::Completion(args) => completion(args, io),
         Command::Policy(cmd) => policy::run(&cli.global, cmd, io),
+        Command::Cost(args) => cost::cost(&cli.global, args, io),
     }
 }
 
@@ -106,7 +108,7 @@ fn version(out: &mut dyn Write) -> std::io::Result<()> {
 const PLUGINS: &[(&str, &str)] = &[
     (
         "cost",
-        "not implemented: `extensions.cost` is accepted and has no effect",
+        "monthly AWS cost of the plans (`terraci cost`, `extensions.cost`)",
     ),
     ("git", "change detection for --changed-only (in process)"),
     ("github", "GitHub Actions workflows"),

@@ -23,7 +23,7 @@ pub(super) const EXIT_FAILED: u8 = 1;
 /// Exit code of `policy` when the section, a source or a policy cannot be used.
 pub(super) const EXIT_ERROR: u8 = 2;
 
-fn failure(message: impl Into<String>) -> anyhow::Error {
+pub(super) fn failure(message: impl Into<String>) -> anyhow::Error {
     Failure {
         code: EXIT_ERROR,
         message: message.into(),
@@ -123,18 +123,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
             "--timeout must be a number of seconds in (0, 3600]",
         ));
     }
-    let eval = EvalArgs {
-        var_file: Vec::new(),
-        var: Vec::new(),
-        workspace: "default".into(),
-    };
-    let ws = crate::workspace::load_workspace(io.system, global, &eval)
-        .map_err(|e| failure(format!("{e:#}")))?;
-    if !global.quiet {
-        for d in crate::workspace::config_diagnostics(&ws.config) {
-            print(io, &d)?;
-        }
-    }
+    let ws = load_for_plans(global, io)?;
     let config = &ws.config.config;
     let policy = section(config)?;
     let root = ws.root.clone();
@@ -164,9 +153,61 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
     result
 }
 
+/// The project of a command that reads the plans (`policy check`, `cost`), its config
+/// diagnostics printed.
+pub(super) fn load_for_plans(
+    global: &GlobalArgs,
+    io: &mut Io<'_>,
+) -> anyhow::Result<crate::workspace::Workspace> {
+    let eval = EvalArgs {
+        var_file: Vec::new(),
+        var: Vec::new(),
+        workspace: "default".into(),
+    };
+    let ws = crate::workspace::load_workspace(io.system, global, &eval)
+        .map_err(|e| failure(format!("{e:#}")))?;
+    if !global.quiet {
+        for d in crate::workspace::config_diagnostics(&ws.config) {
+            print(io, &d)?;
+        }
+    }
+    Ok(ws)
+}
+
+/// The modules whose `plan.json` a command reads: `module` (which must be a module of
+/// the project with a plan), or every module with a plan.
+pub(super) fn modules_with_plans(
+    io: &Io<'_>,
+    ws: &crate::workspace::Workspace,
+    root: &Utf8Path,
+    module: Option<&str>,
+) -> anyhow::Result<Vec<String>> {
+    let plan_of = |m: &str| root.join(m).join("plan.json");
+    Ok(match module {
+        Some(m) => {
+            let m = m.trim_end_matches('/').to_owned();
+            if !ws.modules.contains_key(&m) {
+                return Err(failure(format!("`{m}` is not a module of the project")));
+            }
+            if !io.system.is_file(&plan_of(&m)) {
+                return Err(failure(format!(
+                    "{m}/plan.json does not exist: run the module's plan first (terraform show -json plan.tfplan > plan.json)"
+                )));
+            }
+            vec![m]
+        }
+        None => ws
+            .modules
+            .keys()
+            .filter(|m| io.system.is_file(&plan_of(m)))
+            .cloned()
+            .collect(),
+    })
+}
+
 /// Writes `name` under the project's service dir, following no symlink below the project
 /// (a committed `.terraci` link is an error, a linked report file is replaced).
-fn write_service_file(
+pub(super) fn write_service_file(
     io: &Io<'_>,
     root: &Utf8Path,
     config: &Config,
@@ -195,28 +236,8 @@ fn check_loaded(
 ) -> anyhow::Result<u8> {
     let config = &ws.config.config;
 
-    // The modules: the one asked for, or every module with a plan.
     let plan_of = |m: &str| root.join(m).join("plan.json");
-    let modules: Vec<String> = match &args.module {
-        Some(m) => {
-            let m = m.trim_end_matches('/').to_owned();
-            if !ws.modules.contains_key(&m) {
-                return Err(failure(format!("`{m}` is not a module of the project")));
-            }
-            if !io.system.is_file(&plan_of(&m)) {
-                return Err(failure(format!(
-                    "{m}/plan.json does not exist: run the module's plan first (terraform show -json plan.tfplan > plan.json)"
-                )));
-            }
-            vec![m]
-        }
-        None => ws
-            .modules
-            .keys()
-            .filter(|m| io.system.is_file(&plan_of(m)))
-            .cloned()
-            .collect(),
-    };
+    let modules = modules_with_plans(io, ws, root, args.module.as_deref())?;
 
     // Only pulled (git, OCI) sources need the cache home.
     let pulled = policy
@@ -398,7 +419,7 @@ fn check_loaded(
 /// The commit this pipeline runs for (`CI_COMMIT_SHA`, else `GITHUB_SHA`; hex digits
 /// only), which the report names so that the summary shows it as this run's; empty
 /// outside CI.
-fn pipeline_commit(system: &dyn terraci_db::system::System) -> String {
+pub(super) fn pipeline_commit(system: &dyn terraci_db::system::System) -> String {
     ["CI_COMMIT_SHA", "GITHUB_SHA"]
         .into_iter()
         .filter_map(|name| system.env_var(name))

@@ -507,6 +507,9 @@ fn finish(
             );
         }
     }
+    if let Some(cost) = &config.extensions.cost {
+        warnings.extend(cost_warnings(cost));
+    }
     for name in config.extensions.ignored_sections() {
         warnings.push(format!(
             "extensions.{name} is a TerraCi plugin that terraci does not implement; the section is ignored"
@@ -518,6 +521,38 @@ fn finish(
         path,
         warnings,
     })
+}
+
+/// The `extensions.cost` keys that have no effect.
+fn cost_warnings(cost: &super::Cost) -> Vec<String> {
+    let mut out = Vec::new();
+    if cost.cache_dir.as_deref().is_some_and(|d| !d.is_empty()) {
+        out.push(
+            "extensions.cost.cache_dir is ignored: prices are cached in the per-user cache \
+             (TERRACI_CACHE_HOME), never in the checkout"
+                .to_owned(),
+        );
+    }
+    if let Some(backend) = cost
+        .blob_cache
+        .as_ref()
+        .and_then(|b| b.backend.as_deref())
+        .filter(|b| !b.is_empty() && *b != "diskblob")
+    {
+        out.push(format!(
+            "extensions.cost.blob_cache.backend `{}` is ignored: terraci caches prices on disk, in the per-user cache (TERRACI_CACHE_HOME)",
+            crate::escape::printable(backend)
+        ));
+    }
+    for (name, provider) in &cost.providers {
+        if name != "aws" && provider.enabled {
+            out.push(format!(
+                "extensions.cost.providers.{} has no effect: terraci prices AWS only",
+                crate::escape::printable(name)
+            ));
+        }
+    }
+    out
 }
 
 /// Parses config text. `file` names the file in messages.
@@ -758,10 +793,39 @@ mod tests {
     }
 
     #[test]
+    fn the_cost_keys_take_effect_and_only_those_without_effect_warn() {
+        let text = "extensions:\n  cost:\n    providers:\n      aws:\n        enabled: true\n    cache_ttl: \"12h\"\n";
+        let loaded = load_config_text(text, ".terraci.yaml").expect("loads");
+        let cost = loaded.config.extensions.cost.as_ref().expect("cost");
+        assert!(cost.is_enabled());
+        assert_eq!(
+            (cost.ttl(), cost.namespace()),
+            (Some("12h"), "cost/pricing")
+        );
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+
+        let text = "extensions:\n  cost:\n    enabled: true\n    cache_dir: ~/.terraci/pricing\n    cache_ttl: 1h\n    blob_cache: {backend: s3blob, namespace: prices, ttl: 2h}\n    providers: {gcp: {enabled: true}}\n";
+        let loaded = load_config_text(text, ".terraci.yaml").expect("loads");
+        let cost = loaded.config.extensions.cost.as_ref().expect("cost");
+        assert!(cost.is_enabled());
+        assert_eq!((cost.ttl(), cost.namespace()), (Some("2h"), "prices"));
+        assert_eq!(
+            loaded.warnings,
+            [
+                "extensions.cost.cache_dir is ignored: prices are cached in the per-user cache (TERRACI_CACHE_HOME), never in the checkout",
+                "extensions.cost.blob_cache.backend `s3blob` is ignored: terraci caches prices on disk, in the per-user cache (TERRACI_CACHE_HOME)",
+                "extensions.cost.providers.gcp has no effect: terraci prices AWS only",
+            ]
+        );
+        let off = load_config_text("extensions:\n  cost: {}\n", "c").expect("loads");
+        assert!(!off.config.extensions.cost.expect("cost").is_enabled());
+    }
+
+    #[test]
     fn a_huge_integer_in_an_ignored_plugin_section_is_no_error() {
-        let text = "extensions:\n  cost:\n    budget: 123456789012345678901234567890\n    list: [1, -99999999999999999999999]\n";
+        let text = "extensions:\n  update:\n    budget: 123456789012345678901234567890\n    list: [1, -99999999999999999999999]\n";
         let c = parse_config(text, ".terraci.yaml").expect("an ignored section loads");
-        assert_eq!(c.extensions.ignored_sections(), ["cost"]);
+        assert_eq!(c.extensions.ignored_sections(), ["update"]);
     }
 
     #[test]

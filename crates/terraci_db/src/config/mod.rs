@@ -222,8 +222,9 @@ pub struct Extensions {
     pub gitlab: Option<GitLab>,
     /// GitHub Actions settings.
     pub github: Option<GitHub>,
-    /// TerraCi's cost plugin: not implemented by terraci, accepted with a warning.
-    pub(crate) cost: Option<Ignored>,
+    /// Monthly AWS cost of each module's plan (`terraci cost`, the `cost` job), TerraCi's
+    /// cost plugin keys.
+    pub cost: Option<Cost>,
     /// OPA/Rego policy checks on each module's plan (`terraci policy pull|check`).
     pub policy: Option<Policy>,
     /// The merge-request / pull-request comment of `terraci summary` (on by default).
@@ -241,7 +242,6 @@ impl Extensions {
     pub(crate) fn ignored_sections(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         for (name, present) in [
-            ("cost", self.cost.is_some()),
             ("tfupdate", self.tfupdate.is_some()),
             ("update", self.update.is_some()),
             ("localexec", self.localexec.is_some()),
@@ -252,6 +252,70 @@ impl Extensions {
         }
         out
     }
+}
+
+/// `extensions.cost`: TerraCi's cost plugin keys.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Cost {
+    /// An older TerraCi's switch: the same as `providers.aws.enabled`.
+    pub enabled: Option<bool>,
+    /// The clouds priced, by name: `aws` (the only one terraci prices).
+    pub providers: IndexMap<String, CostProvider>,
+    /// How long downloaded prices are used before they are fetched again: a Go duration
+    /// (`24h`, `90m`, `1h30m`). Default `24h`. `blob_cache.ttl` wins when both are set.
+    pub cache_ttl: Option<String>,
+    /// TerraCi's price cache settings: `ttl` and `namespace` (the cache's subdirectory)
+    /// take effect; the cache itself is always the per-user cache home.
+    pub blob_cache: Option<CostBlobCache>,
+    /// An older TerraCi's cache directory: ignored with a warning, prices are cached in
+    /// the per-user cache home (`TERRACI_CACHE_HOME`), never where a checkout can write.
+    pub cache_dir: Option<String>,
+}
+
+impl Cost {
+    /// Whether AWS costs are estimated (`providers.aws.enabled`, or `enabled`).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled == Some(true) || self.providers.get("aws").is_some_and(|p| p.enabled)
+    }
+
+    /// The TTL as written (`blob_cache.ttl`, else `cache_ttl`).
+    pub fn ttl(&self) -> Option<&str> {
+        self.blob_cache
+            .as_ref()
+            .and_then(|b| b.ttl.as_deref())
+            .or(self.cache_ttl.as_deref())
+            .filter(|t| !t.is_empty())
+    }
+
+    /// The cache's subdirectory of the cache home (default `cost/pricing`).
+    pub fn namespace(&self) -> &str {
+        self.blob_cache
+            .as_ref()
+            .and_then(|b| b.namespace.as_deref())
+            .filter(|n| !n.is_empty())
+            .unwrap_or("cost/pricing")
+    }
+}
+
+/// `extensions.cost.providers.<name>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CostProvider {
+    pub enabled: bool,
+}
+
+/// `extensions.cost.blob_cache`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CostBlobCache {
+    /// TerraCi's blob backend plugin: only its default, `diskblob` (the per-user cache
+    /// home), exists in terraci; another is ignored with a warning.
+    pub backend: Option<String>,
+    /// The cache's subdirectory of the cache home (default `cost/pricing`).
+    pub namespace: Option<String>,
+    /// How long downloaded prices are used (a Go duration, default `24h`).
+    pub ttl: Option<String>,
 }
 
 /// `extensions.policy`: OPA policies evaluated against each module's `plan.json`.

@@ -72,7 +72,7 @@ impl Limit {
 }
 
 /// `1234567` as `1,234,567`.
-fn thousands(n: usize) -> String {
+pub fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -560,27 +560,57 @@ fn report_section(out: &mut String, report: &Report, shape: Shape, left: &mut Le
         modules.retain(|m| m.status != ReportStatus::Pass);
         left.quiet_report_rows += all - modules.len();
     }
+    // A cost report: its figures in columns, and its totals.
+    let costs = !modules.is_empty() && modules.iter().all(|m| m.cost.is_some());
     if !modules.is_empty() {
-        out.push_str("| Module | Status | Summary |\n| --- | --- | --- |\n");
+        out.push_str(if costs {
+            "| Module | Before | After | Diff |\n| --- | ---: | ---: | ---: |\n"
+        } else {
+            "| Module | Status | Summary |\n| --- | --- | --- |\n"
+        });
         let rows = shape.max_rows.unwrap_or(usize::MAX).min(modules.len());
         for m in &modules[..rows] {
-            let _ = writeln!(
-                out,
-                "| {} | {} {} | {} |",
-                code(&m.module),
-                report_icon(m.status),
-                m.status.word(),
-                text(&m.summary)
-            );
+            match &m.cost {
+                Some(c) if costs => {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} | {} |",
+                        code(&m.module),
+                        text(&c.before),
+                        text(&c.after),
+                        text(&c.diff)
+                    );
+                }
+                _ => {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} {} | {} |",
+                        code(&m.module),
+                        report_icon(m.status),
+                        m.status.word(),
+                        text(&m.summary)
+                    );
+                }
+            }
         }
         if rows < modules.len() {
             let more = modules.len() - rows;
             left.cut_rows += more;
             let _ = writeln!(
                 out,
-                "| … and {} more {} | | |",
+                "| … and {} more {} | |{}",
                 thousands(more),
-                if more == 1 { "module" } else { "modules" }
+                if more == 1 { "module" } else { "modules" },
+                if costs { " | |" } else { " |" }
+            );
+        }
+        if let Some(total) = report.cost.as_ref().filter(|_| costs) {
+            let _ = writeln!(
+                out,
+                "| **Total** | **{}** | **{}** | **{}** |",
+                text(&total.before),
+                text(&total.after),
+                text(&total.diff)
             );
         }
         out.push('\n');

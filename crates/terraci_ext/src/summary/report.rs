@@ -42,6 +42,20 @@ pub(crate) struct Report {
     /// contains it.
     #[serde(default)]
     pub(crate) commit: String,
+    /// A cost report's monthly totals: the last row of its Module / Before / After / Diff
+    /// table.
+    #[serde(default)]
+    pub(crate) cost: Option<Costs>,
+}
+
+/// Monthly cost figures as shown (`$8.39`, `+$7.59`): a report whose every module has
+/// them is shown as a Module / Before / After / Diff table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Costs {
+    pub(crate) before: String,
+    pub(crate) after: String,
+    pub(crate) diff: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -53,6 +67,8 @@ pub(crate) struct ModuleReport {
     pub(crate) summary: String,
     #[serde(default)]
     pub(crate) details: Vec<String>,
+    #[serde(default)]
+    pub(crate) cost: Option<Costs>,
 }
 
 /// The reports in `dir` (absolute), sorted by producer, then file name; with `current`

@@ -270,9 +270,11 @@ fn many_modules(n: usize) -> Summary {
                 },
                 summary: "all policies pass".into(),
                 details: vec!["warning: terraform.warn: x".into()],
+                cost: None,
             })
             .collect(),
         commit: String::new(),
+        cost: None,
     };
     Summary {
         modules,
@@ -917,4 +919,33 @@ fn a_label_the_merge_request_has_already_is_not_recorded_as_terracis() {
         assert_eq!(posted.labels_removed, Vec::<String>::new());
         assert_eq!(*recorded.lock().expect("lock"), ["terraform"]);
     }
+}
+
+#[test]
+fn a_cost_report_is_a_module_before_after_diff_table_with_its_totals() {
+    let report: super::report::Report = serde_json::from_str(
+        r#"{"producer": "cost", "title": "Cost estimation", "status": "pass",
+            "summary": "2 modules",
+            "cost": {"before": "$8.39", "after": "$15.98", "diff": "+$7.59"},
+            "modules": [
+              {"module": "p/prod/eu/b", "status": "pass", "summary": "s",
+               "cost": {"before": "$0.00", "after": "$0.00", "diff": "$0.00"}},
+              {"module": "p/prod/eu/a", "status": "pass", "summary": "s",
+               "cost": {"before": "$8.39", "after": "$15.98", "diff": "+$7.59"}}]}"#,
+    )
+    .expect("a cost report");
+    let summary = Summary {
+        reports: vec![report],
+        ..Summary::default()
+    };
+    let text = render(&summary, &details());
+    assert!(
+        text.contains(
+            "| Module | Before | After | Diff |\n| --- | ---: | ---: | ---: |\n\
+             | `p/prod/eu/a` | \\$8\\.39 | \\$15\\.98 | \\+\\$7\\.59 |\n\
+             | `p/prod/eu/b` | \\$0\\.00 | \\$0\\.00 | \\$0\\.00 |\n\
+             | **Total** | **\\$8\\.39** | **\\$15\\.98** | **\\+\\$7\\.59** |\n"
+        ),
+        "{text}"
+    );
 }
