@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{actionlint, client, commit_all, Project};
+use crate::support::{actionlint, client, commit_all, git, Project};
 
 /// Placed in the environment of every run; no output may hold it.
 const SECRET: &str = "s3cr3t-Token-0f-the-CI-job";
@@ -1234,15 +1234,7 @@ fn file_functions_never_read_the_git_directory() {
         state("templatefile(\"${path.module}/../.GIT/config\", {})"),
     );
     commit_all(project.path());
-    let git = |args: &[&str]| {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(project.path())
-            .status()
-            .expect("git runs")
-            .success();
-        assert!(ok, "git {args:?}");
-    };
+    let git = |args: &[&str]| git(project.path(), args);
     let token = "glcbt-J0b-T0ken-In-The-Remote";
     let header = "eC1hY2Nlc3MtdG9rZW46Z2hzX0FjdGlvbnM=";
     git(&[
@@ -1379,4 +1371,40 @@ fn a_plan_job_never_writes_through_nor_prints_a_committed_plan_file_link() {
         );
     }
     assert!(!log.contains("the runner's own file"), "{log}");
+}
+
+#[test]
+fn a_cache_committed_in_the_checkout_is_neither_read_nor_written() {
+    // The fact cache is sealed with a CRC, not authenticated: a merge request that
+    // commits `.terraci/cache/facts.bin` could claim facts its files do not hold (a
+    // dependency that reorders the applies). A tracked cache is never trusted.
+    let p = one_module();
+    p.write("env/app/main.tf", "# an app\n");
+    commit_all(p.path());
+    let first = p.run(&["generate", "--provider", "gitlab"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        !first.stderr.contains("committed-cache"),
+        "{}",
+        first.stderr
+    );
+    let facts = p.path().join(".terraci/cache/facts.bin");
+    let committed = std::fs::read(&facts).expect("the first run wrote the fact cache");
+    git(p.path(), &["add", "--force", ".terraci/cache/facts.bin"]);
+    git(p.path(), &["commit", "--quiet", "--message", "a cache"]);
+    p.write("env/app/main.tf", "# an app, changed\n");
+    let second = p.run(&["generate", "--provider", "gitlab"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second.stderr.contains("warning[committed-cache]")
+            && second.stderr.contains(".terraci/cache/facts.bin"),
+        "{}",
+        second.stderr
+    );
+    assert!(second.stdout.contains("plan-env-app"), "{}", second.stdout);
+    assert_eq!(
+        std::fs::read(&facts).expect("still there"),
+        committed,
+        "the committed cache was rewritten"
+    );
 }
