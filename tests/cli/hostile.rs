@@ -1408,3 +1408,144 @@ fn a_cache_committed_in_the_checkout_is_neither_read_nor_written() {
         "the committed cache was rewritten"
     );
 }
+
+/// The workflow `generate --provider github` writes for `p`, with its stderr.
+fn github_workflow(p: &Project) -> (serde_yaml::Value, String) {
+    let out = p.run(&["generate", "--provider", "github", "--no-cache"]);
+    let workflow = serde_yaml::from_str(&out.stdout).expect("YAML");
+    (workflow, out.stderr)
+}
+
+/// Each `with:` input `key` of the steps of `job` that use `action`.
+fn action_inputs(workflow: &serde_yaml::Value, job: &str, action: &str, key: &str) -> Vec<String> {
+    workflow["jobs"][job]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .filter(|s| s["uses"].as_str().is_some_and(|u| u.starts_with(action)))
+        .filter_map(|s| s["with"][key].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn github_artifact_paths_name_exactly_each_module() {
+    // upload-artifact reads each line of `path` as an @actions/glob pattern: a line `x`
+    // (a module `x<newline>z`) uploads the directory `x` whole (a link to `/`, `.git` with
+    // the checkout's token) into an artifact anyone who can read the repository may
+    // download; `!` excludes, `#` is a comment, `*` takes in other modules' plans, `~` is
+    // the home directory, and the input is trimmed.
+    let p = Project::empty();
+    p.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    for module in [
+        "x\nz", "!neg", "#c", "a*b", "aXb", "~", " sp", "q?", "br[ace", "plain",
+    ] {
+        p.write(&format!("{module}/main.tf"), "# a module\n");
+    }
+    let (workflow, stderr) = github_workflow(&p);
+    assert!(
+        stderr.contains(
+            "error[unsafe-name]: x\\nz: the module gets no jobs: its path holds a line break"
+        ),
+        "{stderr}"
+    );
+    let uploads = |job: &str| -> Vec<String> {
+        action_inputs(&workflow, job, "actions/upload-artifact", "path")
+            .iter()
+            .flat_map(|p| p.lines().map(str::to_owned).collect::<Vec<_>>())
+            .collect()
+    };
+    let jobs = workflow["jobs"].as_mapping().expect("jobs");
+    for (id, _) in jobs {
+        let id = id.as_str().expect("an id");
+        for line in uploads(id) {
+            let file = line.rsplit('/').next().unwrap_or_default();
+            assert!(
+                ["plan.tfplan", "plan.txt", "plan.json", "plan.result.json"].contains(&file),
+                "{id}: {line:?}"
+            );
+        }
+        for name in action_inputs(&workflow, id, "actions/", "name") {
+            assert!(
+                !name.contains(['"', ':', '<', '>', '|', '*', '?', '\\', '/', '\n', '\r']),
+                "{id}: artifact name {name:?}"
+            );
+        }
+    }
+    for (job, line) in [
+        ("plan-_neg", "./!neg/plan.tfplan"),
+        ("plan-_c", "./#c/plan.tfplan"),
+        ("plan-a_b", "a[*]b/plan.tfplan"),
+        ("plan-aXb", "aXb/plan.tfplan"),
+        ("plan-_", "./~/plan.tfplan"),
+        ("plan-_sp", "./ sp/plan.tfplan"),
+        ("plan-q_", "q[?]/plan.tfplan"),
+        ("plan-br_ace", "br[[]ace/plan.tfplan"),
+        ("plan-plain", "plain/plan.tfplan"),
+    ] {
+        let dir = line.strip_suffix("plan.tfplan").expect("a plan file");
+        let lines = uploads(job);
+        assert_eq!(lines.first().map(String::as_str), Some(line), "{job}");
+        assert!(lines.iter().all(|l| l.starts_with(dir)), "{job}: {lines:?}");
+    }
+    for (job, path) in [
+        ("apply-_", "./~"),
+        ("apply-_sp", "./ sp"),
+        ("apply-_neg", "!neg"),
+        ("apply-plain", "plain"),
+    ] {
+        assert_eq!(
+            action_inputs(&workflow, job, "actions/download-artifact", "path"),
+            [path],
+            "{job}"
+        );
+    }
+}
+
+#[test]
+fn the_summary_job_puts_plans_in_place_without_writing_through_links() {
+    // The summary job (which holds a write token) copies each downloaded plan artifact
+    // into its module. A `plan.txt` the merge request committed as a link to a file of
+    // the runner must be replaced, not written through.
+    let outside = tempfile::tempdir().expect("temp dir");
+    let victim = outside.path().join("bashrc");
+    std::fs::write(&victim, "the runner's own file\n").expect("write");
+    let p = Project::empty();
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{module}\"\nextensions:\n  summary:\n    enabled: true\n",
+    );
+    p.write("vpc/main.tf", "# the network\n");
+    std::os::unix::fs::symlink(&victim, p.path().join("vpc/plan.txt")).expect("symlink");
+    let (workflow, stderr) = github_workflow(&p);
+    let put = workflow["jobs"]["terraci-summary"]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .find(|s| s["name"].as_str() == Some("Put the plans into their modules"))
+        .and_then(|s| s["run"].as_str())
+        .unwrap_or_else(|| panic!("no put step:\n{stderr}"))
+        .to_owned();
+    // What "Download plans" leaves: one directory per artifact, with a stray file.
+    p.write(
+        ".terraci/plans/terraci-plan-vpc/plan.txt",
+        "echo pwned # planned\n",
+    );
+    p.write(".terraci/plans/terraci-plan-vpc/main.tf", "# replaced\n");
+    let run = Command::new("sh")
+        .args(["-ec", &put])
+        .current_dir(p.path())
+        .output()
+        .expect("sh runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("read"),
+        "the runner's own file\n"
+    );
+    assert!(is_regular_file(&p.path().join("vpc/plan.txt")));
+    assert_eq!(p.read("vpc/plan.txt"), "echo pwned # planned\n");
+    assert_eq!(p.read("vpc/main.tf"), "# the network\n");
+}

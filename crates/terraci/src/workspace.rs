@@ -777,14 +777,19 @@ impl Workspace {
             .map(|m| m.info(db))
             .filter(|i| i.is_root() && options.refuses(&i.id))
             .map(|i| {
-                let why = if options.refuse_expressions {
-                    "its path holds `${{`, which GitHub evaluates as an expression and which \
+                let why =
+                    if options.refuse_expressions && !terraci_engine::ir::holds_expression(&i.id) {
+                        "its path holds a line break, and GitHub's upload-artifact reads each line \
+                     of its `path` as a pattern of its own (a directory named by the first \
+                     line would be uploaded whole)"
+                    } else if options.refuse_expressions {
+                        "its path holds `${{`, which GitHub evaluates as an expression and which \
                      cannot be escaped"
-                } else {
-                    "its path holds a GitLab variable reference (`$NAME` or `${...}`), which \
+                    } else {
+                        "its path holds a GitLab variable reference (`$NAME` or `${...}`), which \
                      GitLab expands in artifact and cache paths and resource groups, with no \
                      documented escape"
-                };
+                    };
                 Diagnostic::error(
                     Code::UnsafeName,
                     format!("the module gets no jobs: {why}; rename the directory"),

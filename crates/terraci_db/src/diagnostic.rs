@@ -314,7 +314,7 @@ codes! {
     IgnoredDependency = "ignored-dependency": "info (-v): a found edge is dropped by `dependencies.ignore`",
     UnknownModuleCount = "unknown-module-count": "info (-v): a module call's count is unknown; its remote_state blocks are read as for one instance",
     UnsafePath = "unsafe-path": "a symlink that leaves the project (or repository), a device, FIFO or socket: never opened",
-    UnsafeName = "unsafe-name": "a module path that cannot be written safely: not UTF-8, or `${{` in a GitHub workflow; the module gets no jobs",
+    UnsafeName = "unsafe-name": "a module path that cannot be written safely: not UTF-8, `${{` or a line break in a GitHub workflow, or a GitLab variable reference (`$NAME`, `${...}`) in a GitLab pipeline; the module gets no jobs",
     FileTooLarge = "file-too-large": "a file over the size bound (`--max-file-size`, default 16 MiB) is not read",
     CommittedCache = "committed-cache": "a file of the cache dir (`facts.bin`, `summaries.bin`) is tracked by git: whoever committed it wrote it, so the cache is neither read nor written in this run",
     ContributionInvalid = "contribution-invalid": "a job an extension contributes is malformed (a name other than letters, digits, `-`, `_`; an empty command; a gate of the applies that does not read the plans); nothing is generated or run",

@@ -281,11 +281,43 @@ fn apply_overwrites(out: &mut GitHubJobConfig, github: &GitHub, wanted: &Overwri
     }
 }
 
-fn artifact_name(job: &Job) -> String {
-    format!(
-        "terraci-{}",
-        terraci_engine::ir::job_name(JobKind::Plan, &job.module)
-    )
+/// The artifact of `job`'s module plan: named after the plan job's id, since
+/// upload-artifact refuses names holding `*`, `?`, `:`, `"`, `<`, `>`, `|`, `\\` or line
+/// breaks (a plan job of `a*b` would fail), and ids are unique.
+fn artifact_name(job: &Job, ids: &BTreeMap<&str, String>) -> String {
+    let plan = terraci_engine::ir::job_name(JobKind::Plan, &job.module);
+    format!("terraci-{}", ids.get(&*plan).map_or(&*plan, String::as_str))
+}
+
+/// `module` as the artifact actions read a path input: the input is trimmed, and a
+/// leading `~` is the home directory (download-artifact), so a module that starts with
+/// `~` or white space is written `./<module>`, and as a `path` that ends in white space
+/// `<module>/`. With `pattern`, also as one line of upload-artifact's `path`, which
+/// @actions/glob reads as a pattern (`!` excludes, `#` is a comment, `*`, `?`, `[`
+/// match): those are escaped as that library's own `globEscape` does (`[*]`, `[?]`,
+/// `[[]`, `\\` doubled) and a leading `!` or `#` gets `./` too. A line break cannot be
+/// escaped (each line is a pattern of its own, `x` alone uploads the directory `x`):
+/// such modules get no GitHub jobs ([`terraci_engine::ir::PlanOptions::refuses`]).
+fn action_path(module: &str, pattern: bool) -> String {
+    let blank = |c: char| c.is_whitespace() || c == '\u{feff}';
+    let mut out = String::with_capacity(module.len() + 3);
+    let first = module.chars().next();
+    if first.is_some_and(|c| blank(c) || c == '~' || (pattern && (c == '!' || c == '#'))) {
+        out.push_str("./");
+    }
+    for c in module.chars() {
+        match c {
+            '*' if pattern => out.push_str("[*]"),
+            '?' if pattern => out.push_str("[?]"),
+            '[' if pattern => out.push_str("[[]"),
+            '\\' if pattern => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    if !pattern && module.chars().next_back().is_some_and(blank) {
+        out.push('/');
+    }
+    out
 }
 
 fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, String>) -> Value {
@@ -362,8 +394,8 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
             ("uses", "actions/download-artifact@v4"),
         ]);
         let mut with = Mapping::new();
-        with.insert(string("name"), string(artifact_name(job)));
-        with.insert(string("path"), string(&*job.module));
+        with.insert(string("name"), string(artifact_name(job, ids)));
+        with.insert(string("path"), string(action_path(&job.module, false)));
         s.insert(string("with"), Value::Mapping(with));
         steps.push(s);
     }
@@ -395,7 +427,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
             ("uses", "actions/upload-artifact@v4"),
         ]);
         let mut with = Mapping::new();
-        with.insert(string("name"), string(artifact_name(job)));
+        with.insert(string("name"), string(artifact_name(job, ids)));
         // The plan file and, kept as data, plan.txt, plan.json, plan.result.json: named,
         // never a glob (upload-artifact follows links, so a committed `plan.x` link to a
         // file of the runner would be uploaded).
@@ -404,10 +436,8 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         } else {
             &[PLAN_FILE]
         };
-        let paths: Vec<String> = files
-            .iter()
-            .map(|f| format!("{}/{f}", job.module))
-            .collect();
+        let module = action_path(&job.module, true);
+        let paths: Vec<String> = files.iter().map(|f| format!("{module}/{f}")).collect();
         with.insert(string("path"), string(paths.join("\n")));
         // Plan results are kept also when the plan failed: the review must see it.
         with.insert(
@@ -531,8 +561,12 @@ fn render_contributed(
         s.insert(string("with"), Value::Mapping(with));
         s.insert(string("continue-on-error"), Value::Bool(true));
         steps.push(s);
+        // Only the plan files, each copied after removing what the checkout has at its
+        // name: a committed `plan.txt` link to a file of the runner (`~/.bashrc`) would
+        // have `cp` write the artifact's bytes through it.
         let mut run = format!(
-            "put() {{ if [ -d {}/\"$1\" ]; then cp -R {}/\"$1\"/. \"$2\"/; fi; }}\n",
+            "put() {{ for f in {}; do if [ -f {}/\"$1\"/\"$f\" ]; then rm -f \"$2/$f\" && cp {}/\"$1\"/\"$f\" \"$2/$f\"; fi; done; }}\n",
+            super::plan_files(plan).join(" "),
             sh_word(&into),
             sh_word(&into)
         );
@@ -545,7 +579,7 @@ fn render_contributed(
             };
             run.push_str(&format!(
                 "put {} {}\n",
-                sh_word(&artifact_name(planned)),
+                sh_word(&artifact_name(planned, ids)),
                 sh_word(&module)
             ));
         }
