@@ -1549,3 +1549,38 @@ fn the_summary_job_puts_plans_in_place_without_writing_through_links() {
     assert_eq!(p.read("vpc/plan.txt"), "echo pwned # planned\n");
     assert_eq!(p.read("vpc/main.tf"), "# the network\n");
 }
+
+#[test]
+fn fileexists_answers_nothing_about_the_git_directory() {
+    // `file()` refuses the git directory; `fileexists()` answered for it as for any file,
+    // so a module could still choose its dependencies by what the runner's `.git` holds.
+    let project = Project::empty();
+    project.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    project.write("vpc/main.tf", "# the network\n");
+    for (module, path) in [
+        ("direct", "${path.module}/../.git/config"),
+        ("linked", "${path.module}/../cfg"),
+    ] {
+        project.write(
+            &format!("{module}/main.tf"),
+            format!(
+                "data \"terraform_remote_state\" \"s\" {{\n  backend = \"local\"\n  config = {{\n    path = fileexists(\"{path}\") ? \"../vpc/terraform.tfstate\" : \"../none/terraform.tfstate\"\n  }}\n}}\n"
+            ),
+        );
+    }
+    commit_all(project.path());
+    std::os::unix::fs::symlink(".git/config", project.path().join("cfg")).expect("symlink");
+    let out = project.run(&["graph", "--format", "list", "--no-cache", "-v"]);
+    for module in ["direct", "linked"] {
+        assert!(
+            out.stderr
+                .lines()
+                .any(|l| l.contains(&format!("{module}/main.tf:"))
+                    && l.contains("cannot tell whether")
+                    && l.contains("git directory")),
+            "{module}:\n{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+}
