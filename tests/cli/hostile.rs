@@ -1584,3 +1584,36 @@ fn fileexists_answers_nothing_about_the_git_directory() {
         );
     }
 }
+
+#[test]
+fn a_terraform_file_linked_into_the_git_directory_is_never_read() {
+    // `main.tf -> ../.git/config` lies inside the project, so it was read, and its syntax
+    // error showed the line it starts with: the runner's git configuration.
+    let project = Project::empty();
+    project.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    project.write("vpc/main.tf", "# the network\n");
+    project.write("shared/main.tf", "# reached through a link, still read\n");
+    commit_all(project.path());
+    git(
+        project.path(),
+        &["config", "core.x-secret", "T0ken-In-Git-Config"],
+    );
+    std::fs::create_dir_all(project.path().join("app")).expect("mkdir");
+    std::fs::create_dir_all(project.path().join("other")).expect("mkdir");
+    std::os::unix::fs::symlink("../.git/config", project.path().join("app/main.tf"))
+        .expect("symlink");
+    std::os::unix::fs::symlink("../shared/main.tf", project.path().join("other/main.tf"))
+        .expect("symlink");
+    let out = project.run(&["validate", "--no-cache"]);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(
+            "error[unsafe-path]: app/main.tf: not read: a symlink into the git directory (`.git/config`)"
+        ),
+        "{text}"
+    );
+    for secret in ["[core]", "T0ken-In-Git-Config", "x-secret"] {
+        assert!(!text.contains(secret), "{secret} shown:\n{text}");
+    }
+    assert!(!out.stderr.contains("other/main.tf"), "{text}");
+}
