@@ -1617,3 +1617,35 @@ fn a_terraform_file_linked_into_the_git_directory_is_never_read() {
     }
     assert!(!out.stderr.contains("other/main.tf"), "{text}");
 }
+
+#[test]
+fn a_plan_result_committed_in_the_checkout_is_flagged_stale() {
+    // The merge request changes `app` and commits, beside it, a plan result saying "no
+    // changes" that names no commit: no plan job of this pipeline made it (each records
+    // the pipeline's commit), so the comment must not show it as this run's plan.
+    let p = Project::empty();
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{module}\"\nextensions:\n  summary:\n    enabled: true\n",
+    );
+    p.write("app/main.tf", "resource \"null_resource\" \"x\" {}\n");
+    p.write("app/plan.result.json", r#"{"exit_code": 0, "commit": ""}"#);
+    p.write(
+        "app/plan.json",
+        r#"{"format_version": "1.2", "resource_changes": []}"#,
+    );
+    let out = p.run_env(
+        &["summary"],
+        &[
+            ("GITLAB_CI", "true"),
+            ("CI_COMMIT_SHA", "0123456789abcdef0123456789abcdef01234567"),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("`app`"))
+        .unwrap_or_else(|| panic!("no row for app:\n{}", out.stdout));
+    assert!(row.contains("stale"), "{row}\n{}", out.stdout);
+}
