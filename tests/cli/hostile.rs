@@ -252,6 +252,23 @@ fn fake_terraform(work: &Path) -> (String, PathBuf) {
     (path, log)
 }
 
+/// A `bin` directory in `work` holding each `(program, script)`, and `PATH` with it
+/// first.
+fn fake_programs(work: &Path, programs: &[(&str, &str)]) -> String {
+    let bin = work.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    for (program, script) in programs {
+        std::fs::write(bin.join(program), script).expect("write fake");
+        std::fs::set_permissions(bin.join(program), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// The checkout a pipeline runs in: each module directory with a `main.tf`, nothing
 /// git cannot hold (no FIFO, no links out).
 fn checkout(work: &Path, pipeline: &str, names: &[&str]) -> PathBuf {
@@ -447,7 +464,8 @@ fn github_workflow_passes_actionlint_without_expressions_terraci_did_not_write()
             "${{ github.event.pull_request.head.sha || github.sha }}",
             "",
         )
-        .replace("${{ secrets.GITHUB_TOKEN }}", "");
+        .replace("${{ secrets.GITHUB_TOKEN }}", "")
+        .replace("${{ runner.temp }}", "");
     assert!(!own.contains("${{"), "{workflow}");
     assert!(!workflow.contains("github.token"), "{workflow}");
     // The token reaches the summary job only, which comments on the pull request.
@@ -1333,26 +1351,17 @@ fn a_plan_job_never_writes_through_nor_prints_a_committed_plan_file_link() {
         .map(|line| line.as_str().expect("a line").to_owned())
         .collect();
     // A Terraform that plans (with changes) and shows, nothing else.
-    let bin = outside.path().join("bin");
-    std::fs::create_dir_all(&bin).expect("mkdir");
-    let fake = bin.join("terraform");
-    std::fs::write(
-        &fake,
-        "#!/bin/sh\ncase \"$1\" in\n  plan) echo planned; exit 2 ;;\n  show) echo '{}' ;;\nesac\n",
-    )
-    .expect("write");
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = fake_programs(
+        outside.path(),
+        &[(
+            "terraform",
+            "#!/bin/sh\ncase \"$1\" in\n  plan) echo planned; exit 2 ;;\n  show) echo '{}' ;;\nesac\n",
+        )],
+    );
     let run = Command::new("sh")
         .args(["-ec", &script.join("\n")])
         .current_dir(project.path())
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
+        .env("PATH", path)
         .output()
         .expect("sh runs");
     let log = format!(
@@ -1487,67 +1496,117 @@ fn github_artifact_paths_name_exactly_each_module() {
         assert_eq!(lines.first().map(String::as_str), Some(line), "{job}");
         assert!(lines.iter().all(|l| l.starts_with(dir)), "{job}: {lines:?}");
     }
-    for (job, path) in [
-        ("apply-_", "./~"),
-        ("apply-_sp", "./ sp"),
-        ("apply-_neg", "!neg"),
-        ("apply-plain", "plain"),
-    ] {
-        assert_eq!(
-            action_inputs(&workflow, job, "actions/download-artifact", "path"),
-            [path],
-            "{job}"
-        );
+    // Downloads go to the runner's temp dir, never into the checkout by a module's name.
+    for (id, _) in jobs {
+        let id = id.as_str().expect("an id");
+        for path in action_inputs(&workflow, id, "actions/download-artifact", "path") {
+            assert!(path.starts_with("${{ runner.temp }}/"), "{id}: {path}");
+        }
     }
 }
 
-#[test]
-fn the_summary_job_puts_plans_in_place_without_writing_through_links() {
-    // The summary job (which holds a write token) copies each downloaded plan artifact
-    // into its module. A `plan.txt` the merge request committed as a link to a file of
-    // the runner must be replaced, not written through.
-    let outside = tempfile::tempdir().expect("temp dir");
-    let victim = outside.path().join("bashrc");
-    std::fs::write(&victim, "the runner's own file\n").expect("write");
-    let p = Project::empty();
-    p.write(
-        ".terraci.yaml",
-        "structure:\n  pattern: \"{module}\"\nextensions:\n  summary:\n    enabled: true\n",
-    );
-    p.write("vpc/main.tf", "# the network\n");
-    std::os::unix::fs::symlink(&victim, p.path().join("vpc/plan.txt")).expect("symlink");
-    let (workflow, stderr) = github_workflow(&p);
-    let put = workflow["jobs"]["terraci-summary"]["steps"]
+/// The `run` of the step named `name` of `job`.
+fn step_run(workflow: &serde_yaml::Value, job: &str, name: &str) -> String {
+    workflow["jobs"][job]["steps"]
         .as_sequence()
         .expect("steps")
         .iter()
-        .find(|s| s["name"].as_str() == Some("Put the plans into their modules"))
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(name)))
         .and_then(|s| s["run"].as_str())
-        .unwrap_or_else(|| panic!("no put step:\n{stderr}"))
-        .to_owned();
-    // What "Download plans" leaves: one directory per artifact, with a stray file.
+        .unwrap_or_else(|| panic!("{job} has no step {name:?}"))
+        .to_owned()
+}
+
+#[test]
+fn downloaded_artifacts_never_write_through_committed_links() {
+    // download-artifact writes into the paths it is given, following links. A merge
+    // request that commits `plan.tfplan`, `plan.txt` or `.terraci/policy-report.json` as
+    // links to files of the runner (a self-hosted runner's `~/.bashrc`, its `.env`) had
+    // the apply job, the summary job (which holds a write token) or the policy job write
+    // artifact bytes there. Artifacts now land in the runner's temp dir and are put in
+    // place by name, replacing whatever the checkout has there.
+    let outside = tempfile::tempdir().expect("temp dir");
+    let victim = |name: &str| {
+        let path = outside.path().join(name);
+        std::fs::write(&path, "the runner's own file\n").expect("write");
+        path
+    };
+    let p = Project::empty();
     p.write(
-        ".terraci/plans/terraci-plan-vpc/plan.txt",
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{module}\"\nextensions:\n  summary:\n    enabled: true\n  policy:\n    enabled: true\n    sources:\n      - type: path\n        path: policies\n",
+    );
+    p.write("vpc/main.tf", "# the network\n");
+    p.write("policies/deny.rego", "package terraform\n");
+    let links = [
+        ("vpc/plan.tfplan", victim("tfplan")),
+        ("vpc/plan.txt", victim("txt")),
+        (".terraci/policy-report.json", victim("report")),
+    ];
+    for (rel, target) in &links {
+        std::fs::create_dir_all(p.path().join(rel).parent().expect("a parent")).expect("mkdir");
+        std::os::unix::fs::symlink(target, p.path().join(rel)).expect("symlink");
+    }
+    let (workflow, stderr) = github_workflow(&p);
+    assert!(workflow["jobs"]["apply-vpc"].is_mapping(), "{stderr}");
+    // What the download steps leave in the runner's temp dir.
+    let temp = tempfile::tempdir().expect("temp dir");
+    let put = |rel: &str, text: &str| {
+        let path = temp.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    put("terraci-plan/plan.tfplan", "the plan to apply\n");
+    put("terraci-plan/main.tf", "# not a plan file\n");
+    put(
+        "terraci-plans/terraci-plan-vpc/plan.txt",
         "echo pwned # planned\n",
     );
-    p.write(".terraci/plans/terraci-plan-vpc/main.tf", "# replaced\n");
-    let run = Command::new("sh")
-        .args(["-ec", &put])
-        .current_dir(p.path())
-        .output()
-        .expect("sh runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    put(
+        "terraci-reports/policy-report.json",
+        "{\"producer\": \"policy\"}\n",
     );
-    assert_eq!(
-        std::fs::read_to_string(&victim).expect("read"),
-        "the runner's own file\n"
+    // A terraform that applies nothing, a terraci whose checks pass.
+    let echo = "#!/bin/sh\necho \"$@\"\n";
+    let path = fake_programs(outside.path(), &[("terraform", echo), ("terraci", echo)]);
+    let run = |dir: &str, script: &str| {
+        let out = Command::new("sh")
+            .args(["-ec", script])
+            .current_dir(p.path().join(dir))
+            .env("RUNNER_TEMP", temp.path())
+            .env("PATH", &path)
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{script}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run("vpc", &step_run(&workflow, "apply-vpc", "Apply vpc"));
+    run(
+        ".",
+        &step_run(&workflow, "terraci-summary", "Put the plans"),
     );
-    assert!(is_regular_file(&p.path().join("vpc/plan.txt")));
+    run(
+        ".",
+        &step_run(&workflow, "terraci-summary", "Put the reports"),
+    );
+    for (rel, target) in &links {
+        assert_eq!(
+            std::fs::read_to_string(target).expect("read"),
+            "the runner's own file\n",
+            "{rel} was written through"
+        );
+        assert!(is_regular_file(&p.path().join(rel)), "{rel}");
+    }
+    assert_eq!(p.read("vpc/plan.tfplan"), "the plan to apply\n");
     assert_eq!(p.read("vpc/plan.txt"), "echo pwned # planned\n");
     assert_eq!(p.read("vpc/main.tf"), "# the network\n");
+    assert_eq!(
+        p.read(".terraci/policy-report.json"),
+        "{\"producer\": \"policy\"}\n"
+    );
 }
 
 #[test]

@@ -289,35 +289,55 @@ fn artifact_name(job: &Job, ids: &BTreeMap<&str, String>) -> String {
     format!("terraci-{}", ids.get(&*plan).map_or(&*plan, String::as_str))
 }
 
-/// `module` as the artifact actions read a path input: the input is trimmed, and a
-/// leading `~` is the home directory (download-artifact), so a module that starts with
-/// `~` or white space is written `./<module>`, and as a `path` that ends in white space
-/// `<module>/`. With `pattern`, also as one line of upload-artifact's `path`, which
-/// @actions/glob reads as a pattern (`!` excludes, `#` is a comment, `*`, `?`, `[`
-/// match): those are escaped as that library's own `globEscape` does (`[*]`, `[?]`,
-/// `[[]`, `\\` doubled) and a leading `!` or `#` gets `./` too. A line break cannot be
-/// escaped (each line is a pattern of its own, `x` alone uploads the directory `x`):
-/// such modules get no GitHub jobs ([`terraci_engine::ir::PlanOptions::refuses`]).
-fn action_path(module: &str, pattern: bool) -> String {
-    let blank = |c: char| c.is_whitespace() || c == '\u{feff}';
+/// `module` as one line of upload-artifact's `path`, which @actions/glob trims and reads
+/// as a pattern (`!` excludes, `#` is a comment, a leading `~` is the home directory,
+/// `*`, `?`, `[` match): those are escaped as that library's own `globEscape` does
+/// (`[*]`, `[?]`, `[[]`, `\\` doubled), and a module that starts with `!`, `#`, `~` or
+/// white space is written `./<module>`. A line break cannot be escaped (each line is a
+/// pattern of its own, `x` alone uploads the directory `x`): such modules get no GitHub
+/// jobs ([`terraci_engine::ir::PlanOptions::refuses`]).
+fn upload_pattern(module: &str) -> String {
     let mut out = String::with_capacity(module.len() + 3);
-    let first = module.chars().next();
-    if first.is_some_and(|c| blank(c) || c == '~' || (pattern && (c == '!' || c == '#'))) {
+    if module
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_whitespace() || c == '\u{feff}' || "!#~".contains(c))
+    {
         out.push_str("./");
     }
     for c in module.chars() {
         match c {
-            '*' if pattern => out.push_str("[*]"),
-            '?' if pattern => out.push_str("[?]"),
-            '[' if pattern => out.push_str("[[]"),
-            '\\' if pattern => out.push_str("\\\\"),
+            '*' => out.push_str("[*]"),
+            '?' => out.push_str("[?]"),
+            '[' => out.push_str("[[]"),
+            '\\' => out.push_str("\\\\"),
             c => out.push(c),
         }
     }
-    if !pattern && module.chars().next_back().is_some_and(blank) {
-        out.push('/');
-    }
     out
+}
+
+/// Where download steps put artifacts: fresh directories below the runner's temp dir,
+/// never the checkout, where a committed link (`plan.tfplan -> ~/.bashrc`, a linked
+/// `.terraci`) would have the action write through it. [`copy_plan_files`] then puts
+/// the files in place by name.
+const DOWNLOADED_PLAN: &str = "terraci-plan";
+const DOWNLOADED_PLANS: &str = "terraci-plans";
+const DOWNLOADED_REPORTS: &str = "terraci-reports";
+
+/// `${{ runner.temp }}/<dir>`, as a `with: path`.
+fn runner_temp(dir: &str) -> String {
+    format!("${{{{ runner.temp }}}}/{dir}")
+}
+
+/// A shell line copying each plan file that `from` holds to `to` (both shell words),
+/// removing what `to` has at its name first, so a committed link there is replaced, not
+/// written through; nothing but the plan files is copied.
+fn copy_plan_files(plan: &JobPlan, from: &str, to: &str) -> String {
+    format!(
+        "for f in {}; do if [ -f {from}/\"$f\" ]; then rm -f {to}/\"$f\" && cp {from}/\"$f\" {to}/\"$f\"; fi; done",
+        super::plan_files(plan).join(" ")
+    )
 }
 
 fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, String>) -> Value {
@@ -395,7 +415,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         ]);
         let mut with = Mapping::new();
         with.insert(string("name"), string(artifact_name(job, ids)));
-        with.insert(string("path"), string(action_path(&job.module, false)));
+        with.insert(string("path"), string(runner_temp(DOWNLOADED_PLAN)));
         s.insert(string("with"), Value::Mapping(with));
         steps.push(s);
     }
@@ -405,6 +425,14 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         JobKind::Apply => "Apply",
     };
     let mut run = String::new();
+    if job.kind == JobKind::Apply {
+        run.push_str(&copy_plan_files(
+            plan,
+            &format!("\"$RUNNER_TEMP\"/{DOWNLOADED_PLAN}"),
+            ".",
+        ));
+        run.push('\n');
+    }
     if job.kind == JobKind::Plan && plan.plan_results {
         if plan.init_enabled {
             run.push_str(&format!("{} init\n", plan.binary.command()));
@@ -436,7 +464,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         } else {
             &[PLAN_FILE]
         };
-        let module = action_path(&job.module, true);
+        let module = upload_pattern(&job.module);
         let paths: Vec<String> = files.iter().map(|f| format!("{module}/{f}")).collect();
         with.insert(string("path"), string(paths.join("\n")));
         // Plan results are kept also when the plan failed: the review must see it.
@@ -550,25 +578,23 @@ fn render_contributed(
     // each put into its module directory; a plan that did not run has none.
     let planned: Vec<&Job> = job.needs.iter().filter_map(|n| plan.job(&n.job)).collect();
     if !planned.is_empty() {
-        let into = format!("{}/plans", plan.service_dir.trim_end_matches('/'));
         let mut s = step(&[
             ("name", "Download plans"),
             ("uses", "actions/download-artifact@v4"),
         ]);
         let mut with = Mapping::new();
         with.insert(string("pattern"), string("terraci-plan-*"));
-        with.insert(string("path"), string(into.as_str()));
+        with.insert(string("path"), string(runner_temp(DOWNLOADED_PLANS)));
         s.insert(string("with"), Value::Mapping(with));
         s.insert(string("continue-on-error"), Value::Bool(true));
         steps.push(s);
-        // Only the plan files, each copied after removing what the checkout has at its
-        // name: a committed `plan.txt` link to a file of the runner (`~/.bashrc`) would
-        // have `cp` write the artifact's bytes through it.
         let mut run = format!(
-            "put() {{ for f in {}; do if [ -f {}/\"$1\"/\"$f\" ]; then rm -f \"$2/$f\" && cp {}/\"$1\"/\"$f\" \"$2/$f\"; fi; done; }}\n",
-            super::plan_files(plan).join(" "),
-            sh_word(&into),
-            sh_word(&into)
+            "put() {{ {}; }}\n",
+            copy_plan_files(
+                plan,
+                &format!("\"$RUNNER_TEMP\"/{DOWNLOADED_PLANS}/\"$1\""),
+                "\"$2\""
+            )
         );
         for planned in &planned {
             // A directory named `-x` must not read as an option of `cp`.
@@ -587,6 +613,7 @@ fn render_contributed(
         s.insert(string("run"), string(run));
         steps.push(s);
     }
+    let mut reports = String::new();
     for need in &job.needs {
         let report = plan
             .contributed_job(&need.job)
@@ -598,11 +625,28 @@ fn render_contributed(
             ]);
             let mut with = Mapping::new();
             with.insert(string("name"), string(report_artifact(producer)));
-            with.insert(string("path"), string(plan.service_dir.as_str()));
+            with.insert(string("path"), string(runner_temp(DOWNLOADED_REPORTS)));
             s.insert(string("with"), Value::Mapping(with));
             s.insert(string("continue-on-error"), Value::Bool(true));
             steps.push(s);
+            // The artifact holds the one report file, at its root.
+            let path = terraci_engine::contrib::report_path(&plan.service_dir, producer);
+            let from = format!(
+                "\"$RUNNER_TEMP\"/{DOWNLOADED_REPORTS}/{}",
+                sh_word(path.rsplit('/').next().unwrap_or(&path))
+            );
+            let dir = path.rsplit_once('/').map_or(".", |(dir, _)| dir);
+            reports.push_str(&format!(
+                "if [ -f {from} ]; then mkdir -p {} && rm -f {path} && cp {from} {path}; fi\n",
+                sh_word(dir),
+                path = sh_word(&path),
+            ));
         }
+    }
+    if !reports.is_empty() {
+        let mut s = step(&[("name", "Put the reports in place")]);
+        s.insert(string("run"), string(reports));
+        steps.push(s);
     }
     steps.extend(user_steps(user.steps_before.as_deref()));
     let hint = if &*job.name == terraci_engine::contrib::SUMMARY_JOB {
