@@ -1708,3 +1708,41 @@ fn a_plan_result_committed_in_the_checkout_is_flagged_stale() {
         .unwrap_or_else(|| panic!("no row for app:\n{}", out.stdout));
     assert!(row.contains("stale"), "{row}\n{}", out.stdout);
 }
+
+#[test]
+fn privileged_github_triggers_are_warned_about() {
+    // `pull_request_target` and `workflow_run` runs hold a write token and the secrets
+    // whoever opened the pull request; with them the plans are not the pull request's.
+    for (on, warned) in [
+        (
+            "{pull_request_target: {branches: [main]}, push: null}",
+            Some("pull_request_target"),
+        ),
+        ("[push, workflow_run]", Some("workflow_run")),
+        ("pull_request_target", Some("pull_request_target")),
+        ("{pull_request: null, push: {branches: [main]}}", None),
+    ] {
+        let p = Project::empty();
+        p.write(
+            ".terraci.yaml",
+            format!(
+                "structure:\n  pattern: \"{{module}}\"\nextensions:\n  github:\n    on: {on}\n"
+            ),
+        );
+        p.write("vpc/main.tf", "# the network\n");
+        let out = p.run(&["generate", "--provider", "github", "--no-cache"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let warning = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("warning[privileged-trigger]"));
+        match warned {
+            Some(name) => assert!(
+                warning.is_some_and(|w| w.contains(&format!("`{name}`"))),
+                "{on}:\n{}",
+                out.stderr
+            ),
+            None => assert!(warning.is_none(), "{on}:\n{}", out.stderr),
+        }
+    }
+}

@@ -316,6 +316,7 @@ codes! {
     UnsafePath = "unsafe-path": "a symlink that leaves the project (or repository), a device, FIFO or socket: never opened",
     UnsafeName = "unsafe-name": "a module path that cannot be written safely: not UTF-8, `${{` or a line break in a GitHub workflow, or a GitLab variable reference (`$NAME`, `${...}`) in a GitLab pipeline; the module gets no jobs",
     FileTooLarge = "file-too-large": "a file over the size bound (`--max-file-size`, default 16 MiB) is not read",
+    PrivilegedTrigger = "privileged-trigger": "`extensions.github.on` has `pull_request_target` or `workflow_run`: runs that hold a write token and the repository's secrets while what they check out or download is not the pull request's own plan",
     CommittedCache = "committed-cache": "a file of the cache dir (`facts.bin`, `summaries.bin`) is tracked by git: whoever committed it wrote it, so the cache is neither read nor written in this run",
     ContributionInvalid = "contribution-invalid": "a job an extension contributes is malformed (a name other than letters, digits, `-`, `_`; an empty command; a gate of the applies that does not read the plans); nothing is generated or run",
     ContributionClash = "contribution-clash": "a contributed job has the name of another job (a module's plan or apply job, another contributed job) or produces a report another job produces; nothing is generated or run",

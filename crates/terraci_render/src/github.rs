@@ -49,6 +49,7 @@ pub fn render_github(
         string(github.name.as_deref().unwrap_or(DEFAULT_NAME)),
     );
     doc.insert(string("on"), triggers(&github));
+    warnings.extend(privileged_triggers(&github));
     let permissions = if github.permissions.is_empty() {
         IndexMap::from([("contents".to_owned(), "read".to_owned())])
     } else {
@@ -160,6 +161,50 @@ pub(super) fn job_condition(kind: JobKind, user: Option<&str>) -> String {
         condition.push_str(&format!(" && ({user})"));
     }
     condition
+}
+
+/// A `privileged-trigger` warning for each trigger of `on:` whose runs hold a write token
+/// and the repository's secrets whatever the pull request (GitHub's "pwn request"):
+/// `pull_request_target` checks out the base branch (`actions/checkout`'s default), so the
+/// plans are the base's shown as the pull request's, and a step that checks out the head
+/// runs its Terraform with those secrets; `workflow_run` runs after a run a pull request
+/// may have triggered and, reading its artifacts, trusts what that pull request wrote.
+fn privileged_triggers(github: &GitHub) -> Vec<Diagnostic> {
+    let Some(on) = &github.on else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = match on {
+        Value::String(name) => vec![name.as_str()],
+        Value::Sequence(items) => items.iter().filter_map(Value::as_str).collect(),
+        Value::Mapping(map) => map.keys().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let why = match name {
+                "pull_request_target" => {
+                    "its runs hold a token that can write and the repository's secrets, and \
+                     check out the base branch: the plans would be the base's, shown as the \
+                     pull request's, and a step that checks out the pull request's head runs \
+                     its Terraform (providers, external data, local-exec) with those secrets"
+                }
+                "workflow_run" => {
+                    "its runs hold a token that can write and the repository's secrets while \
+                     they follow runs a pull request may have triggered, whose artifacts are \
+                     the pull request's to write"
+                }
+                _ => return None,
+            };
+            Some(Diagnostic::warning(
+                Code::PrivilegedTrigger,
+                format!(
+                    "extensions.github.on has `{name}`: {why}; use `pull_request` for plans \
+                     of pull requests"
+                ),
+            ))
+        })
+        .collect()
 }
 
 /// `on:` from the config, else pull requests, pushes to the default branch and manual runs.
