@@ -1707,6 +1707,12 @@ fn a_plan_result_committed_in_the_checkout_is_flagged_stale() {
         .find(|l| l.contains("`app`"))
         .unwrap_or_else(|| panic!("no row for app:\n{}", out.stdout));
     assert!(row.contains("stale"), "{row}\n{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("This plan names no commit: no plan job of this pipeline made it"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
