@@ -268,7 +268,8 @@ pub(crate) fn load_workspace_overlapped(
 /// A `committed-cache` warning when git tracks a file of the cache dir. CRC-sealed is not
 /// authenticated: a `facts.bin` or `summaries.bin` a merge request commits can claim facts
 /// for real file contents (a dependency the files do not declare), so such a cache is
-/// neither read nor written in this run. Asked of git only when one of them exists.
+/// neither read nor written in this run. Asked of git only when one of them exists below
+/// the project (a `--cache-dir` elsewhere is the runner's).
 fn committed_cache(
     system: &dyn System,
     settings: &terraci_db::store::CacheSettings,
@@ -280,7 +281,7 @@ fn committed_cache(
     ]
     .iter()
     .map(|name| settings.dir.join(name))
-    .filter(|path| system.is_file(path))
+    .filter(|path| path.starts_with(root) && system.is_file(path))
     .collect();
     if files.is_empty() {
         return None;
