@@ -1752,3 +1752,46 @@ fn privileged_github_triggers_are_warned_about() {
         }
     }
 }
+
+#[test]
+fn gitlab_artifact_paths_name_exactly_each_module() {
+    // GitLab Runner matches `artifacts:paths` as doublestar globs: `a*b/plan.json` also
+    // took `aXb/plan.json` (which a merge request can commit) into the artifact of
+    // `a*b`'s plan job.
+    let p = Project::empty();
+    p.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    for module in [
+        "a*b",
+        "aXb",
+        "q?",
+        "br[ace",
+        "{x,y}",
+        "back\\slash",
+        "plain",
+    ] {
+        p.write(&format!("{module}/main.tf"), "# a module\n");
+    }
+    let out = p.run(&["generate", "--provider", "gitlab", "--no-cache"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let pipeline: serde_yaml::Value = serde_yaml::from_str(&out.stdout).expect("YAML");
+    for (module, literal) in [
+        ("a*b", "a\\*b"),
+        ("aXb", "aXb"),
+        ("q?", "q\\?"),
+        ("br[ace", "br\\[ace"),
+        ("{x,y}", "\\{x,y}"),
+        ("back\\slash", "back\\\\slash"),
+        ("plain", "plain"),
+    ] {
+        let paths: Vec<&str> = pipeline[format!("plan-{module}").as_str()]["artifacts"]["paths"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("plan-{module} has artifact paths:\n{}", out.stdout))
+            .iter()
+            .filter_map(serde_yaml::Value::as_str)
+            .collect();
+        assert!(
+            !paths.is_empty() && paths.iter().all(|p| p.starts_with(&format!("{literal}/"))),
+            "{module}: {paths:?}"
+        );
+    }
+}
