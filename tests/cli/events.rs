@@ -25,9 +25,15 @@ fn holds(condition: Option<&str>, event: &str, failed: bool, needs_ok: bool) -> 
     };
     let context = serde_json::json!({
         "github": {"event_name": event},
-        "needs": {"terraci-affected": {"outputs": {"all": "true", "modules": "[]"}}},
+        "needs": {"terraci-affected": {"outputs": {"skip": "[]"}}},
     });
-    crate::github_expr::truthy(&crate::github_expr::evaluate(condition, &context, failed))
+    let value =
+        crate::github_expr::truthy(&crate::github_expr::evaluate(condition, &context, failed));
+    // Without a status function, GitHub adds `success()`: every need succeeded.
+    let status = ["success(", "failure(", "cancelled(", "always("]
+        .iter()
+        .any(|f| condition.contains(f));
+    value && (status || needs_ok)
 }
 
 /// Runs the workflow for `event`; `failing` jobs fail when they run.

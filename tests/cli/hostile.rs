@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{actionlint, client, commit_all, Project};
+use crate::support::{actionlint, client, commit_all, git, Project};
 
 /// Placed in the environment of every run; no output may hold it.
 const SECRET: &str = "s3cr3t-Token-0f-the-CI-job";
@@ -252,6 +252,23 @@ fn fake_terraform(work: &Path) -> (String, PathBuf) {
     (path, log)
 }
 
+/// A `bin` directory in `work` holding each `(program, script)`, and `PATH` with it
+/// first.
+fn fake_programs(work: &Path, programs: &[(&str, &str)]) -> String {
+    let bin = work.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    for (program, script) in programs {
+        std::fs::write(bin.join(program), script).expect("write fake");
+        std::fs::set_permissions(bin.join(program), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// The checkout a pipeline runs in: each module directory with a `main.tf`, nothing
 /// git cannot hold (no FIFO, no links out).
 fn checkout(work: &Path, pipeline: &str, names: &[&str]) -> PathBuf {
@@ -446,15 +463,15 @@ fn github_workflow_passes_actionlint_without_expressions_terraci_did_not_write()
             "${{ github.event.pull_request.base.sha || github.event.before }}",
             "",
         )
-        .replace("${{ steps.affected.outputs.all }}", "")
-        .replace("${{ steps.affected.outputs.modules }}", "")
+        .replace("${{ steps.affected.outputs.skip }}", "")
         .replace("${{ github.workflow }}", "")
         .replace("${{ github.ref }}", "")
         .replace(
             "${{ github.event.pull_request.head.sha || github.sha }}",
             "",
         )
-        .replace("${{ secrets.GITHUB_TOKEN }}", "");
+        .replace("${{ secrets.GITHUB_TOKEN }}", "")
+        .replace("${{ runner.temp }}", "");
     assert!(!own.contains("${{"), "{workflow}");
     assert!(!workflow.contains("github.token"), "{workflow}");
     // The token reaches the summary job only, which comments on the pull request.
@@ -1241,15 +1258,7 @@ fn file_functions_never_read_the_git_directory() {
         state("templatefile(\"${path.module}/../.GIT/config\", {})"),
     );
     commit_all(project.path());
-    let git = |args: &[&str]| {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(project.path())
-            .status()
-            .expect("git runs")
-            .success();
-        assert!(ok, "git {args:?}");
-    };
+    let git = |args: &[&str]| git(project.path(), args);
     let token = "glcbt-J0b-T0ken-In-The-Remote";
     let header = "eC1hY2Nlc3MtdG9rZW46Z2hzX0FjdGlvbnM=";
     git(&[
@@ -1348,26 +1357,17 @@ fn a_plan_job_never_writes_through_nor_prints_a_committed_plan_file_link() {
         .map(|line| line.as_str().expect("a line").to_owned())
         .collect();
     // A Terraform that plans (with changes) and shows, nothing else.
-    let bin = outside.path().join("bin");
-    std::fs::create_dir_all(&bin).expect("mkdir");
-    let fake = bin.join("terraform");
-    std::fs::write(
-        &fake,
-        "#!/bin/sh\ncase \"$1\" in\n  plan) echo planned; exit 2 ;;\n  show) echo '{}' ;;\nesac\n",
-    )
-    .expect("write");
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = fake_programs(
+        outside.path(),
+        &[(
+            "terraform",
+            "#!/bin/sh\ncase \"$1\" in\n  plan) echo planned; exit 2 ;;\n  show) echo '{}' ;;\nesac\n",
+        )],
+    );
     let run = Command::new("sh")
         .args(["-ec", &script.join("\n")])
         .current_dir(project.path())
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
+        .env("PATH", path)
         .output()
         .expect("sh runs");
     let log = format!(
@@ -1386,4 +1386,432 @@ fn a_plan_job_never_writes_through_nor_prints_a_committed_plan_file_link() {
         );
     }
     assert!(!log.contains("the runner's own file"), "{log}");
+}
+
+#[test]
+fn a_cache_committed_in_the_checkout_is_neither_read_nor_written() {
+    // The fact cache is sealed with a CRC, not authenticated: a merge request that
+    // commits `.terraci/cache/facts.bin` could claim facts its files do not hold (a
+    // dependency that reorders the applies). A tracked cache is never trusted.
+    let p = one_module();
+    p.write("env/app/main.tf", "# an app\n");
+    commit_all(p.path());
+    let first = p.run(&["generate", "--provider", "gitlab"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        !first.stderr.contains("committed-cache"),
+        "{}",
+        first.stderr
+    );
+    let facts = p.path().join(".terraci/cache/facts.bin");
+    let committed = std::fs::read(&facts).expect("the first run wrote the fact cache");
+    git(p.path(), &["add", "--force", ".terraci/cache/facts.bin"]);
+    git(p.path(), &["commit", "--quiet", "--message", "a cache"]);
+    p.write("env/app/main.tf", "# an app, changed\n");
+    let second = p.run(&["generate", "--provider", "gitlab"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second.stderr.contains("warning[committed-cache]")
+            && second.stderr.contains(".terraci/cache/facts.bin"),
+        "{}",
+        second.stderr
+    );
+    assert!(second.stdout.contains("plan-env-app"), "{}", second.stdout);
+    assert_eq!(
+        std::fs::read(&facts).expect("still there"),
+        committed,
+        "the committed cache was rewritten"
+    );
+}
+
+/// The workflow `generate --provider github` writes for `p`, with its stderr.
+fn github_workflow(p: &Project) -> (serde_yaml::Value, String) {
+    let out = p.run(&["generate", "--provider", "github", "--no-cache"]);
+    let workflow = serde_yaml::from_str(&out.stdout).expect("YAML");
+    (workflow, out.stderr)
+}
+
+/// Each `with:` input `key` of the steps of `job` that use `action`.
+fn action_inputs(workflow: &serde_yaml::Value, job: &str, action: &str, key: &str) -> Vec<String> {
+    workflow["jobs"][job]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .filter(|s| s["uses"].as_str().is_some_and(|u| u.starts_with(action)))
+        .filter_map(|s| s["with"][key].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn github_artifact_paths_name_exactly_each_module() {
+    // upload-artifact reads each line of `path` as an @actions/glob pattern: a line `x`
+    // (a module `x<newline>z`) uploads the directory `x` whole (a link to `/`, `.git` with
+    // the checkout's token) into an artifact anyone who can read the repository may
+    // download; `!` excludes, `#` is a comment, `*` takes in other modules' plans, `~` is
+    // the home directory, and the input is trimmed.
+    let p = Project::empty();
+    p.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    for module in [
+        "x\nz", "!neg", "#c", "a*b", "aXb", "~", " sp", "q?", "br[ace", "plain",
+    ] {
+        p.write(&format!("{module}/main.tf"), "# a module\n");
+    }
+    let (workflow, stderr) = github_workflow(&p);
+    assert!(
+        stderr.contains(
+            "error[unsafe-name]: x\\nz: the module gets no jobs: its path holds a line break"
+        ),
+        "{stderr}"
+    );
+    let uploads = |job: &str| -> Vec<String> {
+        action_inputs(&workflow, job, "actions/upload-artifact", "path")
+            .iter()
+            .flat_map(|p| p.lines().map(str::to_owned).collect::<Vec<_>>())
+            .collect()
+    };
+    let jobs = workflow["jobs"].as_mapping().expect("jobs");
+    for (id, _) in jobs {
+        let id = id.as_str().expect("an id");
+        for line in uploads(id) {
+            let file = line.rsplit('/').next().unwrap_or_default();
+            assert!(
+                ["plan.tfplan", "plan.txt", "plan.json", "plan.result.json"].contains(&file),
+                "{id}: {line:?}"
+            );
+        }
+        for name in action_inputs(&workflow, id, "actions/", "name") {
+            assert!(
+                !name.contains(['"', ':', '<', '>', '|', '*', '?', '\\', '/', '\n', '\r']),
+                "{id}: artifact name {name:?}"
+            );
+        }
+    }
+    for (job, line) in [
+        ("plan-_neg", "./!neg/plan.tfplan"),
+        ("plan-_c", "./#c/plan.tfplan"),
+        ("plan-a_b", "a[*]b/plan.tfplan"),
+        ("plan-aXb", "aXb/plan.tfplan"),
+        ("plan-_", "./~/plan.tfplan"),
+        ("plan-_sp", "./ sp/plan.tfplan"),
+        ("plan-q_", "q[?]/plan.tfplan"),
+        ("plan-br_ace", "br[[]ace/plan.tfplan"),
+        ("plan-plain", "plain/plan.tfplan"),
+    ] {
+        let dir = line.strip_suffix("plan.tfplan").expect("a plan file");
+        let lines = uploads(job);
+        assert_eq!(lines.first().map(String::as_str), Some(line), "{job}");
+        assert!(lines.iter().all(|l| l.starts_with(dir)), "{job}: {lines:?}");
+    }
+    // Downloads go to the runner's temp dir, never into the checkout by a module's name.
+    for (id, _) in jobs {
+        let id = id.as_str().expect("an id");
+        for path in action_inputs(&workflow, id, "actions/download-artifact", "path") {
+            assert!(path.starts_with("${{ runner.temp }}/"), "{id}: {path}");
+        }
+    }
+}
+
+/// The `run` of the step named `name` of `job`.
+fn step_run(workflow: &serde_yaml::Value, job: &str, name: &str) -> String {
+    workflow["jobs"][job]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(name)))
+        .and_then(|s| s["run"].as_str())
+        .unwrap_or_else(|| panic!("{job} has no step {name:?}"))
+        .to_owned()
+}
+
+#[test]
+fn downloaded_artifacts_never_write_through_committed_links() {
+    // download-artifact writes into the paths it is given, following links. A merge
+    // request that commits `plan.tfplan`, `plan.txt` or `.terraci/policy-report.json` as
+    // links to files of the runner (a self-hosted runner's `~/.bashrc`, its `.env`) had
+    // the apply job, the summary job (which holds a write token) or the policy job write
+    // artifact bytes there. Artifacts now land in the runner's temp dir and are put in
+    // place by name, replacing whatever the checkout has there.
+    let outside = tempfile::tempdir().expect("temp dir");
+    let victim = |name: &str| {
+        let path = outside.path().join(name);
+        std::fs::write(&path, "the runner's own file\n").expect("write");
+        path
+    };
+    let p = Project::empty();
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{module}\"\nextensions:\n  summary:\n    enabled: true\n  policy:\n    enabled: true\n    sources:\n      - type: path\n        path: policies\n",
+    );
+    p.write("vpc/main.tf", "# the network\n");
+    p.write("policies/deny.rego", "package terraform\n");
+    let links = [
+        ("vpc/plan.tfplan", victim("tfplan")),
+        ("vpc/plan.txt", victim("txt")),
+        (".terraci/policy-report.json", victim("report")),
+    ];
+    for (rel, target) in &links {
+        std::fs::create_dir_all(p.path().join(rel).parent().expect("a parent")).expect("mkdir");
+        std::os::unix::fs::symlink(target, p.path().join(rel)).expect("symlink");
+    }
+    let (workflow, stderr) = github_workflow(&p);
+    assert!(workflow["jobs"]["apply-vpc"].is_mapping(), "{stderr}");
+    // What the download steps leave in the runner's temp dir.
+    let temp = tempfile::tempdir().expect("temp dir");
+    let put = |rel: &str, text: &str| {
+        let path = temp.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    put("terraci-plan/plan.tfplan", "the plan to apply\n");
+    put("terraci-plan/main.tf", "# not a plan file\n");
+    put(
+        "terraci-plans/terraci-plan-vpc/plan.txt",
+        "echo pwned # planned\n",
+    );
+    put(
+        "terraci-reports/policy-report.json",
+        "{\"producer\": \"policy\"}\n",
+    );
+    // A terraform that applies nothing, a terraci whose checks pass.
+    let echo = "#!/bin/sh\necho \"$@\"\n";
+    let path = fake_programs(outside.path(), &[("terraform", echo), ("terraci", echo)]);
+    // The workflow's `env` (the apply's script that takes the plan is there), as GitHub
+    // sets it for every step.
+    let workflow_env: Vec<(String, String)> = workflow["env"]
+        .as_mapping()
+        .expect("env")
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().expect("a name").to_owned(),
+                v.as_str().expect("a value").to_owned(),
+            )
+        })
+        .collect();
+    let run = |dir: &str, script: &str| {
+        let out = Command::new("sh")
+            .args(["-ec", script])
+            .current_dir(p.path().join(dir))
+            .envs(workflow_env.iter().map(|(k, v)| (k, v)))
+            .env("RUNNER_TEMP", temp.path())
+            .env("PATH", &path)
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{script}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run("vpc", &step_run(&workflow, "apply-vpc", "Apply"));
+    run(
+        ".",
+        &step_run(&workflow, "terraci-summary", "Put the plans"),
+    );
+    run(
+        ".",
+        &step_run(&workflow, "terraci-summary", "Put the reports"),
+    );
+    for (rel, target) in &links {
+        assert_eq!(
+            std::fs::read_to_string(target).expect("read"),
+            "the runner's own file\n",
+            "{rel} was written through"
+        );
+        assert!(is_regular_file(&p.path().join(rel)), "{rel}");
+    }
+    assert_eq!(p.read("vpc/plan.tfplan"), "the plan to apply\n");
+    assert_eq!(p.read("vpc/plan.txt"), "echo pwned # planned\n");
+    assert_eq!(p.read("vpc/main.tf"), "# the network\n");
+    assert_eq!(
+        p.read(".terraci/policy-report.json"),
+        "{\"producer\": \"policy\"}\n"
+    );
+}
+
+#[test]
+fn fileexists_answers_nothing_about_the_git_directory() {
+    // `file()` refuses the git directory; `fileexists()` answered for it as for any file,
+    // so a module could still choose its dependencies by what the runner's `.git` holds.
+    let project = Project::empty();
+    project.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    project.write("vpc/main.tf", "# the network\n");
+    for (module, path) in [
+        ("direct", "${path.module}/../.git/config"),
+        ("linked", "${path.module}/../cfg"),
+    ] {
+        project.write(
+            &format!("{module}/main.tf"),
+            format!(
+                "data \"terraform_remote_state\" \"s\" {{\n  backend = \"local\"\n  config = {{\n    path = fileexists(\"{path}\") ? \"../vpc/terraform.tfstate\" : \"../none/terraform.tfstate\"\n  }}\n}}\n"
+            ),
+        );
+    }
+    commit_all(project.path());
+    std::os::unix::fs::symlink(".git/config", project.path().join("cfg")).expect("symlink");
+    let out = project.run(&["graph", "--format", "list", "--no-cache", "-v"]);
+    for module in ["direct", "linked"] {
+        assert!(
+            out.stderr
+                .lines()
+                .any(|l| l.contains(&format!("{module}/main.tf:"))
+                    && l.contains("cannot tell whether")
+                    && l.contains("git directory")),
+            "{module}:\n{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_terraform_file_linked_into_the_git_directory_is_never_read() {
+    // `main.tf -> ../.git/config` lies inside the project, so it was read, and its syntax
+    // error showed the line it starts with: the runner's git configuration.
+    let project = Project::empty();
+    project.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    project.write("vpc/main.tf", "# the network\n");
+    project.write("shared/main.tf", "# reached through a link, still read\n");
+    commit_all(project.path());
+    git(
+        project.path(),
+        &["config", "core.x-secret", "T0ken-In-Git-Config"],
+    );
+    std::fs::create_dir_all(project.path().join("app")).expect("mkdir");
+    std::fs::create_dir_all(project.path().join("other")).expect("mkdir");
+    std::os::unix::fs::symlink("../.git/config", project.path().join("app/main.tf"))
+        .expect("symlink");
+    std::os::unix::fs::symlink("../shared/main.tf", project.path().join("other/main.tf"))
+        .expect("symlink");
+    let out = project.run(&["validate", "--no-cache"]);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(
+            "error[unsafe-path]: app/main.tf: not read: a symlink into the git directory (`.git/config`)"
+        ),
+        "{text}"
+    );
+    for secret in ["[core]", "T0ken-In-Git-Config", "x-secret"] {
+        assert!(!text.contains(secret), "{secret} shown:\n{text}");
+    }
+    assert!(!out.stderr.contains("other/main.tf"), "{text}");
+}
+
+#[test]
+fn a_plan_result_committed_in_the_checkout_is_flagged_stale() {
+    // The merge request changes `app` and commits, beside it, a plan result saying "no
+    // changes" that names no commit: no plan job of this pipeline made it (each records
+    // the pipeline's commit), so the comment must not show it as this run's plan.
+    let p = Project::empty();
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{module}\"\nextensions:\n  summary:\n    enabled: true\n",
+    );
+    p.write("app/main.tf", "resource \"null_resource\" \"x\" {}\n");
+    p.write("app/plan.result.json", r#"{"exit_code": 0, "commit": ""}"#);
+    p.write(
+        "app/plan.json",
+        r#"{"format_version": "1.2", "resource_changes": []}"#,
+    );
+    let out = p.run_env(
+        &["summary"],
+        &[
+            ("GITLAB_CI", "true"),
+            ("CI_COMMIT_SHA", "0123456789abcdef0123456789abcdef01234567"),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("`app`"))
+        .unwrap_or_else(|| panic!("no row for app:\n{}", out.stdout));
+    assert!(row.contains("stale"), "{row}\n{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("This plan names no commit: no plan job of this pipeline made it"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn privileged_github_triggers_are_warned_about() {
+    // `pull_request_target` and `workflow_run` runs hold a write token and the secrets
+    // whoever opened the pull request; with them the plans are not the pull request's.
+    for (on, warned) in [
+        (
+            "{pull_request_target: {branches: [main]}, push: null}",
+            Some("pull_request_target"),
+        ),
+        ("[push, workflow_run]", Some("workflow_run")),
+        ("pull_request_target", Some("pull_request_target")),
+        ("{pull_request: null, push: {branches: [main]}}", None),
+    ] {
+        let p = Project::empty();
+        p.write(
+            ".terraci.yaml",
+            format!(
+                "structure:\n  pattern: \"{{module}}\"\nextensions:\n  github:\n    on: {on}\n"
+            ),
+        );
+        p.write("vpc/main.tf", "# the network\n");
+        let out = p.run(&["generate", "--provider", "github", "--no-cache"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let warning = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("warning[privileged-trigger]"));
+        match warned {
+            Some(name) => assert!(
+                warning.is_some_and(|w| w.contains(&format!("`{name}`"))),
+                "{on}:\n{}",
+                out.stderr
+            ),
+            None => assert!(warning.is_none(), "{on}:\n{}", out.stderr),
+        }
+    }
+}
+
+#[test]
+fn gitlab_artifact_paths_name_exactly_each_module() {
+    // GitLab Runner matches `artifacts:paths` as doublestar globs: `a*b/plan.json` also
+    // took `aXb/plan.json` (which a merge request can commit) into the artifact of
+    // `a*b`'s plan job.
+    let p = Project::empty();
+    p.write(".terraci.yaml", "structure:\n  pattern: \"{module}\"\n");
+    for module in [
+        "a*b",
+        "aXb",
+        "q?",
+        "br[ace",
+        "{x,y}",
+        "back\\slash",
+        "plain",
+    ] {
+        p.write(&format!("{module}/main.tf"), "# a module\n");
+    }
+    let out = p.run(&["generate", "--provider", "gitlab", "--no-cache"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let pipeline: serde_yaml::Value = serde_yaml::from_str(&out.stdout).expect("YAML");
+    for (module, literal) in [
+        ("a*b", "a\\*b"),
+        ("aXb", "aXb"),
+        ("q?", "q\\?"),
+        ("br[ace", "br\\[ace"),
+        ("{x,y}", "\\{x,y}"),
+        ("back\\slash", "back\\\\slash"),
+        ("plain", "plain"),
+    ] {
+        let paths: Vec<&str> = pipeline[format!("plan-{module}").as_str()]["artifacts"]["paths"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("plan-{module} has artifact paths:\n{}", out.stdout))
+            .iter()
+            .filter_map(serde_yaml::Value::as_str)
+            .collect();
+        assert!(
+            !paths.is_empty() && paths.iter().all(|p| p.starts_with(&format!("{literal}/"))),
+            "{module}: {paths:?}"
+        );
+    }
 }

@@ -185,37 +185,34 @@ pub(crate) fn actionlint(workflow: &str) -> String {
     report
 }
 
+/// Runs `git args` in `dir` (with an author for commits), asserting it succeeds.
+pub(crate) fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs")
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
 /// Makes `dir` a git repository with one commit of everything in it, and the GitLab
 /// remote gitlab-ci-local reads the project's name from.
 pub(crate) fn commit_all(dir: &Path) {
-    let git = |args: &[&str]| {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("git runs")
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&[
-        "remote",
-        "add",
-        "origin",
-        "https://gitlab.example.com/infra/live.git",
-    ]);
-    git(&["add", "-A"]);
-    git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@example.com",
-        "commit",
-        "-q",
-        "-m",
-        "p",
-    ]);
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(
+        dir,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://gitlab.example.com/infra/live.git",
+        ],
+    );
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "p"]);
 }
 
 /// `gitlab-ci-local --list` on a pipeline: Ok(job list) or Err(its complaint).

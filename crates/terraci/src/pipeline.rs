@@ -211,7 +211,9 @@ fn render_pipeline(
         let text = match request.args.format {
             OutputFormat::Yaml => text,
             OutputFormat::Json => json_of_pieces(text)?.into(),
-            OutputFormat::Modules => return Err(exit::coded(PipelineError::ModulesWithoutDryRun)),
+            OutputFormat::Modules | OutputFormat::Unselected => {
+                return Err(exit::coded(PipelineError::ModulesWithoutDryRun))
+            }
         };
         return Ok(Pipeline { text, warnings });
     }
@@ -225,7 +227,9 @@ fn render_pipeline(
     }
     .map_err(exit::coded)?;
     let text = match request.args.format {
-        OutputFormat::Modules => return Err(exit::coded(PipelineError::ModulesWithoutDryRun)),
+        OutputFormat::Modules | OutputFormat::Unselected => {
+            return Err(exit::coded(PipelineError::ModulesWithoutDryRun))
+        }
         OutputFormat::Yaml => rendered.text,
         OutputFormat::Json => {
             let value: serde_json::Value = serde_yaml::from_str(&rendered.text)?;
@@ -337,7 +341,7 @@ pub(crate) enum PipelineError {
     BothProviders,
     #[error("--base-ref, --committed-only and --include-dependencies need --changed-only")]
     ChangeFlagsWithoutChangedOnly,
-    #[error("--format modules is a --dry-run report: add --dry-run")]
+    #[error("--format modules and --format unselected are --dry-run reports: add --dry-run")]
     ModulesWithoutDryRun,
     #[error("cannot start change detection: {0}")]
     ChangesNotStarted(std::io::Error),

@@ -134,12 +134,16 @@ pub(crate) fn load_workspace_overlapped(
     let walked =
         (start.keep_layout && layout.diagnostics.is_empty()).then(|| layout.module_dirs.clone());
     let policy = terraci_db::system::ReadPolicy::new(system, &root, global.max_file_size);
-    let cache =
+    let mut cache =
         terraci_db::store::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
     if let Some(settings) = &cache {
         settings
             .check(system, &root)
             .map_err(|why| fail(why.exit_code(), why.to_string()))?;
+        if let Some(warning) = committed_cache(system, settings, &root) {
+            diagnostics.push(warning);
+            cache = None;
+        }
     }
     let mut notices = Vec::new();
     // Loaded before discovery, which does not read a file the cache knows by its stamp.
@@ -259,6 +263,48 @@ pub(crate) fn load_workspace_overlapped(
         color: use_color(system, global.color),
         saving,
     })
+}
+
+/// A `committed-cache` warning when git tracks a file of the cache dir. CRC-sealed is not
+/// authenticated: a `facts.bin` or `summaries.bin` a merge request commits can claim facts
+/// for real file contents (a dependency the files do not declare), so such a cache is
+/// neither read nor written in this run. Asked of git only when one of them exists below
+/// the project (a `--cache-dir` elsewhere is the runner's).
+fn committed_cache(
+    system: &dyn System,
+    settings: &terraci_db::store::CacheSettings,
+    root: &camino::Utf8Path,
+) -> Option<Diagnostic> {
+    let files: Vec<camino::Utf8PathBuf> = [
+        terraci_db::store::FACTS_FILE_NAME,
+        terraci_db::store::SUMMARY_FILE_NAME,
+    ]
+    .iter()
+    .map(|name| settings.dir.join(name))
+    .filter(|path| path.starts_with(root) && system.is_file(path))
+    .collect();
+    if files.is_empty() {
+        return None;
+    }
+    let tracked = terraci_vcs::tracked_files(root, &files);
+    let first = tracked.first()?;
+    let shown = first.strip_prefix(root).unwrap_or(first);
+    Some(Diagnostic::warning(
+        Code::CommittedCache,
+        format!(
+            "`{}` is tracked by git: a cache in the repository is whoever committed it, not \
+             terraci's, so this run neither reads nor writes the cache; remove it from git \
+             (`git rm -r --cached {}`) and ignore it",
+            terraci_db::escape::printable(shown.as_str()),
+            terraci_db::escape::sh_word(
+                settings
+                    .dir
+                    .strip_prefix(root)
+                    .unwrap_or(&settings.dir)
+                    .as_str()
+            ),
+        ),
+    ))
 }
 
 /// `--color`: `auto` colours a terminal's stderr unless `NO_COLOR` is set.
@@ -732,14 +778,19 @@ impl Workspace {
             .map(|m| m.info(db))
             .filter(|i| i.is_root() && options.refuses(&i.id))
             .map(|i| {
-                let why = if options.refuse_expressions {
-                    "its path holds `${{`, which GitHub evaluates as an expression and which \
+                let why =
+                    if options.refuse_expressions && !terraci_engine::ir::holds_expression(&i.id) {
+                        "its path holds a line break, and GitHub's upload-artifact reads each line \
+                     of its `path` as a pattern of its own (a directory named by the first \
+                     line would be uploaded whole)"
+                    } else if options.refuse_expressions {
+                        "its path holds `${{`, which GitHub evaluates as an expression and which \
                      cannot be escaped"
-                } else {
-                    "its path holds a GitLab variable reference (`$NAME` or `${...}`), which \
+                    } else {
+                        "its path holds a GitLab variable reference (`$NAME` or `${...}`), which \
                      GitLab expands in artifact and cache paths and resource groups, with no \
                      documented escape"
-                };
+                    };
                 Diagnostic::error(
                     Code::UnsafeName,
                     format!("the module gets no jobs: {why}; rename the directory"),

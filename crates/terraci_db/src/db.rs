@@ -12,7 +12,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use salsa::Setter as _;
 
 use crate::files::{ExtraDir, ExtraFile, File, FileContents};
-use crate::system::{EntryKind, ReadError, ReadPolicy, System};
+use crate::system::{in_git_dir, EntryKind, ReadError, ReadPolicy, System};
 
 /// The database trait every query is written against.
 #[salsa::db]
@@ -226,15 +226,6 @@ fn read_extra_file(
             FileContents::Unreadable(format!("not read: {err}"))
         }
         Err(ReadError::Io(err)) => FileContents::Unreadable(err.to_string()),
-    })
-}
-
-/// Whether `path` lies in a `.git` entry below `root` (any letter case: a file system may
-/// fold it).
-fn in_git_dir(root: &Utf8Path, path: &Utf8Path) -> bool {
-    path.strip_prefix(root).is_ok_and(|rel| {
-        rel.components()
-            .any(|c| c.as_str().eq_ignore_ascii_case(".git"))
     })
 }
 

@@ -46,7 +46,8 @@ pub struct PlanOptions {
     /// With `plan_only`: plan jobs do not wait for each other.
     pub parallel_plans: bool,
     /// No jobs for modules whose id holds `${{`: GitHub evaluates that as an expression
-    /// wherever it appears, and there is no way to escape it.
+    /// wherever it appears, and there is no way to escape it. Nor for ids holding a line
+    /// break: upload-artifact reads each line of its `path` as a pattern of its own.
     pub refuse_expressions: bool,
     /// No jobs for modules whose id holds a GitLab variable reference (`$NAME`,
     /// `${NAME}`): GitLab expands those in `artifacts`, `cache` and `resource_group`,
@@ -62,6 +63,12 @@ pub fn holds_expression(s: &str) -> bool {
     s.contains("${{")
 }
 
+/// Whether `s` holds a line break, which splits a GitHub action's list input (`\n`, and
+/// `\r` for the readers that split on `\r\n` or trim).
+pub fn holds_line_break(s: &str) -> bool {
+    s.contains(['\n', '\r'])
+}
+
 /// Whether `s` holds what GitLab expands as a variable: `$` then a letter, `_` or `{`.
 pub fn holds_variable(s: &str) -> bool {
     s.as_bytes()
@@ -72,7 +79,7 @@ pub fn holds_variable(s: &str) -> bool {
 impl PlanOptions {
     /// Whether the module `id` gets no jobs for its name alone.
     pub fn refuses(&self, id: &str) -> bool {
-        (self.refuse_expressions && holds_expression(id))
+        (self.refuse_expressions && (holds_expression(id) || holds_line_break(id)))
             || (self.refuse_variables && holds_variable(id))
     }
 }

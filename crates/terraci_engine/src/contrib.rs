@@ -85,7 +85,7 @@ impl Contribution {
 }
 
 /// `<service_dir>/<producer>-report.json`.
-pub(crate) fn report_path(service_dir: &str, producer: &str) -> String {
+pub fn report_path(service_dir: &str, producer: &str) -> String {
     format!(
         "{}/{producer}-report.json",
         service_dir.trim_end_matches('/')

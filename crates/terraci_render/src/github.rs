@@ -49,6 +49,7 @@ pub fn render_github(
         string(github.name.as_deref().unwrap_or(DEFAULT_NAME)),
     );
     doc.insert(string("on"), triggers(&github));
+    warnings.extend(privileged_triggers(&github));
     let permissions = if github.permissions.is_empty() {
         IndexMap::from([("contents".to_owned(), "read".to_owned())])
     } else {
@@ -78,6 +79,13 @@ pub fn render_github(
             script.push('\n');
         }
         env.insert(PLAN_SCRIPT_VAR.to_owned(), script);
+    }
+    if !plan.is_empty() && plan.jobs.iter().any(|j| j.kind == JobKind::Apply) {
+        // Once for every apply job: the downloaded plan files, put in place by name.
+        env.insert(
+            TAKE_PLAN_VAR.to_owned(),
+            copy_plan_files(plan, &format!("\"$RUNNER_TEMP\"/{DOWNLOADED_PLAN}"), "."),
+        );
     }
     env.extend(github.env.clone());
     doc.insert(string("env"), string_map(&env));
@@ -141,6 +149,10 @@ pub fn render_github(
 /// The workflow variable holding the plan script of plan jobs that keep plan results.
 const PLAN_SCRIPT_VAR: &str = "TERRACI_PLAN_SCRIPT";
 
+/// The workflow variable holding the line that puts an apply job's downloaded plan files
+/// into its module directory.
+const TAKE_PLAN_VAR: &str = "TERRACI_TAKE_PLAN";
+
 /// The environment apply jobs run in unless `job_defaults`/`overwrites` name one.
 pub(super) const DEFAULT_APPLY_ENVIRONMENT: &str = "terraform";
 
@@ -177,15 +189,56 @@ fn affected_only(github: &GitHub) -> bool {
     github.affected_only.unwrap_or(true)
 }
 
-/// The `if:` part that runs a module's jobs only when the affected job lists the module
-/// or says that every module runs. GitHub's `contains` compares strings without regard
-/// to case, so `svc/A` also runs when `svc/a` is affected: more runs, never fewer.
+/// The `if:` part that runs a plan job unless the affected job lists its module among
+/// those to skip. The list is of what does not run, so that "every module runs" is the
+/// empty list whatever made it so. GitHub's `contains` compares strings without regard to
+/// case: terraci leaves out of the list any module whose id differs only in case from
+/// one that runs (`generate --format unselected`), so no module is skipped for another.
 fn affected_guard(module: &str) -> String {
-    let outputs = format!("needs.{AFFECTED_JOB}.outputs");
     format!(
-        "{outputs}.all == 'true' || contains(fromJSON({outputs}.modules), {})",
+        "!contains(fromJSON(needs.{AFFECTED_JOB}.outputs.skip), {})",
         expression_string(module)
     )
+}
+
+/// The plan job of an apply's module.
+fn follows_plan_name(job: &Job) -> String {
+    terraci_engine::ir::job_name(JobKind::Plan, &job.module)
+}
+
+/// Whether an apply job can need only its plan: every other job it needs, its plan needs
+/// too, so the order holds through the plan. Then GitHub's own rule does the selection's
+/// work: the apply runs only when its plan ran and succeeded ([`apply_condition`]).
+fn apply_follows_plan(plan: &JobPlan, job: &Job) -> bool {
+    if job.kind != JobKind::Apply {
+        return false;
+    }
+    let name = follows_plan_name(job);
+    let Some(planned) = plan.job(&name) else {
+        return false;
+    };
+    job.needs
+        .iter()
+        .all(|n| *n.job == *name || planned.needs.iter().any(|p| p.job == n.job))
+}
+
+/// An apply job's `if:` under the selection: no status function, so GitHub runs it only
+/// when every job it needs succeeded. It needs only its plan, which the selection skips
+/// or runs; a failed or skipped plan skips its apply. An apply that needs more than its
+/// plan keeps the plain condition and the affected guard. Not on pull requests; a user's
+/// `if:` is added.
+fn apply_condition(user: Option<&str>) -> String {
+    let mut condition = String::from("github.event_name != 'pull_request'");
+    if let Some(user) = user {
+        let user = user.trim();
+        let user = user
+            .strip_prefix("${{")
+            .and_then(|u| u.strip_suffix("}}"))
+            .unwrap_or(user)
+            .trim();
+        condition.push_str(&format!(" && ({user})"));
+    }
+    condition
 }
 
 /// A GitHub expression string literal: `'` is doubled.
@@ -193,27 +246,26 @@ fn expression_string(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-/// The script of the affected job's step. Its outputs: `all` (`true`: every module runs)
-/// and `modules` (a JSON array of module ids). Every module runs on an event other than
-/// a pull request or a push, for a push that created its branch (no previous commit),
-/// when the base commit is not in the clone, and when terraci is not installed (with a
-/// warning): a workflow never runs less than it would without the selection. A failing
-/// terraci fails the job, and every job after it is skipped.
+/// The script of the affected job's step. Its output `skip`: a JSON array of the modules
+/// whose jobs do not run. Nothing is skipped on an event other than a pull request or a
+/// push, for a push that created its branch (no previous commit), when the base commit is
+/// not in the clone, and when terraci is not installed (with a warning): a workflow never
+/// runs less than it would without the selection. A failing terraci fails the job, and
+/// every job after it is skipped.
 fn affected_script(hint: &str) -> String {
     let message = format!(
         "::warning title={AFFECTED_JOB}::terraci is not on PATH in this job, so every module runs; {hint}"
     );
     let warning = terraci_db::escape::sh_word(&message);
     format!(
-        r#"every() {{ echo "$1"; echo all=true >> "$GITHUB_OUTPUT"; echo 'modules=[]' >> "$GITHUB_OUTPUT"; exit 0; }}
+        r#"every() {{ echo "$1"; echo 'skip=[]' >> "$GITHUB_OUTPUT"; exit 0; }}
 command -v terraci >/dev/null 2>&1 || every {warning}
 case "$TERRACI_EVENT" in pull_request|push) ;; *) every "$TERRACI_EVENT: every module runs" ;; esac
 case "$TERRACI_BASE" in ''|0000000000000000000000000000000000000000) every "no base commit: every module runs" ;; esac
 git cat-file -e "$TERRACI_BASE^{{commit}}" 2>/dev/null || every "the base commit $TERRACI_BASE is not in the clone: every module runs"
-modules=$(terraci generate --changed-only --committed-only --base-ref "$TERRACI_BASE" --provider github --dry-run --format modules)
-echo "affected: $modules"
-echo all=false >> "$GITHUB_OUTPUT"
-echo "modules=$modules" >> "$GITHUB_OUTPUT"
+skip=$(terraci generate --changed-only --committed-only --base-ref "$TERRACI_BASE" --provider github --dry-run --format unselected)
+echo "not affected: $skip"
+echo "skip=$skip" >> "$GITHUB_OUTPUT"
 "#
     )
 }
@@ -229,12 +281,7 @@ fn affected_job(github: &GitHub) -> Value {
         m.insert(string("if"), string(condition));
     }
     let mut outputs = Mapping::new();
-    for output in ["all", "modules"] {
-        outputs.insert(
-            string(output),
-            string(format!("${{{{ steps.affected.outputs.{output} }}}}")),
-        );
-    }
+    outputs.insert(string("skip"), string("${{ steps.affected.outputs.skip }}"));
     m.insert(string("outputs"), Value::Mapping(outputs));
     if !user.env.is_empty() {
         m.insert(string("env"), string_map(&user.env));
@@ -270,6 +317,50 @@ fn affected_job(github: &GitHub) -> Value {
         Value::Sequence(steps.into_iter().map(Value::Mapping).collect()),
     );
     Value::Mapping(m)
+}
+
+/// A `privileged-trigger` warning for each trigger of `on:` whose runs hold a write token
+/// and the repository's secrets whatever the pull request (GitHub's "pwn request"):
+/// `pull_request_target` checks out the base branch (`actions/checkout`'s default), so the
+/// plans are the base's shown as the pull request's, and a step that checks out the head
+/// runs its Terraform with those secrets; `workflow_run` runs after a run a pull request
+/// may have triggered and, reading its artifacts, trusts what that pull request wrote.
+fn privileged_triggers(github: &GitHub) -> Vec<Diagnostic> {
+    let Some(on) = &github.on else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = match on {
+        Value::String(name) => vec![name.as_str()],
+        Value::Sequence(items) => items.iter().filter_map(Value::as_str).collect(),
+        Value::Mapping(map) => map.keys().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let why = match name {
+                "pull_request_target" => {
+                    "its runs hold a token that can write and the repository's secrets, and \
+                     check out the base branch: the plans would be the base's, shown as the \
+                     pull request's, and a step that checks out the pull request's head runs \
+                     its Terraform (providers, external data, local-exec) with those secrets"
+                }
+                "workflow_run" => {
+                    "its runs hold a token that can write and the repository's secrets while \
+                     they follow runs a pull request may have triggered, whose artifacts are \
+                     the pull request's to write"
+                }
+                _ => return None,
+            };
+            Some(Diagnostic::warning(
+                Code::PrivilegedTrigger,
+                format!(
+                    "extensions.github.on has `{name}`: {why}; use `pull_request` for plans \
+                     of pull requests"
+                ),
+            ))
+        })
+        .collect()
 }
 
 /// `on:` from the config, else pull requests, pushes to the default branch and manual runs.
@@ -391,16 +482,71 @@ fn apply_overwrites(out: &mut GitHubJobConfig, github: &GitHub, wanted: &Overwri
     }
 }
 
-fn artifact_name(job: &Job) -> String {
+/// The artifact of `job`'s module plan: named after the plan job's id, since
+/// upload-artifact refuses names holding `*`, `?`, `:`, `"`, `<`, `>`, `|`, `\\` or line
+/// breaks (a plan job of `a*b` would fail), and ids are unique.
+fn artifact_name(job: &Job, ids: &BTreeMap<&str, String>) -> String {
+    let plan = terraci_engine::ir::job_name(JobKind::Plan, &job.module);
+    format!("terraci-{}", ids.get(&*plan).map_or(&*plan, String::as_str))
+}
+
+/// `module` as one line of upload-artifact's `path`, which @actions/glob trims and reads
+/// as a pattern (`!` excludes, `#` is a comment, a leading `~` is the home directory,
+/// `*`, `?`, `[` match): those are escaped as that library's own `globEscape` does
+/// (`[*]`, `[?]`, `[[]`, `\\` doubled), and a module that starts with `!`, `#`, `~` or
+/// white space is written `./<module>`. A line break cannot be escaped (each line is a
+/// pattern of its own, `x` alone uploads the directory `x`): such modules get no GitHub
+/// jobs ([`terraci_engine::ir::PlanOptions::refuses`]).
+fn upload_pattern(module: &str) -> String {
+    let mut out = String::with_capacity(module.len() + 3);
+    if module
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_whitespace() || c == '\u{feff}' || "!#~".contains(c))
+    {
+        out.push_str("./");
+    }
+    for c in module.chars() {
+        match c {
+            '*' => out.push_str("[*]"),
+            '?' => out.push_str("[?]"),
+            '[' => out.push_str("[[]"),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Where download steps put artifacts: fresh directories below the runner's temp dir,
+/// never the checkout, where a committed link (`plan.tfplan -> ~/.bashrc`, a linked
+/// `.terraci`) would have the action write through it. [`copy_plan_files`] then puts
+/// the files in place by name.
+const DOWNLOADED_PLAN: &str = "terraci-plan";
+const DOWNLOADED_PLANS: &str = "terraci-plans";
+const DOWNLOADED_REPORTS: &str = "terraci-reports";
+
+/// `${{ runner.temp }}/<dir>`, as a `with: path`.
+fn runner_temp(dir: &str) -> String {
+    format!("${{{{ runner.temp }}}}/{dir}")
+}
+
+/// A shell line copying each plan file that `from` holds to `to` (both shell words),
+/// removing what `to` has at its name first, so a committed link there is replaced, not
+/// written through; nothing but the plan files is copied.
+fn copy_plan_files(plan: &JobPlan, from: &str, to: &str) -> String {
     format!(
-        "terraci-{}",
-        terraci_engine::ir::job_name(JobKind::Plan, &job.module)
+        "for f in {}; do if [ -f {from}/\"$f\" ]; then rm -f {to}/\"$f\" && cp {from}/\"$f\" {to}/\"$f\"; fi; done",
+        super::plan_files(plan).join(" ")
     )
 }
 
 fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, String>) -> Value {
     let user = effective_config(github, job.kind);
-    let selected = affected_only(github);
+    // Plan jobs carry the selection; an apply follows its plan ([`apply_follows_plan`]).
+    let follows = affected_only(github) && apply_follows_plan(plan, job);
+    let own_plan = follows_plan_name(job);
+    let selected = affected_only(github) && !follows;
     let mut m = Mapping::new();
     // The affected job is needed directly: a job reads only its own needs' outputs.
     let needs: Vec<&str> = selected
@@ -409,6 +555,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         .chain(
             job.needs
                 .iter()
+                .filter(|n| !follows || *n.job == *own_plan)
                 .map(|n| ids.get(&*n.job).map_or(&*n.job, String::as_str)),
         )
         .collect();
@@ -437,9 +584,13 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
     if let Some(environment) = environment {
         m.insert(string("environment"), string(environment));
     }
-    let mut condition = job_condition(job.kind, user.if_.as_deref());
+    let mut condition = if follows {
+        apply_condition(user.if_.as_deref())
+    } else {
+        job_condition(job.kind, user.if_.as_deref())
+    };
     if selected {
-        condition.push_str(&format!(" && ({})", affected_guard(&job.module)));
+        condition.push_str(&format!(" && {}", affected_guard(&job.module)));
     }
     m.insert(string("if"), string(condition));
     // Plans of one ref queue behind each other; an apply is never cancelled (a pending
@@ -462,10 +613,9 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
     env.extend(user.env.clone());
     m.insert(string("env"), string_map(&env));
 
-    let mut steps = vec![step(&[
-        ("name", "Checkout"),
-        ("uses", "actions/checkout@v4"),
-    ])];
+    // Module jobs' steps are named only where the action does not say it: a workflow has
+    // a job per module and a size limit.
+    let mut steps = vec![step(&[("uses", "actions/checkout@v4")])];
     if github.setup_step.unwrap_or(true) {
         steps.push(setup_step(
             plan.binary,
@@ -479,8 +629,8 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
             ("uses", "actions/download-artifact@v4"),
         ]);
         let mut with = Mapping::new();
-        with.insert(string("name"), string(artifact_name(job)));
-        with.insert(string("path"), string(&*job.module));
+        with.insert(string("name"), string(artifact_name(job, ids)));
+        with.insert(string("path"), string(runner_temp(DOWNLOADED_PLAN)));
         s.insert(string("with"), Value::Mapping(with));
         steps.push(s);
     }
@@ -490,6 +640,9 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         JobKind::Apply => "Apply",
     };
     let mut run = String::new();
+    if job.kind == JobKind::Apply {
+        run.push_str(&format!("eval \"${TAKE_PLAN_VAR}\"\n"));
+    }
     if job.kind == JobKind::Plan && plan.plan_results {
         if plan.init_enabled {
             run.push_str(&format!("{} init\n", plan.binary.command()));
@@ -501,7 +654,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
             run.push('\n');
         }
     }
-    let mut run_step = step(&[("name", &format!("{verb} {}", job.module))]);
+    let mut run_step = step(&[("name", verb)]);
     run_step.insert(string("working-directory"), string(&*job.module));
     run_step.insert(string("run"), string(run));
     steps.push(run_step);
@@ -512,7 +665,7 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
             ("uses", "actions/upload-artifact@v4"),
         ]);
         let mut with = Mapping::new();
-        with.insert(string("name"), string(artifact_name(job)));
+        with.insert(string("name"), string(artifact_name(job, ids)));
         // The plan file and, kept as data, plan.txt, plan.json, plan.result.json: named,
         // never a glob (upload-artifact follows links, so a committed `plan.x` link to a
         // file of the runner would be uploaded).
@@ -521,10 +674,8 @@ fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, S
         } else {
             &[PLAN_FILE]
         };
-        let paths: Vec<String> = files
-            .iter()
-            .map(|f| format!("{}/{f}", job.module))
-            .collect();
+        let module = upload_pattern(&job.module);
+        let paths: Vec<String> = files.iter().map(|f| format!("{module}/{f}")).collect();
         with.insert(string("path"), string(paths.join("\n")));
         // Plan results are kept also when the plan failed: the review must see it.
         with.insert(
@@ -643,21 +794,23 @@ fn render_contributed(
     // each put into its module directory; a plan that did not run has none.
     let planned: Vec<&Job> = job.needs.iter().filter_map(|n| plan.job(&n.job)).collect();
     if !planned.is_empty() {
-        let into = format!("{}/plans", plan.service_dir.trim_end_matches('/'));
         let mut s = step(&[
             ("name", "Download plans"),
             ("uses", "actions/download-artifact@v4"),
         ]);
         let mut with = Mapping::new();
         with.insert(string("pattern"), string("terraci-plan-*"));
-        with.insert(string("path"), string(into.as_str()));
+        with.insert(string("path"), string(runner_temp(DOWNLOADED_PLANS)));
         s.insert(string("with"), Value::Mapping(with));
         s.insert(string("continue-on-error"), Value::Bool(true));
         steps.push(s);
         let mut run = format!(
-            "put() {{ if [ -d {}/\"$1\" ]; then cp -R {}/\"$1\"/. \"$2\"/; fi; }}\n",
-            sh_word(&into),
-            sh_word(&into)
+            "put() {{ {}; }}\n",
+            copy_plan_files(
+                plan,
+                &format!("\"$RUNNER_TEMP\"/{DOWNLOADED_PLANS}/\"$1\""),
+                "\"$2\""
+            )
         );
         for planned in &planned {
             // A directory named `-x` must not read as an option of `cp`.
@@ -668,7 +821,7 @@ fn render_contributed(
             };
             run.push_str(&format!(
                 "put {} {}\n",
-                sh_word(&artifact_name(planned)),
+                sh_word(&artifact_name(planned, ids)),
                 sh_word(&module)
             ));
         }
@@ -676,6 +829,7 @@ fn render_contributed(
         s.insert(string("run"), string(run));
         steps.push(s);
     }
+    let mut reports = String::new();
     for need in &job.needs {
         let report = plan
             .contributed_job(&need.job)
@@ -687,11 +841,28 @@ fn render_contributed(
             ]);
             let mut with = Mapping::new();
             with.insert(string("name"), string(report_artifact(producer)));
-            with.insert(string("path"), string(plan.service_dir.as_str()));
+            with.insert(string("path"), string(runner_temp(DOWNLOADED_REPORTS)));
             s.insert(string("with"), Value::Mapping(with));
             s.insert(string("continue-on-error"), Value::Bool(true));
             steps.push(s);
+            // The artifact holds the one report file, at its root.
+            let path = terraci_engine::contrib::report_path(&plan.service_dir, producer);
+            let from = format!(
+                "\"$RUNNER_TEMP\"/{DOWNLOADED_REPORTS}/{}",
+                sh_word(path.rsplit('/').next().unwrap_or(&path))
+            );
+            let dir = path.rsplit_once('/').map_or(".", |(dir, _)| dir);
+            reports.push_str(&format!(
+                "if [ -f {from} ]; then mkdir -p {} && rm -f {path} && cp {from} {path}; fi\n",
+                sh_word(dir),
+                path = sh_word(&path),
+            ));
         }
+    }
+    if !reports.is_empty() {
+        let mut s = step(&[("name", "Put the reports in place")]);
+        s.insert(string("run"), string(reports));
+        steps.push(s);
     }
     steps.extend(user_steps(user.steps_before.as_deref()));
     let hint = if &*job.name == terraci_engine::contrib::SUMMARY_JOB {
@@ -751,21 +922,15 @@ fn step(pairs: &[(&str, &str)]) -> Mapping {
 /// The setup action. Keeping plan results turns its wrapper off: the wrapper prints
 /// lines of its own into `show -json`'s output.
 fn setup_step(binary: Binary, version: Option<&str>, plan_results: bool) -> Mapping {
-    let (name, uses, input, wrapper) = match binary {
+    let (uses, input, wrapper) = match binary {
         Binary::Terraform => (
-            "Setup Terraform",
             "hashicorp/setup-terraform@v3",
             "terraform_version",
             "terraform_wrapper",
         ),
-        Binary::Tofu => (
-            "Setup OpenTofu",
-            "opentofu/setup-opentofu@v1",
-            "tofu_version",
-            "tofu_wrapper",
-        ),
+        Binary::Tofu => ("opentofu/setup-opentofu@v1", "tofu_version", "tofu_wrapper"),
     };
-    let mut s = step(&[("name", name), ("uses", uses)]);
+    let mut s = step(&[("uses", uses)]);
     let mut with = Mapping::new();
     if let Some(version) = version {
         with.insert(string(input), string(version));

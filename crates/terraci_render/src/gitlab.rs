@@ -869,7 +869,7 @@ impl Artifacts {
                 for file in *files {
                     out.push_str("      -");
                     write_str_with(out, 6, |out| {
-                        out.push_str(&job.module);
+                        out.push_str(&glob_literal(&job.module));
                         out.push('/');
                         out.push_str(file);
                     });
@@ -891,9 +891,29 @@ impl Artifacts {
     }
 }
 
+/// `module` as a literal in GitLab Runner's artifact paths, which it matches as doublestar
+/// globs (`*`, `?`, `[`, `{` are patterns): each of those and `\` get a `\` before them.
+/// Unescaped, a module `a*b` took `aXb/plan.json` of its checkout (which a merge request
+/// can commit) into its plan job's artifact, and a review job needing both could get it
+/// in place of `aXb`'s own plan.
+fn glob_literal(module: &str) -> std::borrow::Cow<'_, str> {
+    if !module.contains(['\\', '*', '?', '[', '{']) {
+        return module.into();
+    }
+    let mut out = String::with_capacity(module.len() + 4);
+    for c in module.chars() {
+        if matches!(c, '\\' | '*' | '?' | '[' | '{') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.into()
+}
+
 /// `artifacts` of a plan job: the user's, with the plan files first, a day's expiry and
 /// (plan results kept) `when: always` unless the user chose them.
 fn with_plan_files(artifacts: &mut GitLabArtifacts, module: &str, files: &[&str]) {
+    let module = glob_literal(module);
     for (i, file) in files.iter().enumerate() {
         let path = format!("{module}/{file}");
         if !artifacts.paths.contains(&path) {
@@ -1209,7 +1229,7 @@ mod tests {
                 let mut a = Mapping::new();
                 let paths: Vec<String> = files
                     .iter()
-                    .map(|f| format!("{}/{f}", job.module))
+                    .map(|f| format!("{}/{f}", glob_literal(&job.module)))
                     .collect();
                 a.insert(string("paths"), strings(&paths));
                 a.insert(string("expire_in"), string("1 day"));

@@ -17,8 +17,19 @@ pub enum OutputFormat {
     Yaml,
     Json,
     /// With `--dry-run`: the ids of the modules in the pipeline, one JSON array on one
-    /// line (the affected set; what the GitHub workflow's first job reads)
+    /// line (with `--changed-only`, the affected set)
     Modules,
+    /// With `--dry-run`: the ids of the project's modules not in the pipeline, one JSON
+    /// array on one line, leaving out any whose id differs only in case from one in it
+    /// (what the GitHub workflow's first job reads: GitHub compares ids without case)
+    Unselected,
+}
+
+impl OutputFormat {
+    /// A format of the `--dry-run` report only, never of a pipeline.
+    pub fn is_report_only(self) -> bool {
+        matches!(self, OutputFormat::Modules | OutputFormat::Unselected)
+    }
 }
 
 /// `--explain`: one line per module in the pipeline with why it is there.
@@ -127,6 +138,20 @@ pub fn dry_run(
                 .iter()
                 .map(|j| &*j.module)
                 .filter(|m| seen.insert(*m))
+                .collect();
+            let mut s = serde_json::to_string(&ids)?;
+            s.push('\n');
+            s
+        }
+        OutputFormat::Unselected => {
+            let selected: BTreeSet<String> =
+                plan.jobs.iter().map(|j| j.module.to_lowercase()).collect();
+            let graph_view = view();
+            let ids: Vec<&str> = graph_view
+                .modules
+                .iter()
+                .filter(|m| !m.library && !selected.contains(&m.id.to_lowercase()))
+                .map(|m| m.id.as_str())
                 .collect();
             let mut s = serde_json::to_string(&ids)?;
             s.push('\n');

@@ -132,6 +132,37 @@ pub fn checked_out_commit(project_dir: &Utf8Path) -> Option<String> {
     Some(id.to_hex().to_string())
 }
 
+/// Which of `files` (each below `project_dir`) git tracks: those the index of the
+/// repository holding `project_dir` lists. A file a merge request committed is its
+/// author's, not terraci's: the fact cache never trusts one (docs/security.md). Empty
+/// outside a repository or when the index cannot be read.
+pub fn tracked_files(project_dir: &Utf8Path, files: &[Utf8PathBuf]) -> Vec<Utf8PathBuf> {
+    let Ok(repo) = gix::discover(project_dir.as_std_path()) else {
+        return Vec::new();
+    };
+    let Ok(prefix) = project_prefix(&repo, project_dir) else {
+        return Vec::new();
+    };
+    let Ok(index) = repo.index_or_empty() else {
+        return Vec::new();
+    };
+    files
+        .iter()
+        .filter(|file| {
+            let Ok(relative) = file.strip_prefix(project_dir) else {
+                return false;
+            };
+            let path = if prefix.is_empty() {
+                relative.as_str().to_owned()
+            } else {
+                format!("{prefix}/{relative}")
+            };
+            index.entry_by_path(path.as_str().into()).is_some()
+        })
+        .cloned()
+        .collect()
+}
+
 /// Computes the changed files of `req` (spec §6).
 pub fn changed_files(req: &ChangeRequest) -> Result<ChangeSet, VcsError> {
     Opened::open(req)?.change_set(req, None)

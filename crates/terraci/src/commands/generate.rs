@@ -21,7 +21,7 @@ pub(super) fn generate(
     args: &GenerateArgs,
     io: &mut Io<'_>,
 ) -> anyhow::Result<u8> {
-    if args.pipeline.format == crate::cli::OutputFormat::Modules && !args.pipeline.dry_run {
+    if args.pipeline.format.is_report_only() && !args.pipeline.dry_run {
         return Err(terraci_db::exit::coded(
             crate::pipeline::PipelineError::ModulesWithoutDryRun,
         ));

@@ -9,7 +9,7 @@ use super::Io;
 /// `watch`: the first pipeline, then one regeneration per batch of file events until
 /// SIGINT or SIGTERM (exit 0).
 pub(super) fn watch(global: &GlobalArgs, args: &WatchArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
-    if args.pipeline.format == crate::cli::OutputFormat::Modules && !args.pipeline.dry_run {
+    if args.pipeline.format.is_report_only() && !args.pipeline.dry_run {
         return Err(terraci_db::exit::coded(
             crate::pipeline::PipelineError::ModulesWithoutDryRun,
         ));

@@ -56,6 +56,16 @@ pub type Sink<'a> = dyn FnMut(&[u8]) -> io::Result<()> + 'a;
 /// The default [`ReadPolicy::max_len`]: 16 MiB.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 << 20;
 
+/// Whether `path` lies in a `.git` entry below `root` (any letter case: a file system may
+/// fold it). The git directory is the runner's, not the repository's: its `config` holds
+/// the CI's credentials.
+pub fn in_git_dir(root: &Utf8Path, path: &Utf8Path) -> bool {
+    path.strip_prefix(root).is_ok_and(|rel| {
+        rel.components()
+            .any(|c| c.as_str().eq_ignore_ascii_case(".git"))
+    })
+}
+
 /// Which files terraci reads from a repository, and how much of each: only regular files
 /// whose real path (symlinks resolved) lies inside `root`, of at most `max_len` bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

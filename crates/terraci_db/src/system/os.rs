@@ -51,6 +51,24 @@ fn open_resolved(path: &Utf8Path, policy: &ReadPolicy) -> Result<std::fs::File, 
             policy.root
         )));
     }
+    // A link from the tree into the git directory (`main.tf -> ../.git/config`) is not
+    // followed: a syntax error would show the line it starts with. The git directory's
+    // own files (`.git/info/exclude`), named as such, are read.
+    if let Some(real_utf8) = Utf8Path::from_path(&real) {
+        if super::in_git_dir(&policy.canonical_root, real_utf8)
+            && !super::in_git_dir(&policy.root, path)
+        {
+            return Err(ReadError::Unsafe(format!(
+                "a symlink into the git directory (`{}`), which terraci does not read",
+                crate::escape::printable(
+                    real_utf8
+                        .strip_prefix(&policy.canonical_root)
+                        .unwrap_or(real_utf8)
+                        .as_str()
+                )
+            )));
+        }
+    }
     let meta = std::fs::metadata(&real)?;
     if let Some(what) = special_kind(&meta.file_type()) {
         let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());

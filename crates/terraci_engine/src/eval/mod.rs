@@ -57,7 +57,9 @@ use terraci_db::syntax::{Expr, NodeId};
 /// The resolve stage implements this on top of salsa inputs so reads are tracked.
 pub(crate) trait EvalHost {
     fn read_file(&self, path: &camino::Utf8Path) -> Result<String, String>;
-    fn file_exists(&self, path: &camino::Utf8Path) -> bool;
+    /// `Err(why)` for a file terraci refuses to read (in the git directory, outside the
+    /// repository, a link out of it): `fileexists` is then unknown, as `file` is.
+    fn file_exists(&self, path: &camino::Utf8Path) -> Result<bool, String>;
     /// Files (not directories) below `dir`, as `/`-separated paths relative to `dir`, sorted.
     fn list_files(&self, dir: &camino::Utf8Path) -> Vec<String>;
 }
@@ -69,8 +71,8 @@ impl EvalHost for NoFilesystem {
     fn read_file(&self, path: &camino::Utf8Path) -> Result<String, String> {
         Err(format!("`{path}` cannot be read here"))
     }
-    fn file_exists(&self, _path: &camino::Utf8Path) -> bool {
-        false
+    fn file_exists(&self, _path: &camino::Utf8Path) -> Result<bool, String> {
+        Ok(false)
     }
     fn list_files(&self, _dir: &camino::Utf8Path) -> Vec<String> {
         Vec::new()

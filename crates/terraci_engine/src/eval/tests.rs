@@ -22,8 +22,8 @@ impl EvalHost for MemHost {
             .cloned()
             .ok_or_else(|| format!("no file exists at `{path}`"))
     }
-    fn file_exists(&self, path: &Utf8Path) -> bool {
-        self.0.contains_key(path)
+    fn file_exists(&self, path: &Utf8Path) -> Result<bool, String> {
+        Ok(self.0.contains_key(path))
     }
     fn list_files(&self, dir: &Utf8Path) -> Vec<String> {
         self.0

@@ -83,7 +83,8 @@ fn named_files(
     let path = normalize(&dir.join(&rel));
     let name = path.file_name().unwrap_or("");
     if !name.contains(['*', '?', '[']) {
-        return Ok(if host.file_exists(&path) {
+        // A refused file is named: its read then says why it is not used.
+        return Ok(if host.file_exists(&path).unwrap_or(true) {
             vec![path]
         } else {
             Vec::new()

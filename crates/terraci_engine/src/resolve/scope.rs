@@ -59,11 +59,16 @@ impl EvalHost for TrackedFilesystem<'_> {
         }
     }
 
-    fn file_exists(&self, path: &Utf8Path) -> bool {
-        self.db
-            .extra_file(&normalize(path))
-            .contents(self.db)
-            .is_some()
+    fn file_exists(&self, path: &Utf8Path) -> Result<bool, String> {
+        let path = &normalize(path);
+        match self.db.extra_file(path).contents(self.db) {
+            None => Ok(false),
+            Some(FileContents::Unreadable(err)) => {
+                let path = path.strip_prefix(self.root).unwrap_or(path);
+                Err(format!("cannot tell whether `{path}` exists: {err}"))
+            }
+            Some(_) => Ok(true),
+        }
     }
 
     fn list_files(&self, dir: &Utf8Path) -> Vec<String> {

@@ -456,7 +456,13 @@ fn module_details(out: &mut String, m: &ModuleResult, head: Option<&str>) {
         html_code(&m.id),
         html(&what)
     );
-    if m.stale {
+    if m.stale && m.commit.is_empty() {
+        out.push_str(
+            "⏳ This plan names no commit: no plan job of this pipeline made it (its files \
+             may be committed in the merge request); run the pipeline again for a current \
+             plan.\n\n",
+        );
+    } else if m.stale {
         let _ = writeln!(
             out,
             "⏳ This plan was made for commit {}, not for the head of the merge request{}: \

@@ -254,7 +254,10 @@ fn read_module(
         }
     }
     let commit = result.map(|r| r.commit).unwrap_or_default();
-    let stale = !current.is_empty() && !commit.is_empty() && !current.contains(&commit);
+    // In CI every plan job of terraci's records the pipeline's commit: a plan naming
+    // another commit, or none (no plan.result.json, an empty `commit`, as a file committed
+    // in the checkout beside a module with no plan job in this pipeline), is flagged.
+    let stale = !current.is_empty() && !current.contains(&commit);
     Some(ModuleResult {
         id: module.id.clone(),
         components: module.components.clone(),

@@ -812,9 +812,10 @@ fn collect_bounded(system: &MemorySystem, head: Option<&str>, max_plan: u64) -> 
 fn results_come_from_the_files_each_module_has() {
     let system = MemorySystem::new();
     let plan = r#"{"format_version": "1.2", "resource_changes": [{"address": "a.b", "mode": "managed", "type": "a", "name": "b", "change": {"actions": ["delete"]}}]}"#;
-    // plan.json alone: the status comes from the plan.
+    // plan.json alone: the status comes from the plan; in CI, naming no commit, it is
+    // flagged stale (no plan job of the pipeline left it).
     system.write_file("/repo/a/prod/eu/one/plan.json", plan);
-    // A result that is not JSON: failed, saying so.
+    // A result that is not JSON: failed, saying so (and naming no commit: stale).
     system.write_file("/repo/a/prod/eu/two/plan.result.json", "exit 2");
     // A failed plan with its output.
     system.write_file(
@@ -844,9 +845,9 @@ fn results_come_from_the_files_each_module_has() {
     assert_eq!(
         ids,
         [
-            ("a/prod/eu/one", Status::Changes, false),
+            ("a/prod/eu/one", Status::Changes, true),
             ("a/prod/eu/three", Status::Failed, true),
-            ("a/prod/eu/two", Status::Failed, false),
+            ("a/prod/eu/two", Status::Failed, true),
         ]
     );
     assert_eq!(

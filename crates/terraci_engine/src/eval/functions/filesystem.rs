@@ -106,7 +106,10 @@ pub(super) fn file(ev: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
 
 pub(super) fn fileexists(ev: &mut Evaluator<'_, '_>, a: &mut Args) -> R<Value> {
     let p = a.string(0)?;
-    Ok(Value::Bool(ev.ctx.host.file_exists(&resolve(ev.ctx, &p))))
+    Ok(match ev.ctx.host.file_exists(&resolve(ev.ctx, &p)) {
+        Ok(exists) => Value::Bool(exists),
+        Err(reason) => Value::unknown(reason),
+    })
 }
 
 /// How many matching steps one file may take against a `fileset` pattern.
