@@ -1,0 +1,5 @@
+//! `terraci tfupdate`: Terraform provider and module version bumps.
+//!
+//! The stages, top to bottom: [`version`] (constraints as terraform reads them).
+
+pub mod version;
