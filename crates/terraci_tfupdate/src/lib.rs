@@ -3,3 +3,5 @@
 //! The stages, top to bottom: [`version`] (constraints as terraform reads them).
 
 pub mod version;
+pub mod archive;
+pub mod lockfile;
