@@ -21,5 +21,6 @@ mod seeds;
 mod summary;
 mod terminal;
 mod text;
+mod tfupdate;
 mod validate;
 mod watch;

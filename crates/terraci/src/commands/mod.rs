@@ -7,6 +7,7 @@ mod local_exec;
 mod policy;
 mod replayed;
 mod summary;
+mod tfupdate;
 mod validate;
 mod watch;
 
@@ -86,6 +87,7 @@ fn dispatch(mut cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
         Command::Schema(args) => schema(args, io),
         Command::Completion(args) => completion(args, io),
         Command::Policy(cmd) => policy::run(&cli.global, cmd, io),
+        Command::Tfupdate(args) => tfupdate::tfupdate(&cli.global, args, io),
     }
 }
 
@@ -115,6 +117,10 @@ const PLUGINS: &[(&str, &str)] = &[
     (
         "summary",
         "plan summaries on merge requests (`terraci summary`)",
+    ),
+    (
+        "tfupdate",
+        "provider and module version bumps, lock files synced (`terraci tfupdate`)",
     ),
     (
         "update",

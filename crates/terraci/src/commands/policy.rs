@@ -123,18 +123,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
             "--timeout must be a number of seconds in (0, 3600]",
         ));
     }
-    let eval = EvalArgs {
-        var_file: Vec::new(),
-        var: Vec::new(),
-        workspace: "default".into(),
-    };
-    let ws = crate::workspace::load_workspace(io.system, global, &eval)
-        .map_err(|e| failure(format!("{e:#}")))?;
-    if !global.quiet {
-        for d in crate::workspace::config_diagnostics(&ws.config) {
-            print(io, &d)?;
-        }
-    }
+    let ws = load_plain(global, io, EXIT_ERROR)?;
     let config = &ws.config.config;
     let policy = section(config)?;
     let root = ws.root.clone();
@@ -164,9 +153,35 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
     result
 }
 
+/// The project, for a command that reads no variables (`policy check`, `tfupdate`), with
+/// the config's warnings printed; a project that cannot be loaded fails with `code`.
+pub(super) fn load_plain(
+    global: &GlobalArgs,
+    io: &mut Io<'_>,
+    code: u8,
+) -> anyhow::Result<crate::workspace::Workspace> {
+    let eval = EvalArgs {
+        var_file: Vec::new(),
+        var: Vec::new(),
+        workspace: "default".into(),
+    };
+    let ws = crate::workspace::load_workspace(io.system, global, &eval).map_err(|e| {
+        anyhow::Error::from(Failure {
+            code,
+            message: format!("{e:#}"),
+        })
+    })?;
+    if !global.quiet {
+        for d in crate::workspace::config_diagnostics(&ws.config) {
+            print(io, &d)?;
+        }
+    }
+    Ok(ws)
+}
+
 /// Writes `name` under the project's service dir, following no symlink below the project
 /// (a committed `.terraci` link is an error, a linked report file is replaced).
-fn write_service_file(
+pub(super) fn write_service_file(
     io: &Io<'_>,
     root: &Utf8Path,
     config: &Config,
@@ -398,7 +413,7 @@ fn check_loaded(
 /// The commit this pipeline runs for (`CI_COMMIT_SHA`, else `GITHUB_SHA`; hex digits
 /// only), which the report names so that the summary shows it as this run's; empty
 /// outside CI.
-fn pipeline_commit(system: &dyn terraci_db::system::System) -> String {
+pub(super) fn pipeline_commit(system: &dyn terraci_db::system::System) -> String {
     ["CI_COMMIT_SHA", "GITHUB_SHA"]
         .into_iter()
         .filter_map(|name| system.env_var(name))
