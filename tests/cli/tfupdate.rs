@@ -446,3 +446,52 @@ fn write_mirror() {
         }
     }
 }
+
+#[test]
+fn tfupdate_pipeline_adds_a_check_job_whose_report_is_a_section_of_the_summary() {
+    let p = project(registry(Arc::default(), None));
+    let plain = p.run(&["generate"]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    assert!(!plain.stdout.contains("tfupdate"), "{}", plain.stdout);
+
+    let port = registry(Arc::default(), None);
+    p.write(
+        ".terraci.yaml",
+        config(port).replace(
+            "    enabled: true\n",
+            "    enabled: true\n    pipeline: true\n",
+        ),
+    );
+    let gitlab = p.run(&["generate"]);
+    assert_eq!(gitlab.code, 0, "{}", gitlab.stderr);
+    let job = gitlab
+        .stdout
+        .split("\n\n")
+        .find(|block| block.starts_with("tfupdate-check:"))
+        .unwrap_or_else(|| panic!("no tfupdate-check job:\n{}", gitlab.stdout));
+    crate::snap!("tfupdate_pipeline_gitlab_job", job);
+
+    let out = p.run(&["tfupdate"]);
+    assert_eq!(out.code, 0, "{}", out.snapshot());
+    // The summary shows reports beside plans: the app module planned without changes.
+    p.write(&format!("{APP}/plan.result.json"), "{\"exit_code\": 0}\n");
+    let summary = p.run(&["summary"]);
+    assert_eq!(summary.code, 0, "{}", summary.snapshot());
+    crate::snap!("tfupdate_summary_section", summary.stdout);
+
+    // A section that cannot be read stops `generate` only when it asks for the job.
+    p.write(
+        ".terraci.yaml",
+        config(port).replace(
+            "    enabled: true\n",
+            "    enabled: true\n    pipeline: true\n    policy: latest\n",
+        ),
+    );
+    let broken = p.run(&["generate"]);
+    assert_ne!(broken.code, 0);
+    assert!(
+        broken.stderr.contains("extensions.tfupdate"),
+        "{}",
+        broken.stderr
+    );
+}

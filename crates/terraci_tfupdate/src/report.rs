@@ -146,7 +146,10 @@ pub fn summary_report(result: &UpdateResult, commit: &str) -> String {
             serde_json::json!({
                 "module": module,
                 "status": status,
-                "summary": format!("{available} updates available"),
+                "summary": match available {
+                    1 => "1 update available".to_owned(),
+                    n => format!("{n} updates available"),
+                },
                 "details": details,
             })
         })
