@@ -379,7 +379,8 @@ fn terraform_writes_the_lock_file_terraci_writes() {
     let out = p.run(&["tfupdate", "--write"]);
     assert_eq!(out.code, 0, "{}", out.snapshot());
     let ours = p.read(&format!("{APP}/.terraform.lock.hcl"));
-    // Given terraci's lock, terraform finds nothing to change.
+    // Given terraci's lock, terraform finds nothing to change, and `terraform init`
+    // installs from the mirror under it (`-lockfile=readonly` fails on any change).
     assert_eq!(terraform_lock(&p, &ours), ours);
     // From nothing, it writes the same but for the `zh:` hashes only a registry gives.
     assert_eq!(terraform_lock(&p, ""), without_zh(&ours));
@@ -387,16 +388,11 @@ fn terraform_writes_the_lock_file_terraci_writes() {
 
 /// Runs `terraform get` and `terraform providers lock -fs-mirror` in a copy of the app
 /// module (without its registry module call, which needs the network) whose lock file
-/// is `lock`; returns the lock file terraform leaves.
+/// is `lock` (none when empty), then, with a lock, `terraform init` from the mirror;
+/// returns the lock file terraform leaves.
 fn terraform_lock(p: &Project, lock: &str) -> String {
     let mirror = tempfile::tempdir().unwrap();
-    let dir = mirror.path().join("registry.terraform.io/example/tiny");
-    std::fs::create_dir_all(&dir).unwrap();
-    for v in VERSIONS {
-        for platform in PLATFORMS {
-            std::fs::write(dir.join(zip_name(v, platform)), package(v, platform)).unwrap();
-        }
-    }
+    write_packages(mirror.path());
     let main = p.read(&format!("{APP}/main.tf"));
     let without_registry_call = main.split("module \"vpc\"").next().unwrap().to_owned();
     p.write(&format!("{APP}/main.tf"), without_registry_call);
@@ -406,6 +402,16 @@ fn terraform_lock(p: &Project, lock: &str) -> String {
         p.write(&format!("{APP}/.terraform.lock.hcl"), lock);
     }
     let module = p.path().join(APP);
+    // For `init`: the mirror as the only place providers come from.
+    let cli_config = mirror.path().join("terraform.rc");
+    std::fs::write(
+        &cli_config,
+        format!(
+            "provider_installation {{\n  filesystem_mirror {{\n    path = \"{}\"\n  }}\n}}\n",
+            mirror.path().display()
+        ),
+    )
+    .unwrap();
     let run = |args: &[&str]| {
         let out =
             std::process::Command::new(crate::real_terraform::terraform_dir().join("terraform"))
@@ -413,6 +419,7 @@ fn terraform_lock(p: &Project, lock: &str) -> String {
                 .current_dir(&module)
                 .env("TF_IN_AUTOMATION", "1")
                 .env("CHECKPOINT_DISABLE", "1")
+                .env("TF_CLI_CONFIG_FILE", &cli_config)
                 .output()
                 .expect("run terraform");
         assert!(
@@ -429,7 +436,26 @@ fn terraform_lock(p: &Project, lock: &str) -> String {
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     run(&args);
+    if !lock.is_empty() {
+        run(&[
+            "init",
+            "-backend=false",
+            "-input=false",
+            "-lockfile=readonly",
+        ]);
+    }
     p.read(&format!("{APP}/.terraform.lock.hcl"))
+}
+
+/// The packages of every version and platform as a filesystem mirror under `root`.
+fn write_packages(root: &Path) {
+    let dir = root.join("registry.terraform.io/example/tiny");
+    std::fs::create_dir_all(&dir).unwrap();
+    for v in VERSIONS {
+        for platform in PLATFORMS {
+            std::fs::write(dir.join(zip_name(v, platform)), package(v, platform)).unwrap();
+        }
+    }
 }
 
 /// Writes the packages as a filesystem mirror into `$TFUPDATE_MIRROR` (how the expected
@@ -437,14 +463,7 @@ fn terraform_lock(p: &Project, lock: &str) -> String {
 #[test]
 #[ignore = "writes the mirror for making the expected files"]
 fn write_mirror() {
-    let root = std::env::var("TFUPDATE_MIRROR").unwrap();
-    let dir = Path::new(&root).join("registry.terraform.io/example/tiny");
-    std::fs::create_dir_all(&dir).unwrap();
-    for v in VERSIONS {
-        for platform in PLATFORMS {
-            std::fs::write(dir.join(zip_name(v, platform)), package(v, platform)).unwrap();
-        }
-    }
+    write_packages(Path::new(&std::env::var("TFUPDATE_MIRROR").unwrap()));
 }
 
 #[test]

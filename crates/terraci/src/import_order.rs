@@ -200,7 +200,13 @@ fn backward_edges(
 
 /// The crates whose `lib.rs` lists their modules in pipeline order (`terraci_render` and
 /// `terraci_vcs` are one stage each, their modules at the crate's root).
-const ORDERED_CRATES: [&str; 4] = ["terraci_db", "terraci_engine", "terraci_ext", "terraci"];
+const ORDERED_CRATES: [&str; 5] = [
+    "terraci_db",
+    "terraci_engine",
+    "terraci_ext",
+    "terraci_tfupdate",
+    "terraci",
+];
 
 #[test]
 fn no_module_uses_a_later_one() {
@@ -237,7 +243,7 @@ fn no_module_uses_a_later_one() {
 
 /// The crates each crate may depend on: the layers, arrows only downward
 /// (`docs/architecture.md`). The engine never reaches render, vcs or ext.
-const LAYERS: [(&str, &[&str]); 6] = [
+const LAYERS: [(&str, &[&str]); 7] = [
     ("terraci_db", &[]),
     ("terraci_engine", &["terraci_db"]),
     ("terraci_render", &["terraci_db", "terraci_engine"]),
@@ -246,6 +252,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
         "terraci_ext",
         &["terraci_db", "terraci_engine", "terraci_render"],
     ),
+    ("terraci_tfupdate", &["terraci_db", "terraci_ext"]),
     (
         "terraci",
         &[
@@ -254,6 +261,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "terraci_render",
             "terraci_vcs",
             "terraci_ext",
+            "terraci_tfupdate",
         ],
     ),
 ];
