@@ -514,3 +514,29 @@ fn tfupdate_pipeline_adds_a_check_job_whose_report_is_a_section_of_the_summary()
         broken.stderr
     );
 }
+
+#[test]
+fn tfupdate_reads_no_file_a_symlink_leads_out_of_the_project_to() {
+    let p = project(registry(Arc::default(), None));
+    let outside = tempfile::tempdir().unwrap();
+    // Followed, it would hold the provider at 1.0.0.
+    std::fs::write(
+        outside.path().join("pin.tf"),
+        "terraform {\n  required_providers {\n    tiny = {\n      source  = \"example/tiny\"\n      version = \"= 1.0.0\"\n    }\n  }\n}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("pin.tf"),
+        p.path().join(APP).join("pin.tf"),
+    )
+    .unwrap();
+    let out = p.run(&["tfupdate", "--target", "providers"]);
+    assert_eq!(out.code, 1, "{}", out.snapshot());
+    assert!(
+        out.stdout
+            .contains("error: platform/prod/eu-central-1/app/pin.tf: "),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("-> 1.2.0"), "{}", out.stdout);
+}

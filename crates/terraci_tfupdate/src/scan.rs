@@ -14,7 +14,7 @@ use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Block, Body};
 use hcl_edit::Span as _;
 
-use terraci_db::system::System;
+use terraci_db::system::{ReadPolicy, System};
 
 use crate::lockfile::LockFile;
 use crate::version::Constraints;
@@ -155,6 +155,20 @@ fn site_of(expr: &Expression, file: &str, text: &str) -> Option<Site> {
     })
 }
 
+/// A project file as text, read only when it is a regular file inside the project (no
+/// symlink leading out) and not over the size bound; `Err` names the file.
+pub(crate) fn read_text(
+    system: &dyn System,
+    policy: &ReadPolicy,
+    path: &Utf8Path,
+) -> Result<String, String> {
+    let shown = path.strip_prefix(&policy.root).unwrap_or(path);
+    let (bytes, _) = system
+        .read_confined(path, policy, false)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    String::from_utf8(bytes).map_err(|_| format!("{shown}: not UTF-8 text"))
+}
+
 /// The `.tf` files of a directory, by name.
 fn tf_files(system: &dyn System, dir: &Utf8Path) -> Vec<Utf8PathBuf> {
     let Ok(entries) = system.read_dir(dir) else {
@@ -179,22 +193,18 @@ struct DirFacts {
 
 fn read_dir_facts(
     system: &dyn System,
-    root: &Utf8Path,
+    policy: &ReadPolicy,
     dir: &Utf8Path,
     own: bool,
     problems: &mut Vec<String>,
 ) -> DirFacts {
     let mut facts = DirFacts::default();
     for path in tf_files(system, dir) {
-        let shown = path.strip_prefix(root).unwrap_or(&path).to_string();
-        let text = match system.read(&path).map(String::from_utf8) {
-            Ok(Ok(text)) => text,
-            Ok(Err(_)) => {
-                problems.push(format!("{shown}: not UTF-8 text"));
-                continue;
-            }
-            Err(e) => {
-                problems.push(format!("{shown}: {e}"));
+        let shown = path.strip_prefix(&policy.root).unwrap_or(&path).to_string();
+        let text = match read_text(system, policy, &path) {
+            Ok(text) => text,
+            Err(why) => {
+                problems.push(why);
                 continue;
             }
         };
@@ -324,12 +334,15 @@ fn join_local(dir: &Utf8Path, rel: &str) -> Option<Utf8PathBuf> {
     Some(Utf8PathBuf::from(out.join("/")))
 }
 
-/// Scans each module of `ids` (project-relative directories) under `root`.
-pub fn scan_modules(system: &dyn System, root: &Utf8Path, ids: &[String]) -> Vec<ModuleScan> {
-    ids.iter().map(|id| scan_module(system, root, id)).collect()
+/// Scans each module of `ids` (project-relative directories) under the policy's root.
+pub fn scan_modules(system: &dyn System, policy: &ReadPolicy, ids: &[String]) -> Vec<ModuleScan> {
+    ids.iter()
+        .map(|id| scan_module(system, policy, id))
+        .collect()
 }
 
-fn scan_module(system: &dyn System, root: &Utf8Path, id: &str) -> ModuleScan {
+fn scan_module(system: &dyn System, policy: &ReadPolicy, id: &str) -> ModuleScan {
+    let root = &policy.root;
     let mut scan = ModuleScan {
         id: id.to_owned(),
         ..ModuleScan::default()
@@ -342,7 +355,7 @@ fn scan_module(system: &dyn System, root: &Utf8Path, id: &str) -> ModuleScan {
         if !seen.insert(dir.clone()) {
             continue;
         }
-        let facts = read_dir_facts(system, root, &root.join(&dir), own, &mut problems);
+        let facts = read_dir_facts(system, policy, &root.join(&dir), own, &mut problems);
         for (address, source, constraint) in facts.providers {
             let need = scan
                 .providers
@@ -368,12 +381,12 @@ fn scan_module(system: &dyn System, root: &Utf8Path, id: &str) -> ModuleScan {
     }
     let lock_path = root.join(id).join(".terraform.lock.hcl");
     if system.is_file(&lock_path) {
-        match system.read(&lock_path).map(String::from_utf8) {
-            Ok(Ok(text)) => match LockFile::parse(&text) {
+        match read_text(system, policy, &lock_path) {
+            Ok(text) => match LockFile::parse(&text) {
                 Ok(lock) => scan.lock = Some(lock),
                 Err(e) => problems.push(format!("{id}/.terraform.lock.hcl: {e}")),
             },
-            _ => problems.push(format!("{id}/.terraform.lock.hcl: cannot be read as text")),
+            Err(why) => problems.push(why),
         }
     }
     for need in scan.providers.values_mut() {

@@ -196,8 +196,8 @@ impl Clause {
     fn pessimistic_bound(&self) -> Version {
         let c = &self.version;
         let (major, minor) = match self.parts {
-            3 => (c.major, c.minor + 1),
-            _ => (c.major + 1, 0),
+            3 => (c.major, c.minor.saturating_add(1)),
+            _ => (c.major.saturating_add(1), 0),
         };
         Version {
             major,

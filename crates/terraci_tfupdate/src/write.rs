@@ -10,9 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use camino::Utf8Path;
-
-use terraci_db::system::System;
+use terraci_db::system::{ReadPolicy, System};
 
 use crate::archive::h1_hash;
 use crate::lockfile::{constraints_text, LockFile, LockedProvider};
@@ -32,13 +30,14 @@ struct Edit {
 /// every platform the registry lists for the version).
 pub fn apply(
     system: &dyn System,
-    root: &Utf8Path,
+    policy: &ReadPolicy,
     scans: &[ModuleScan],
     result: &mut UpdateResult,
     registry: &dyn Registry,
     settings: &Settings,
     platforms: &[String],
 ) {
+    let root = &policy.root;
     // The lock files first: they need the packages, and a module whose packages cannot
     // be had keeps its `.tf` files as they are (a constraint the lock does not follow
     // would fail the next `terraform init`).
@@ -119,7 +118,7 @@ pub fn apply(
     for (file, list) in edits {
         let modules: BTreeSet<String> = list.iter().map(|(m, _)| m.clone()).collect();
         let mut list: Vec<Edit> = list.into_iter().map(|(_, e)| e).collect();
-        if let Err(why) = edit_file(system, root, &file, &mut list) {
+        if let Err(why) = edit_file(system, policy, &file, &mut list) {
             for module in modules {
                 failed.insert(module, why.clone());
             }
@@ -170,13 +169,13 @@ pub fn apply(
 
 fn edit_file(
     system: &dyn System,
-    root: &Utf8Path,
+    policy: &ReadPolicy,
     file: &str,
     list: &mut [Edit],
 ) -> Result<(), String> {
+    let root = &policy.root;
     let path = root.join(file);
-    let text = system.read(&path).map_err(|e| format!("{file}: {e}"))?;
-    let mut text = String::from_utf8(text).map_err(|_| format!("{file}: not UTF-8 text"))?;
+    let mut text = crate::scan::read_text(system, policy, &path)?;
     // From the end, so the earlier ranges stay where they were.
     list.sort_by_key(|e| std::cmp::Reverse(e.range.start));
     for edit in list.iter() {

@@ -132,12 +132,12 @@ pub(super) fn tfupdate(
     };
     let registry =
         HttpRegistry::new(io.system, hosts, cache).with_deadline(io.system.now() + timeout);
-    let scans = scan::scan_modules(io.system, &root, &ids);
+    let scans = scan::scan_modules(io.system, &ws.policy, &ids);
     let mut result = plan::plan(&scans, &registry, &settings);
     if args.write {
         write::apply(
             io.system,
-            &root,
+            &ws.policy,
             &scans,
             &mut result,
             &registry,
