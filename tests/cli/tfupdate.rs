@@ -540,3 +540,38 @@ fn tfupdate_reads_no_file_a_symlink_leads_out_of_the_project_to() {
     );
     assert!(out.stdout.contains("-> 1.2.0"), "{}", out.stdout);
 }
+
+#[test]
+fn tfupdate_leaves_ignored_sources_and_other_modules_alone() {
+    let port = registry(Arc::default(), None);
+    let p = project(port);
+    p.write(
+        ".terraci.yaml",
+        config(port).replace(
+            "    enabled: true\n",
+            "    enabled: true\n    ignore: [example/tiny]\n",
+        ),
+    );
+    let out = p.run(&["tfupdate", "--output", "json"]);
+    assert_eq!(out.code, 0, "{}", out.snapshot());
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(json.get("providers").is_none(), "{}", out.stdout);
+    assert_eq!(
+        json["modules"][0]["dependency"]["source"],
+        "example/vpc/aws"
+    );
+
+    p.write(".terraci.yaml", config(port));
+    let out = p.run(&["tfupdate", "--module", "platform/prod/eu-central-1/nope"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("`platform/prod/eu-central-1/nope` is not a module of the project"),
+        "{}",
+        out.stderr
+    );
+    let out = p.run(&["tfupdate", "-m", &format!("{APP}/"), "-t", "modules"]);
+    assert_eq!(out.code, 0, "{}", out.snapshot());
+    assert!(out.stdout.contains("module vpc"), "{}", out.stdout);
+    assert!(!out.stdout.contains("provider"), "{}", out.stdout);
+}
