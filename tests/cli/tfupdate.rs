@@ -499,17 +499,30 @@ fn tfupdate_pipeline_adds_a_check_job_whose_report_is_a_section_of_the_summary()
     crate::snap!("tfupdate_summary_section", summary.stdout);
 
     // A section that cannot be read stops `generate` only when it asks for the job.
+    let unreadable =
+        config(port).replace("    policy:\n      bump: minor\n", "    policy: latest\n");
+    p.write(".terraci.yaml", &unreadable);
+    let out = p.run(&["generate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("warning[config-warning]: extensions.tfupdate.policy: invalid type"),
+        "{}",
+        out.stderr
+    );
     p.write(
         ".terraci.yaml",
-        config(port).replace(
+        unreadable.replace(
             "    enabled: true\n",
-            "    enabled: true\n    pipeline: true\n    policy: latest\n",
+            "    enabled: true\n    pipeline: true\n",
         ),
     );
     let broken = p.run(&["generate"]);
-    assert_ne!(broken.code, 0);
+    assert_eq!(broken.code, 1, "{}", broken.stderr);
     assert!(
-        broken.stderr.contains("extensions.tfupdate"),
+        broken
+            .stderr
+            .contains("error[contribution-invalid]: extensions.tfupdate.policy: invalid type"),
         "{}",
         broken.stderr
     );

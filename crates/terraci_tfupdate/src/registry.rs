@@ -72,10 +72,12 @@ pub struct Hosts {
 impl Hosts {
     /// The base URL (`https://host`) of the registry answering for `address`.
     fn provider_base(&self, address: &str) -> String {
-        let (host, short) = address.split_once('/').unwrap_or((address, ""));
+        let (host, path) = address.split_once('/').unwrap_or((address, ""));
+        // Keyed as sources are written: `ns/type` on the default host, else in full.
+        let source = if host == DEFAULT_HOST { path } else { address };
         let chosen = self
             .providers
-            .get(short)
+            .get(source)
             .or(self.providers.get(address))
             .cloned()
             .or_else(|| {
