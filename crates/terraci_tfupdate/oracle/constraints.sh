@@ -1,7 +1,8 @@
 #!/bin/bash
 # Which (constraint, version) pairs terraform 1.11.4 accepts: one fs mirror per version.
 set -u
-cd "${1:?a scratch directory}" && cp "$(dirname "$0")/constraints.txt" .
+here=$(cd "$(dirname "$0")" && pwd)
+cd "${1:?a scratch directory}" && cp "$here/constraints.txt" .
 VERSIONS="0.9.0 1.0.0 1.2.0 1.2.3 1.2.9 1.3.0 1.10.0 2.0.0-beta1 2.0.0 2.1.0 3.0.0-rc.1"
 for v in $VERSIONS; do
   d=mirror_$v/registry.terraform.io/example/tiny

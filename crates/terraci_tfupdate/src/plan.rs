@@ -437,3 +437,134 @@ fn module_row(
     }
     row
 }
+
+#[cfg(test)]
+mod tests {
+    use camino::Utf8Path;
+    use terraci_db::system::{MemorySystem, ReadPolicy, DEFAULT_MAX_FILE_SIZE};
+
+    use super::*;
+    use crate::registry::{Package, RegistryError};
+    use crate::scan::scan_modules;
+
+    /// Versions from memory; no packages.
+    struct Listed(&'static [&'static str]);
+
+    impl Registry for Listed {
+        fn provider_versions(&self, _: &str) -> Result<Vec<ProviderRelease>, RegistryError> {
+            Ok(self
+                .0
+                .iter()
+                .map(|v| ProviderRelease {
+                    version: Version::parse(v).expect("version"),
+                    platforms: vec![],
+                })
+                .collect())
+        }
+        fn module_versions(&self, _: &str, _: &str) -> Result<Vec<Version>, RegistryError> {
+            Ok(self.0.iter().filter_map(|v| Version::parse(v)).collect())
+        }
+        fn provider_package(
+            &self,
+            _: &str,
+            _: &Version,
+            _: &str,
+        ) -> Result<Package, RegistryError> {
+            Err(RegistryError("no packages here".into()))
+        }
+    }
+
+    const LISTED: &[&str] = &[
+        "5.0.0",
+        "5.0.4",
+        "5.3.1",
+        "5.80.0",
+        "5.80.1",
+        "6.0.0",
+        "6.1.0-beta1",
+    ];
+
+    /// The row of a module whose only file has `version = "<constraint>"` for aws,
+    /// locked at `locked`.
+    fn row(constraint: &str, locked: Option<&str>, bump: Bump, pin: bool) -> ProviderUpdate {
+        let system = MemorySystem::new();
+        system.write_file(
+            "/p/m/main.tf",
+            format!("terraform {{\n  required_providers {{\n    aws = {{\n      source  = \"hashicorp/aws\"\n      version = \"{constraint}\"\n    }}\n  }}\n}}\n"),
+        );
+        if let Some(v) = locked {
+            system.write_file(
+                "/p/m/.terraform.lock.hcl",
+                format!("provider \"registry.terraform.io/hashicorp/aws\" {{\n  version = \"{v}\"\n  hashes = [\n    \"h1:x\",\n  ]\n}}\n"),
+            );
+        }
+        let policy = ReadPolicy::new(&system, Utf8Path::new("/p"), DEFAULT_MAX_FILE_SIZE);
+        let scans = scan_modules(&system, &policy, &["m".to_owned()]);
+        assert!(scans[0].problems.is_empty(), "{:?}", scans[0].problems);
+        let settings = Settings {
+            target: Target::All,
+            bump,
+            pin,
+            ignore: vec![],
+        };
+        let mut result = plan(&scans, &Listed(LISTED), &settings);
+        result.providers.remove(0)
+    }
+
+    fn moved(r: &ProviderUpdate) -> (String, String, Status, String) {
+        (
+            r.outcome.current_version.clone(),
+            r.outcome.bumped_version.clone(),
+            r.outcome.status,
+            r.constraints[0].text.clone(),
+        )
+    }
+
+    #[test]
+    fn the_bump_level_bounds_the_version_and_the_operator_is_kept() {
+        let s =
+            |a: &str, b: &str, st: Status, c: &str| (a.to_owned(), b.to_owned(), st, c.to_owned());
+        use Status::*;
+        assert_eq!(
+            moved(&row("~> 5.0", Some("5.0.0"), Bump::Patch, false)),
+            s("5.0.0", "5.0.4", UpdateAvailable, "~> 5.0")
+        );
+        assert_eq!(
+            moved(&row("~> 5.0", Some("5.0.0"), Bump::Minor, false)),
+            s("5.0.0", "5.80.1", UpdateAvailable, "~> 5.80")
+        );
+        // `~> 5.0` cannot be moved to 6.x keeping its meaning: it becomes `~> 6.0`.
+        assert_eq!(
+            moved(&row("~> 5.0", Some("5.0.0"), Bump::Major, false)),
+            s("5.0.0", "6.0.0", UpdateAvailable, "~> 6.0")
+        );
+        assert_eq!(
+            moved(&row("~> 5.0.0", Some("5.0.0"), Bump::Minor, true)),
+            s("5.0.0", "5.80.1", UpdateAvailable, "5.80.1")
+        );
+        // Without a lock, the newest version the constraint allows is the current one.
+        assert_eq!(
+            moved(&row(">= 5.3, < 5.80", None, Bump::Minor, false)),
+            s("5.3.1", "", Skipped, ">= 5.3, < 5.80")
+        );
+        assert_eq!(
+            moved(&row("5.80.1", Some("5.80.1"), Bump::Major, false)),
+            s("5.80.1", "6.0.0", UpdateAvailable, "6.0.0")
+        );
+        assert_eq!(
+            moved(&row("~> 6.0", Some("6.0.0"), Bump::Major, false)),
+            s("6.0.0", "", UpToDate, "~> 6.0")
+        );
+    }
+
+    #[test]
+    fn an_own_upper_bound_that_rules_the_version_out_is_named() {
+        let r = row(">= 5.0, < 5.80", Some("5.0.0"), Bump::Minor, false);
+        assert_eq!(r.outcome.bumped_version, "5.3.1");
+        assert_eq!(
+            r.outcome.issue,
+            "5.80.1 is ruled out by \">= 5.0, < 5.80\" (m/main.tf:5)"
+        );
+        assert_eq!(r.constraints[0].text, ">= 5.3, < 5.80");
+    }
+}

@@ -156,7 +156,7 @@ pub fn summary_report(result: &UpdateResult, commit: &str) -> String {
         .collect();
     let mut report = serde_json::json!({
         "producer": "tfupdate",
-        "title": "Dependency updates",
+        "title": "Dependency Update Check",
         "status": status,
         "summary": format!(
             "{} checked, {} updates available, {} applied, {} errors",
