@@ -588,3 +588,38 @@ fn tfupdate_leaves_ignored_sources_and_other_modules_alone() {
     assert!(out.stdout.contains("module vpc"), "{}", out.stdout);
     assert!(!out.stdout.contains("provider"), "{}", out.stdout);
 }
+
+#[test]
+fn tfupdate_write_completes_the_lock_of_a_provider_that_keeps_its_version() {
+    let p = project(registry(Arc::default(), None));
+    let before = p.read(&format!("{APP}/.terraform.lock.hcl"));
+    // Patch: nothing newer than 1.0.0; only linux_amd64 asked for.
+    let out = p.run(&[
+        "tfupdate",
+        "--write",
+        "--bump",
+        "patch",
+        "--target",
+        "providers",
+        "--lock-platforms",
+        "linux_amd64",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.snapshot());
+    let after = p.read(&format!("{APP}/.terraform.lock.hcl"));
+    // The h1: hashes terraform recorded (both platforms) are kept, and the zh: hashes of
+    // every 1.0.0 package are added; nothing else changes.
+    assert_eq!(without_zh(&after), before);
+    let zh: Vec<&str> = after.lines().filter(|l| l.contains("\"zh:")).collect();
+    assert_eq!(zh.len(), PLATFORMS.len(), "{after}");
+    for platform in PLATFORMS {
+        let sum = hex(digest(&SHA256, &package("1.0.0", platform)).as_ref());
+        assert!(
+            after.contains(&format!("\"zh:{sum}\"")),
+            "{platform}: {after}"
+        );
+    }
+    assert_eq!(
+        p.read(&format!("{APP}/main.tf")),
+        fixture_file(&format!("{APP}/main.tf"))
+    );
+}

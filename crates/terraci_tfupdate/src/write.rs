@@ -50,6 +50,16 @@ pub fn apply(
             }
             Ok(None) => {}
             Err(why) => {
+                // Said on the rows that move, or else on its own.
+                let moving = result.providers.iter().any(|r| {
+                    r.dependency.module_path == scan.id
+                        && r.outcome.status == Status::UpdateAvailable
+                });
+                if !moving {
+                    result
+                        .problems
+                        .push(format!("{}: the lock file was not synced: {why}", scan.id));
+                }
                 failed.insert(scan.id.clone(), why);
             }
         }
@@ -189,8 +199,42 @@ fn edit_file(
         .map_err(|e| format!("cannot write {file}: {e}"))
 }
 
-/// The module's lock file with the new provider versions; `None` when it has no lock
-/// file or nothing in it changes.
+/// The `h1:` hash of each of `platforms` (none given: every platform the registry lists
+/// for the version) and the `zh:` hashes of every package of `address` `version`.
+fn package_hashes(
+    registry: &dyn Registry,
+    address: &str,
+    version: &Version,
+    platforms: &[String],
+) -> Result<BTreeSet<String>, String> {
+    let wanted: Vec<String> = if platforms.is_empty() {
+        registry
+            .provider_versions(address)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .find(|r| r.version == *version)
+            .map(|r| r.platforms)
+            .unwrap_or_default()
+    } else {
+        platforms.to_vec()
+    };
+    let mut hashes = BTreeSet::new();
+    for platform in &wanted {
+        let package = registry
+            .provider_package(address, version, platform)
+            .map_err(|e| e.to_string())?;
+        hashes.insert(
+            h1_hash(&package.zip).map_err(|e| format!("{address} {version} {platform}: {e}"))?,
+        );
+        hashes.extend(package.all_zip_hashes);
+    }
+    Ok(hashes)
+}
+
+/// The module's lock file with the new provider versions, and, when lock platforms are
+/// given, the providers that keep their version completed with the hashes of those
+/// platforms (the hashes they had are kept); `None` when it has no lock file or nothing
+/// in it changes.
 fn synced_lock(
     scan: &ModuleScan,
     result: &UpdateResult,
@@ -201,39 +245,29 @@ fn synced_lock(
         return Ok(None);
     };
     let mut lock = old.clone();
-    let mut changed = false;
-    for row in result.providers.iter().filter(|r| {
-        r.dependency.module_path == scan.id && r.outcome.status == Status::UpdateAvailable
-    }) {
-        let Some(version) = Version::parse(&row.outcome.bumped_version) else {
+    let rows = result
+        .providers
+        .iter()
+        .filter(|r| r.dependency.module_path == scan.id);
+    for row in rows {
+        let moved = row.outcome.status == Status::UpdateAvailable;
+        let version = if moved {
+            Version::parse(&row.outcome.bumped_version)
+        } else if !platforms.is_empty() {
+            old.providers
+                .get(&row.address)
+                .and_then(|p| Version::parse(&p.version))
+        } else {
+            None
+        };
+        let Some(version) = version else {
             continue;
         };
-        let wanted: Vec<String> = if platforms.is_empty() {
-            registry
-                .provider_versions(&row.address)
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .find(|r| r.version == version)
-                .map(|r| r.platforms)
-                .unwrap_or_default()
-        } else {
-            platforms.to_vec()
-        };
-        let mut hashes = BTreeSet::new();
+        let mut hashes = package_hashes(registry, &row.address, &version, platforms)?;
         if let Some(previous) = old.providers.get(&row.address) {
-            if previous.version == row.outcome.bumped_version {
+            if previous.version == version.to_string() {
                 hashes.extend(previous.hashes.iter().cloned());
             }
-        }
-        for platform in &wanted {
-            let package = registry
-                .provider_package(&row.address, &version, platform)
-                .map_err(|e| e.to_string())?;
-            hashes.insert(
-                h1_hash(&package.zip)
-                    .map_err(|e| format!("{} {version} {platform}: {e}", row.address))?,
-            );
-            hashes.extend(package.all_zip_hashes);
         }
         let all: Vec<Constraints> = row
             .constraints
@@ -248,7 +282,6 @@ fn synced_lock(
                 hashes,
             },
         );
-        changed = true;
     }
-    Ok(changed.then_some(lock))
+    Ok((lock != *old).then_some(lock))
 }
