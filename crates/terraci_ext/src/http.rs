@@ -2,7 +2,8 @@
 //! built ([`agent`]: timeouts, redirects, proxy and TLS), how much of a response is read,
 //! and which credentials may go to which host ([`Endpoint`], [`bound_credentials`]).
 //! Its users: the GitLab and GitHub REST APIs of `terraci summary` ([`Client`]), the OCI
-//! registries of `policy pull` ([`get`]) and git's smart HTTP for git policy sources
+//! registries of `policy pull` and the Terraform registries of `terraci tfupdate`
+//! ([`get`]), and git's smart HTTP for git policy sources
 //! (an [`agent`] for [`Purpose::GitFetch`], driven by gix's transport).
 //!
 //! Input: a [`Request`] (method, URL, headers, JSON body). Output: the [`Response`] or an
