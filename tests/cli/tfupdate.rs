@@ -489,6 +489,16 @@ fn tfupdate_pipeline_adds_a_check_job_whose_report_is_a_section_of_the_summary()
         .find(|block| block.starts_with("tfupdate-check:"))
         .unwrap_or_else(|| panic!("no tfupdate-check job:\n{}", gitlab.stdout));
     crate::snap!("tfupdate_pipeline_gitlab_job", job);
+    let github = p.run(&["generate", "--provider", "github"]);
+    assert_eq!(github.code, 0, "{}", github.stderr);
+    for line in [
+        "  tfupdate-check:",
+        "          terraci tfupdate",
+        "          path: .terraci/tfupdate-report.json",
+        "      - tfupdate-check",
+    ] {
+        assert!(github.stdout.contains(line), "{line}: {}", github.stdout);
+    }
 
     let out = p.run(&["tfupdate"]);
     assert_eq!(out.code, 0, "{}", out.snapshot());
