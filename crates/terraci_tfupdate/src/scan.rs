@@ -397,3 +397,83 @@ fn scan_module(system: &dyn System, policy: &ReadPolicy, id: &str) -> ModuleScan
     scan.problems = problems;
     scan
 }
+
+#[cfg(test)]
+mod tests {
+    use terraci_db::system::{MemorySystem, DEFAULT_MAX_FILE_SIZE};
+
+    use super::*;
+
+    #[test]
+    fn sources_read_as_terraform_reads_them() {
+        let addr = |s: &str| provider_address(s).map(|(a, short)| format!("{a} {short}"));
+        assert_eq!(
+            addr("aws").as_deref(),
+            Some("registry.terraform.io/hashicorp/aws hashicorp/aws")
+        );
+        assert_eq!(
+            addr("Hashicorp/AWS").as_deref(),
+            Some("registry.terraform.io/hashicorp/aws hashicorp/aws")
+        );
+        assert_eq!(
+            addr("registry.terraform.io/hashicorp/aws").as_deref(),
+            Some("registry.terraform.io/hashicorp/aws hashicorp/aws")
+        );
+        assert_eq!(
+            addr("tf.example.com/ns/t").as_deref(),
+            Some("tf.example.com/ns/t tf.example.com/ns/t")
+        );
+        assert_eq!(addr("a/b/c/d"), None);
+        assert_eq!(addr("a//b"), None);
+        let module = |s: &str| registry_module(s).map(|(h, p)| format!("{h} {p}"));
+        assert_eq!(
+            module("terraform-aws-modules/vpc/aws").as_deref(),
+            Some("registry.terraform.io terraform-aws-modules/vpc/aws")
+        );
+        assert_eq!(
+            module("app.terraform.io/org/net/aws//modules/sub").as_deref(),
+            Some("app.terraform.io org/net/aws")
+        );
+        for not_registry in [
+            "./local",
+            "../up",
+            "git::https://example.com/x.git",
+            "github.com/org/repo",
+            "s3::https://b/x.zip",
+        ] {
+            assert_eq!(module(not_registry), None, "{not_registry}");
+        }
+    }
+
+    #[test]
+    fn both_forms_of_required_providers_and_broken_files_are_read_without_panics() {
+        let system = MemorySystem::new();
+        system.write_file(
+            "/p/m/versions.tf",
+            "terraform {\n  required_providers {\n    null = \"~> 3.0\"\n    aws = {\n      source = \"hashicorp/aws\"\n    }\n  }\n}\n",
+        );
+        system.write_file(
+            "/p/m/broken.tf",
+            "terraform {\n  required_providers {\n    x = {\n",
+        );
+        system.write_file("/p/m/.terraform.lock.hcl", "provider {\n}\n");
+        let policy = ReadPolicy::new(&system, Utf8Path::new("/p"), DEFAULT_MAX_FILE_SIZE);
+        let scan = scan_modules(&system, &policy, &["m".to_owned()]).remove(0);
+        let null = &scan.providers["registry.terraform.io/hashicorp/null"];
+        assert_eq!(null.constraints[0].text, "~> 3.0");
+        assert_eq!(null.constraints[0].site.to_string(), "m/versions.tf:3");
+        assert!(scan.providers["registry.terraform.io/hashicorp/aws"]
+            .constraints
+            .is_empty());
+        assert_eq!(scan.problems.len(), 2, "{:?}", scan.problems);
+        assert!(
+            scan.problems[0].starts_with("m/broken.tf:"),
+            "{:?}",
+            scan.problems
+        );
+        assert_eq!(
+            scan.problems[1],
+            "m/.terraform.lock.hcl: line 1: expected `provider \"<address>\" {`"
+        );
+    }
+}
