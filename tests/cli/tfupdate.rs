@@ -340,6 +340,13 @@ fn tfupdate_errors_name_what_was_expected() {
         "{}",
         out.stdout
     );
+    assert!(
+        out.stderr.contains(&format!(
+            "error[tfupdate-update]: {APP}: example/tiny: GET http://127.0.0.1:"
+        )),
+        "{}",
+        out.stderr
+    );
 
     // A constraint terraform would refuse names its file and line.
     let p = project(registry(Arc::default(), None));
@@ -351,6 +358,13 @@ fn tfupdate_errors_name_what_was_expected() {
             .contains("error: shared/dns/versions.tf:5: invalid version constraint \"=> 1.2\""),
         "{}",
         out.stdout
+    );
+    assert!(
+        out.stderr.contains(
+            "error[tfupdate-read]: shared/dns/versions.tf:5: invalid version constraint \"=> 1.2\""
+        ),
+        "{}",
+        out.stderr
     );
 }
 

@@ -329,6 +329,8 @@ codes! {
     PolicyLimit = "policy-limit": "a policy rule did not finish within `policy check --timeout` (a loop or too much work), or one builtin call would make too much (`numbers.range` of over 1,000,000 items, a `sprintf` width over 10,000); the module fails",
     PolicyInput = "policy-input": "a module's plan.json is not valid JSON; the module fails",
     PolicyNamespace = "policy-namespace": "a configured namespace has no rules (no policy file declares the package, or it has no deny, violation or warn rule): a module a blocking decision applies to fails, otherwise a warning",
+    TfupdateRead = "tfupdate-read": "tfupdate: a .tf or lock file cannot be read or parsed, or a `version` is not a constraint terraform reads (file:line); the run exits 1",
+    TfupdateUpdate = "tfupdate-update": "tfupdate: a dependency could not be checked or updated (a registry cannot be asked or answers outside the protocol, a package's SHA-256 is not the one SHA256SUMS lists, a file cannot be written); its row says why and the run exits 1",
 }
 
 impl Code {

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use super::Io;
 use crate::cli::{GlobalArgs, PolicyFormat, TfupdateArgs};
+use terraci_db::diagnostic::{Code, Diagnostic};
 use terraci_db::exit::{self, Failure};
-use terraci_tfupdate::plan::{self, Bump, Settings, Target};
+use terraci_tfupdate::plan::{self, Bump, Settings, Status, Target};
 use terraci_tfupdate::registry::{Hosts, HttpRegistry};
 use terraci_tfupdate::{report, scan, write};
 
@@ -153,6 +154,36 @@ pub(super) fn tfupdate(
             .write_all(report::render_text(&result).as_bytes())?,
     }
     super::policy::write_service_file(io, &root, config, "tfupdate-results.json", &json)?;
+    // What went wrong, once more as coded diagnostics on stderr.
+    let rows = result
+        .providers
+        .iter()
+        .map(|r| {
+            (
+                &r.dependency.module_path,
+                &r.dependency.provider_source,
+                &r.outcome,
+            )
+        })
+        .chain(
+            result
+                .modules
+                .iter()
+                .map(|m| (&m.dependency.module_path, &m.dependency.source, &m.outcome)),
+        );
+    let diagnostics = result
+        .problems
+        .iter()
+        .map(|p| Diagnostic::error(Code::TfupdateRead, p.clone()))
+        .chain(
+            rows.filter(|(_, _, o)| o.status == Status::Error)
+                .map(|(m, what, o)| {
+                    Diagnostic::error(Code::TfupdateUpdate, format!("{m}: {what}: {}", o.issue))
+                }),
+        );
+    for d in diagnostics {
+        write!(io.stderr, "{}", d.render_human(None))?;
+    }
     let commit = super::policy::pipeline_commit(io.system);
     super::policy::write_service_file(
         io,
