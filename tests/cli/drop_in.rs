@@ -482,7 +482,9 @@ fn version_shows_the_commit_the_date_and_the_plugins() {
     assert!(out.stdout.starts_with("terraci "), "{}", out.stdout);
     assert!(out.stdout.contains("\n  commit: "));
     assert!(out.stdout.contains("\n  built:  "));
-    for plugin in ["cost", "git", "github", "gitlab", "policy", "summary"] {
+    for plugin in [
+        "cost", "git", "github", "gitlab", "policy", "summary", "tfupdate",
+    ] {
         assert!(
             out.stdout.contains(&format!("    - {plugin}: ")),
             "{plugin}: {}",
@@ -503,6 +505,7 @@ fn help_lists_the_commands_and_the_flags_ci_scripts_use() {
         "version",
         "schema",
         "local-exec",
+        "tfupdate",
     ] {
         assert!(root.stdout.contains(cmd), "{cmd}");
     }

@@ -23,5 +23,6 @@ mod seeds;
 mod summary;
 mod terminal;
 mod text;
+mod tfupdate;
 mod validate;
 mod watch;

@@ -542,18 +542,18 @@ fn a_git_url_into_the_checkout_is_refused() {
 }
 
 /// A request the test servers got.
-struct Request {
+pub(crate) struct Request {
     method: String,
-    path: String,
+    pub(crate) path: String,
     query: String,
     /// Lower-case names.
-    headers: BTreeMap<String, String>,
+    pub(crate) headers: BTreeMap<String, String>,
     body: Vec<u8>,
 }
 
 /// Serves HTTP/1.1 on a free local port, one connection per request (`Connection:
 /// close`), answering each with what `answer` makes of it.
-fn serve(answer: impl Fn(Request) -> Vec<u8> + Send + 'static) -> u16 {
+pub(crate) fn serve(answer: impl Fn(Request) -> Vec<u8> + Send + 'static) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -598,7 +598,7 @@ fn serve(answer: impl Fn(Request) -> Vec<u8> + Send + 'static) -> u16 {
     port
 }
 
-fn response(status: &str, headers: &str, body: &[u8]) -> Vec<u8> {
+pub(crate) fn response(status: &str, headers: &str, body: &[u8]) -> Vec<u8> {
     let mut r = format!(
         "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()

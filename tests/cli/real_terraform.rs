@@ -14,7 +14,7 @@ use crate::support::{client, commit_all, Project};
 
 /// terraform on PATH; the suite needs it (no provider is downloaded: `terraform_data` and
 /// the local backend are built in).
-fn terraform_dir() -> PathBuf {
+pub(crate) fn terraform_dir() -> PathBuf {
     let path = std::env::var("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .find(|dir| dir.join("terraform").is_file())

@@ -152,6 +152,19 @@ once and cached in the per-user cache (TERRACI_CACHE_HOME) for extensions.cost.c
 Exit 0 when estimated, 2 when it cannot run."
     )]
     Cost(CostArgs),
+    /// Check or apply Terraform provider and module version updates
+    #[command(
+        long_about = "Check or apply Terraform provider and module version updates.\n\n\
+Reads each module's required_providers, its registry module calls and .terraform.lock.hcl, asks \
+the registries for versions and reports, per dependency, the current version, the version the \
+bump policy allows (every constraint reaching a provider through local module calls must allow \
+it) and the newest. With --write the constraints are rewritten keeping their operator \
+(~> 5.0 -> ~> 5.80; --pin writes the exact version) and the lock files are synced (zh: hashes \
+of every package, h1: hashes for the lock platforms). Needs extensions.tfupdate.enabled: true. \
+Exit 0 when the run completes (updates alone do not fail it), 1 on a parse, registry or write \
+error."
+    )]
+    Tfupdate(TfupdateArgs),
     /// Print the version
     Version,
 }
@@ -452,6 +465,35 @@ pub struct PolicyCheckArgs {
     /// Bound on the evaluation of one rule for one module, in seconds
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub(crate) timeout: f64,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct TfupdateArgs {
+    /// What to check: modules, providers, all (default: extensions.tfupdate.target, or all)
+    #[arg(short = 't', long)]
+    pub(crate) target: Option<String>,
+    /// Version bump level: patch, minor, major (default: extensions.tfupdate.policy.bump)
+    #[arg(short = 'b', long)]
+    pub(crate) bump: Option<String>,
+    /// Pin updated constraints to the exact version when writing
+    #[arg(long)]
+    pub(crate) pin: bool,
+    /// Overall timeout of the run, e.g. 15m (default 5m, 20m with --write)
+    #[arg(long)]
+    pub(crate) timeout: Option<String>,
+    /// Write the updated versions to the .tf files and sync the lock files
+    #[arg(short = 'w', long)]
+    pub(crate) write: bool,
+    /// Check only this module (its id, the directory relative to the project)
+    #[arg(short = 'm', long)]
+    pub(crate) module: Option<String>,
+    /// Output format
+    #[arg(short = 'o', long = "output", alias = "format", value_enum, default_value_t = PolicyFormat::Text)]
+    pub(crate) output: PolicyFormat,
+    /// Platforms whose h1: hashes the lock files get, e.g. linux_amd64,darwin_arm64
+    /// (default: extensions.tfupdate.lock.platforms, else every platform of the version)
+    #[arg(long = "lock-platforms", value_delimiter = ',')]
+    pub(crate) lock_platforms: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

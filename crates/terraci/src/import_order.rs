@@ -200,11 +200,12 @@ fn backward_edges(
 
 /// The crates whose `lib.rs` lists their modules in pipeline order (`terraci_render` and
 /// `terraci_vcs` are one stage each, their modules at the crate's root).
-const ORDERED_CRATES: [&str; 5] = [
+const ORDERED_CRATES: [&str; 6] = [
     "terraci_db",
     "terraci_engine",
     "terraci_ext",
     "terraci_cost",
+    "terraci_tfupdate",
     "terraci",
 ];
 
@@ -243,7 +244,7 @@ fn no_module_uses_a_later_one() {
 
 /// The crates each crate may depend on: the layers, arrows only downward
 /// (`docs/architecture.md`). The engine never reaches render, vcs or ext.
-const LAYERS: [(&str, &[&str]); 7] = [
+const LAYERS: [(&str, &[&str]); 8] = [
     ("terraci_db", &[]),
     ("terraci_engine", &["terraci_db"]),
     ("terraci_render", &["terraci_db", "terraci_engine"]),
@@ -253,6 +254,7 @@ const LAYERS: [(&str, &[&str]); 7] = [
         &["terraci_db", "terraci_engine", "terraci_render"],
     ),
     ("terraci_cost", &["terraci_db", "terraci_ext"]),
+    ("terraci_tfupdate", &["terraci_db", "terraci_ext"]),
     (
         "terraci",
         &[
@@ -262,6 +264,7 @@ const LAYERS: [(&str, &[&str]); 7] = [
             "terraci_vcs",
             "terraci_ext",
             "terraci_cost",
+            "terraci_tfupdate",
         ],
     ),
 ];

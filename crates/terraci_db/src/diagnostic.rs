@@ -333,6 +333,8 @@ codes! {
     PolicyNamespace = "policy-namespace": "a configured namespace has no rules (no policy file declares the package, or it has no deny, violation or warn rule): a module a blocking decision applies to fails, otherwise a warning",
     CostPrices = "cost-prices": "cost: a price list cannot be downloaded or read (no network, over its bound, missing from `--pricing-dir`, not a price list), or the cache home is unusable; the resources it would price are listed as not priced",
     CostPlan = "cost-plan": "cost: a module's plan.json cannot be read or is not a plan; the module is shown as not estimated and the cost report warns",
+    TfupdateRead = "tfupdate-read": "tfupdate: a .tf or lock file cannot be read or parsed, or a `version` is not a constraint terraform reads (file:line); the run exits 1",
+    TfupdateUpdate = "tfupdate-update": "tfupdate: a dependency could not be checked or updated (a registry cannot be asked or answers outside the protocol, a package's SHA-256 is not the one SHA256SUMS lists, a file cannot be written); its row says why and the run exits 1",
 }
 
 impl Code {

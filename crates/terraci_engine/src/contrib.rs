@@ -20,7 +20,7 @@ pub const SUMMARY_JOB: &str = "terraci-summary";
 
 /// Jobs TerraCi users may know from TerraCi's plugins, which `overwrites[].type` may
 /// name even when the pipeline does not have them (the plugin is off).
-pub const KNOWN_JOBS: &[&str] = &[SUMMARY_JOB, POLICY_JOB];
+pub const KNOWN_JOBS: &[&str] = &[SUMMARY_JOB, POLICY_JOB, TFUPDATE_JOB];
 
 /// The files a plan job leaves in its module directory when plan results are consumed.
 pub const PLAN_RESULT_FILES: [&str; 4] =
@@ -409,6 +409,43 @@ pub fn pipeline_job(config: &Config) -> Option<PipelineJob> {
     })
 }
 
+/// The job name of the dependency update check (TerraCi's).
+pub const TFUPDATE_JOB: &str = "tfupdate-check";
+
+/// `tfupdate-check` when `extensions.tfupdate` has `pipeline: true`: `terraci tfupdate`
+/// (read-only), whose `<service_dir>/tfupdate-report.json` is a section of the summary.
+/// It reads no plan, so it runs at the start of every pipeline; not in `local-exec`,
+/// which runs terraform, not registry checks. A section that cannot be read is an error
+/// only when it asks for the job (`pipeline: true`): otherwise `terraci tfupdate`
+/// reports it.
+pub(crate) fn tfupdate_contribution(
+    config: &Config,
+) -> Result<Option<Contribution>, ContributionError> {
+    let Some(section) = config.extensions.tfupdate.as_ref() else {
+        return Ok(None);
+    };
+    let pipeline = match section.settings() {
+        Ok(settings) => settings.enabled && settings.pipeline,
+        Err(why) => {
+            let asked = section.0.get("pipeline").and_then(|v| v.as_bool()) == Some(true);
+            if asked {
+                return Err(ContributionError::new(Code::ContributionInvalid, why));
+            }
+            false
+        }
+    };
+    Ok(pipeline.then(|| Contribution {
+        name: TFUPDATE_JOB.to_owned(),
+        commands: vec![vec!["terraci".to_owned(), "tfupdate".to_owned()]],
+        consumes: vec![],
+        produces: Some("tfupdate".to_owned()),
+        gates_applies: false,
+        when: When::OnSuccess,
+        permissions: vec![],
+        local: false,
+    }))
+}
+
 /// Whether the summary job is part of pipelines for `runner`: on unless
 /// `extensions.summary.enabled: false`, or for GitLab `extensions.gitlab.mr.comment.enabled:
 /// false`, for GitHub `extensions.github.pr.comment.enabled: false`.
@@ -434,6 +471,7 @@ pub fn contributions(
     if let Some(cost) = cost_contribution(config) {
         jobs.push(cost);
     }
+    jobs.extend(tfupdate_contribution(config)?);
     if summary_enabled(config, runner) {
         jobs.push(summary_contribution());
     }

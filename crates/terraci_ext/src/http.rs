@@ -2,7 +2,8 @@
 //! built ([`agent`]: timeouts, redirects, proxy and TLS), how much of a response is read,
 //! and which credentials may go to which host ([`Endpoint`], [`bound_credentials`]).
 //! Its users: the GitLab and GitHub REST APIs of `terraci summary` ([`Client`]), the OCI
-//! registries of `policy pull` ([`get`]) and git's smart HTTP for git policy sources
+//! registries of `policy pull` and the Terraform registries of `terraci tfupdate`
+//! ([`get`]), and git's smart HTTP for git policy sources
 //! (an [`agent`] for [`Purpose::GitFetch`], driven by gix's transport).
 //!
 //! Input: a [`Request`] (method, URL, headers, JSON body). Output: the [`Response`] or an
@@ -402,14 +403,14 @@ fn with_headers<B>(
 }
 
 /// A response read as bytes ([`get`]): status, headers (lower-case names) and body.
-pub(crate) struct Download {
-    pub(crate) status: u16,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
+pub struct Download {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
 }
 
 impl Download {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -419,7 +420,7 @@ impl Download {
 
 /// A [`get`] that got no whole answer; the URL is shown without its credentials.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum FetchError {
+pub enum FetchError {
     #[error("GET {shown}: {source}")]
     Request { shown: String, source: ureq::Error },
     #[error("GET {shown}: reading the body: {source}")]
@@ -428,11 +429,7 @@ pub(crate) enum FetchError {
 
 /// GETs `url` with the [`Purpose::Registry`] client (redirects followed, credentials never
 /// sent to another host); the body is read up to `max_bytes` (more is an error).
-pub(crate) fn get(
-    url: &str,
-    headers: &[(&str, &str)],
-    max_bytes: u64,
-) -> Result<Download, FetchError> {
+pub fn get(url: &str, headers: &[(&str, &str)], max_bytes: u64) -> Result<Download, FetchError> {
     let mut request = agent(Purpose::Registry).get(url);
     for (k, v) in headers {
         request = request.header(*k, *v);

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use super::policy::{
-    failure, load_for_plans, modules_with_plans, pipeline_commit, write_service_file,
+    failure, load_plain, modules_with_plans, pipeline_commit, write_service_file, EXIT_ERROR,
 };
 use super::Io;
 use crate::cli::{CostArgs, GlobalArgs, PolicyFormat};
@@ -23,7 +23,7 @@ fn print(io: &mut Io<'_>, d: &Diagnostic) -> std::io::Result<()> {
 }
 
 pub(super) fn cost(global: &GlobalArgs, args: &CostArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
-    let ws = load_for_plans(global, io)?;
+    let ws = load_plain(global, io, EXIT_ERROR)?;
     let config = &ws.config.config;
     let root = ws.root.clone();
     let section = config

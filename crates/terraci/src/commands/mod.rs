@@ -8,6 +8,7 @@ mod local_exec;
 mod policy;
 mod replayed;
 mod summary;
+mod tfupdate;
 mod validate;
 mod watch;
 
@@ -88,6 +89,7 @@ fn dispatch(mut cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
         Command::Completion(args) => completion(args, io),
         Command::Policy(cmd) => policy::run(&cli.global, cmd, io),
         Command::Cost(args) => cost::cost(&cli.global, args, io),
+        Command::Tfupdate(args) => tfupdate::tfupdate(&cli.global, args, io),
     }
 }
 
@@ -117,6 +119,10 @@ const PLUGINS: &[(&str, &str)] = &[
     (
         "summary",
         "plan summaries on merge requests (`terraci summary`)",
+    ),
+    (
+        "tfupdate",
+        "provider and module version bumps, lock files synced (`terraci tfupdate`)",
     ),
     (
         "update",

@@ -123,7 +123,7 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
             "--timeout must be a number of seconds in (0, 3600]",
         ));
     }
-    let ws = load_for_plans(global, io)?;
+    let ws = load_plain(global, io, EXIT_ERROR)?;
     let config = &ws.config.config;
     let policy = section(config)?;
     let root = ws.root.clone();
@@ -153,19 +153,24 @@ fn check_cmd(global: &GlobalArgs, args: &PolicyCheckArgs, io: &mut Io<'_>) -> an
     result
 }
 
-/// The project of a command that reads the plans (`policy check`, `cost`), its config
-/// diagnostics printed.
-pub(super) fn load_for_plans(
+/// The project, for a command that reads no variables (`policy check`, `cost`, `tfupdate`), with
+/// the config's warnings printed; a project that cannot be loaded fails with `code`.
+pub(super) fn load_plain(
     global: &GlobalArgs,
     io: &mut Io<'_>,
+    code: u8,
 ) -> anyhow::Result<crate::workspace::Workspace> {
     let eval = EvalArgs {
         var_file: Vec::new(),
         var: Vec::new(),
         workspace: "default".into(),
     };
-    let ws = crate::workspace::load_workspace(io.system, global, &eval)
-        .map_err(|e| failure(format!("{e:#}")))?;
+    let ws = crate::workspace::load_workspace(io.system, global, &eval).map_err(|e| {
+        anyhow::Error::from(Failure {
+            code,
+            message: format!("{e:#}"),
+        })
+    })?;
     if !global.quiet {
         for d in crate::workspace::config_diagnostics(&ws.config) {
             print(io, &d)?;

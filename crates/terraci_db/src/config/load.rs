@@ -515,6 +515,11 @@ fn finish(
             "extensions.{name} is a TerraCi plugin that terraci does not implement; the section is ignored"
         ));
     }
+    if let Some(Err(why)) = config.extensions.tfupdate.as_ref().map(|s| s.settings()) {
+        warnings.push(format!(
+            "{why}; `terraci tfupdate` refuses the section until it is fixed"
+        ));
+    }
     Ok(LoadedConfig {
         config,
         pattern,
@@ -819,6 +824,43 @@ mod tests {
         );
         let off = load_config_text("extensions:\n  cost: {}\n", "c").expect("loads");
         assert!(!off.config.extensions.cost.expect("cost").is_enabled());
+    }
+
+    #[test]
+    fn a_tfupdate_section_terraci_cannot_read_loads_with_a_warning() {
+        for (section, said) in [
+            (
+                "  tfupdate:\n    policy: latest\n",
+                "extensions.tfupdate.policy: invalid type: string \"latest\"",
+            ),
+            (
+                "  tfupdate:\n    enabled: true\n    budget: 123456789012345678901234567890\n",
+                "extensions.tfupdate.budget: unknown field `budget`",
+            ),
+        ] {
+            let text = format!("extensions:\n{section}");
+            let loaded = load_config_text(&text, ".terraci.yaml").expect("the config loads");
+            assert!(
+                loaded
+                    .warnings
+                    .iter()
+                    .any(|w| w.starts_with(said)
+                        && w.ends_with("refuses the section until it is fixed")),
+                "{:?}",
+                loaded.warnings
+            );
+        }
+        let text = "extensions:\n  tfupdate:\n    enabled: true\n    policy:\n      bump: minor\n";
+        let loaded = load_config_text(text, ".terraci.yaml").expect("the config loads");
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let settings = loaded
+            .config
+            .extensions
+            .tfupdate
+            .unwrap()
+            .settings()
+            .unwrap();
+        assert_eq!(settings.policy.bump.as_deref(), Some("minor"));
     }
 
     #[test]

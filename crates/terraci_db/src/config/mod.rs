@@ -7,6 +7,7 @@
 mod load;
 mod pattern;
 mod schema;
+mod tfupdate;
 
 pub use load::{
     closest, find_config_file, find_config_upward, load_config, load_config_text, parse_config,
@@ -14,6 +15,7 @@ pub use load::{
 };
 pub use pattern::{Pattern, PatternError};
 pub use schema::config_schema;
+pub use tfupdate::{TfUpdate, TfUpdateLock, TfUpdatePolicy, TfUpdateRegistries, TfUpdateSection};
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
@@ -229,8 +231,8 @@ pub struct Extensions {
     pub policy: Option<Policy>,
     /// The merge-request / pull-request comment of `terraci summary` (on by default).
     pub(crate) summary: Option<SummarySettings>,
-    /// TerraCi's tfupdate plugin: not implemented by terraci, accepted with a warning.
-    pub(crate) tfupdate: Option<Ignored>,
+    /// Provider and module version bumps (`terraci tfupdate`).
+    pub tfupdate: Option<TfUpdateSection>,
     /// TerraCi's update plugin: not implemented by terraci, accepted with a warning.
     pub(crate) update: Option<Ignored>,
     /// TerraCi's localexec plugin settings: not used by terraci, accepted with a warning.
@@ -242,7 +244,6 @@ impl Extensions {
     pub(crate) fn ignored_sections(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         for (name, present) in [
-            ("tfupdate", self.tfupdate.is_some()),
             ("update", self.update.is_some()),
             ("localexec", self.localexec.is_some()),
         ] {
