@@ -573,6 +573,10 @@ impl Workspace {
             db,
             self.project,
         ));
+        all.extend(terraci_engine::symbols::project_unknown_remote_outputs(
+            db,
+            self.project,
+        ));
         terraci_engine::resolve::group_root_causes(self.finish_diagnostics(all))
     }
 
