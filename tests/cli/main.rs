@@ -13,6 +13,7 @@ mod events;
 mod generate;
 mod graph;
 mod hostile;
+mod lsp;
 mod policy;
 mod real_terraform;
 mod robustness;
