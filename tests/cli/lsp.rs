@@ -17,6 +17,9 @@ struct Lsp {
     next_id: i64,
     /// The project directory as the server sees it (no symlinks), for URIs.
     root: String,
+    /// What the server sent between `initialized` and its first answer: the project's
+    /// diagnostics, published once it is loaded.
+    initial: Vec<Value>,
 }
 
 impl Lsp {
@@ -41,6 +44,7 @@ impl Lsp {
             stdout,
             next_id: 0,
             root,
+            initial: Vec::new(),
         };
         let root_uri = lsp.uri("");
         let (init, _) = lsp.request(
@@ -48,7 +52,9 @@ impl Lsp {
             json!({"processId": null, "rootUri": root_uri, "capabilities": {}}),
         );
         assert_eq!(init["capabilities"]["definitionProvider"], json!(true));
-        lsp.notify("initialized", json!({}));
+        // Answered once the project is loaded: a test that then changes the disk does
+        // not race the load.
+        lsp.initial = lsp.notify_and_sync("initialized", json!({}));
         lsp
     }
 
@@ -222,12 +228,11 @@ fn codes(diagnostics: &[Value]) -> Vec<String> {
 #[test]
 fn lsp_publishes_each_diagnostic_at_its_span_with_its_code() {
     let p = Project::fixture("lsp");
-    let mut lsp = Lsp::start(&p);
+    let lsp = Lsp::start(&p);
     let app = p.read("stage/app/main.tf");
     // Published once the editor says it is initialized.
-    let (_, notes) = lsp.request("workspace/symbol", json!({"query": ""}));
     let diags = lsp
-        .published(&notes, "stage/app/main.tf")
+        .published(&lsp.initial, "stage/app/main.tf")
         .expect("app's diagnostics");
     assert_eq!(
         codes(&diags),
@@ -481,4 +486,40 @@ fn explain_codes_prints_the_one_code_a_diagnostic_links_to() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn lsp_follows_the_disk_through_watched_file_events() {
+    let p = Project::fixture("lsp");
+    let mut lsp = Lsp::start(&p);
+    // A checkout renames the owner's output: the reader's file warns.
+    let vpc = p.read("stage/vpc/main.tf");
+    p.write(
+        "stage/vpc/main.tf",
+        vpc.replace("output \"vpc_id\"", "output \"id\""),
+    );
+    let changed = json!({"changes": [{"uri": lsp.uri("stage/vpc/main.tf"), "type": 2}]});
+    let notes = lsp.notify_and_sync("workspace/didChangeWatchedFiles", changed);
+    let db = lsp
+        .published(&notes, "stage/db/main.tf")
+        .expect("db's diagnostics");
+    assert_eq!(codes(&db), ["unknown-remote-output"]);
+    assert!(
+        db[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("(hint: the closest output there is `id`)")),
+        "{db:?}"
+    );
+    // A new module: discovered, and its own diagnostics published.
+    p.write(
+        "stage/cache/main.tf",
+        "terraform {\n  backend \"s3\" {\n    bucket = \"tfstate\"\n    key    = \"stage/cache/terraform.tfstate\"\n    region = \"eu-west-1\"\n  }\n}\n\ndata \"terraform_remote_state\" \"db\" {\n  backend = \"s3\"\n  config = {\n    bucket = \"tfstate\"\n    key    = \"stage/db/terraform.tfstate\"\n    region = \"eu-west-1\"\n  }\n}\n\nlocals {\n  host = data.terraform_remote_state.db.outputs.endpont\n}\n",
+    );
+    let created = json!({"changes": [{"uri": lsp.uri("stage/cache/main.tf"), "type": 1}]});
+    let notes = lsp.notify_and_sync("workspace/didChangeWatchedFiles", created);
+    let cache = lsp
+        .published(&notes, "stage/cache/main.tf")
+        .expect("the new module's diagnostics");
+    assert_eq!(codes(&cache), ["unknown-remote-output"]);
+    assert_eq!(lsp.stop(), 0);
 }

@@ -228,3 +228,20 @@ fn renaming_the_output_in_the_owner_makes_the_reader_warn() {
         out.stderr
     );
 }
+
+#[test]
+fn an_owner_with_outputs_in_json_is_not_checked() {
+    let p = Project::fixture("lsp");
+    // terraci does not read outputs from JSON files: none is taken for missing.
+    p.write(
+        "stage/vpc/outputs.tf.json",
+        r#"{"output": {"vpc_idd": {"value": "vpc-1"}}}"#,
+    );
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("unknown-remote-output"),
+        "{}",
+        out.stderr
+    );
+}

@@ -319,15 +319,20 @@ pub fn root_module(db: &dyn Db, project: Project, id: &str) -> Option<Module> {
 }
 
 /// The names of the `output` blocks of `module`, in name order, from the files that hold
-/// the word `output` (the others are not parsed).
-pub fn module_outputs(db: &dyn Db, module: Module) -> BTreeSet<String> {
+/// the word `output` (the others are not parsed); `None` when they cannot all be known:
+/// the text of one of its Terraform files is not at hand (unreadable, or changed on disk
+/// since discovery read it), or it has a JSON file (whose outputs are not read here), so
+/// that no output is taken for missing.
+pub fn module_outputs(db: &dyn Db, module: Module) -> Option<BTreeSet<String>> {
     let mut out = BTreeSet::new();
     for &file in module.files(db) {
-        let mentions = file
-            .contents(db)
-            .text()
-            .is_some_and(|t| memchr::memmem::find(t.as_bytes(), b"output").is_some());
-        if mentions {
+        match file.kind(db) {
+            FileKind::Native => {}
+            FileKind::Json => return None,
+            FileKind::VarsNative | FileKind::VarsJson => continue,
+        }
+        let text = file.contents(db).text()?;
+        if memchr::memmem::find(text.as_bytes(), b"output").is_some() {
             out.extend(
                 file_symbols(db, file)
                     .outputs
@@ -336,7 +341,7 @@ pub fn module_outputs(db: &dyn Db, module: Module) -> BTreeSet<String> {
             );
         }
     }
-    out
+    Some(out)
 }
 
 /// `unknown-remote-output`: each `data.terraform_remote_state.X.outputs.Y` of `module`'s
@@ -365,7 +370,7 @@ pub fn unknown_remote_outputs(db: &dyn Db, project: Project, module: Module) -> 
             };
             let names = declared
                 .entry(owner.as_str())
-                .or_insert_with(|| root_module(db, project, owner).map(|m| module_outputs(db, m)));
+                .or_insert_with(|| module_outputs(db, root_module(db, project, owner)?));
             let Some(names) = names else {
                 continue;
             };

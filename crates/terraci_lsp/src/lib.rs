@@ -41,6 +41,8 @@ use terraci_db::diagnostic::Diagnostic;
 use terraci_db::files::Project;
 
 pub use convert::{path_of_uri, uri_of_path};
+/// The transport, for a caller that makes its own connection (an in-memory one).
+pub use lsp_server;
 
 /// A loaded project, as the binary keeps it (see the crate's doc).
 pub trait Host {
@@ -115,6 +117,9 @@ pub fn serve(connection: &Connection, load: &mut Load<'_>) -> Result<(), String>
             return idle(connection);
         }
     };
+    if watches_files(&params) {
+        register_file_watchers(connection);
+    }
     let mut server = Server {
         connection,
         host,
@@ -136,6 +141,46 @@ fn workspace_root(params: &InitializeParams) -> Option<Utf8PathBuf> {
         .and_then(|f| path_of_uri(&f.uri))
         .or_else(|| params.root_uri.as_ref().and_then(path_of_uri))
         .or_else(|| params.root_path.as_ref().map(Utf8PathBuf::from))
+}
+
+/// Whether the editor can be asked to watch files ([`register_file_watchers`]).
+fn watches_files(params: &InitializeParams) -> bool {
+    params
+        .capabilities
+        .workspace
+        .as_ref()
+        .and_then(|w| w.did_change_watched_files.as_ref())
+        .and_then(|w| w.dynamic_registration)
+        .unwrap_or(false)
+}
+
+/// Asks the editor to report saves, checkouts and new or removed files of the kinds
+/// discovery reads (`workspace/didChangeWatchedFiles`); its answer needs no handling.
+fn register_file_watchers(connection: &Connection) {
+    let watchers = [
+        "**/*.{tf,tf.json,tofu,tofu.json,tfvars,tfvars.json}",
+        "**/.gitignore",
+    ]
+    .into_iter()
+    .map(|glob| lsp_types::FileSystemWatcher {
+        glob_pattern: lsp_types::GlobPattern::String(glob.to_owned()),
+        kind: None,
+    })
+    .collect();
+    let options = lsp_types::DidChangeWatchedFilesRegistrationOptions { watchers };
+    let params = lsp_types::RegistrationParams {
+        registrations: vec![lsp_types::Registration {
+            id: "terraci-files".to_owned(),
+            method: DidChangeWatchedFiles::METHOD.to_owned(),
+            register_options: serde_json::to_value(options).ok(),
+        }],
+    };
+    let request = Request::new(
+        lsp_server::RequestId::from("terraci-register-files".to_owned()),
+        lsp_types::request::RegisterCapability::METHOD.to_owned(),
+        params,
+    );
+    send(connection, request.into());
 }
 
 /// Answers every request with an error until `exit` (the project could not be loaded).

@@ -18,14 +18,33 @@ use super::Io;
 
 pub(super) fn lsp(global: &GlobalArgs, args: &LspArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     let system = io.system;
-    let mut load = |root: &Utf8Path| -> Result<Box<dyn terraci_lsp::Host + '_>, String> {
-        let served = Served::load(system, global, args, root).map_err(|e| format!("{e:#}"))?;
-        Ok(Box::new(served))
-    };
-    let served = terraci_lsp::serve_stdio(&mut load);
+    let served = terraci_lsp::serve_stdio(&mut loader(system, global, args));
     match served {
         Ok(()) => Ok(exit::OK),
         Err(why) => Err(exit::fail(exit::ERROR, format!("lsp: {why}"))),
+    }
+}
+
+/// Serves an editor on `connection` (an in-memory one in the benchmarks) as `terraci
+/// lsp` serves stdio.
+pub fn serve(
+    connection: &terraci_lsp::lsp_server::Connection,
+    system: &dyn System,
+    global: &GlobalArgs,
+    args: &LspArgs,
+) -> Result<(), String> {
+    terraci_lsp::serve(connection, &mut loader(system, global, args))
+}
+
+/// Loads the project of the editor's workspace root.
+fn loader<'a>(
+    system: &'a dyn System,
+    global: &'a GlobalArgs,
+    args: &'a LspArgs,
+) -> impl FnMut(&Utf8Path) -> Result<Box<dyn terraci_lsp::Host + 'a>, String> + 'a {
+    move |root: &Utf8Path| -> Result<Box<dyn terraci_lsp::Host + 'a>, String> {
+        let served = Served::load(system, global, args, root).map_err(|e| format!("{e:#}"))?;
+        Ok(Box::new(served))
     }
 }
 

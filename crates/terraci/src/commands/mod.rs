@@ -11,6 +11,8 @@ mod summary;
 mod validate;
 mod watch;
 
+pub use lsp::serve as serve_lsp;
+
 use std::io::Write;
 
 use anyhow::Context as _;
