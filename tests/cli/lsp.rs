@@ -523,3 +523,36 @@ fn lsp_follows_the_disk_through_watched_file_events() {
     assert_eq!(codes(&cache), ["unknown-remote-output"]);
     assert_eq!(lsp.stop(), 0);
 }
+
+#[test]
+fn lsp_shows_a_cycle_on_each_block_that_closes_it() {
+    let p = Project::fixture("cycle");
+    let lsp = Lsp::start(&p);
+    // app -> eks -> vpc -> app; dns reads vpc but is not on the cycle.
+    for (rel, block) in [
+        ("stage/app/main.tf", "eks"),
+        ("stage/eks/main.tf", "vpc"),
+        ("stage/vpc/main.tf", "app"),
+    ] {
+        let diags = lsp
+            .published(&lsp.initial, rel)
+            .unwrap_or_else(|| panic!("{rel}'s diagnostics"));
+        assert_eq!(codes(&diags), ["dependency-cycle"], "{rel}");
+        let text = p.read(rel);
+        let (line, character) = pos_of(&text, &format!("\"{block}\""));
+        assert_eq!(
+            diags[0]["range"]["start"],
+            json!({"line": line, "character": character})
+        );
+        assert!(
+            diags[0]["message"].as_str().is_some_and(|m| {
+                m.contains(
+                "which closes the dependency cycle stage/app -> stage/eks -> stage/vpc -> stage/app"
+            )
+            }),
+            "{diags:?}"
+        );
+    }
+    assert_eq!(lsp.published(&lsp.initial, "stage/dns/main.tf"), None);
+    assert_eq!(lsp.stop(), 0);
+}

@@ -129,6 +129,29 @@ fn diagnostic_range(text: &str, line: u32, column: u32) -> Range {
     }
 }
 
+/// A diagnostic as the protocol's: its code, a link naming `terraci explain-codes CODE`,
+/// which the message names too (an editor may show only one of them).
+fn protocol_diagnostic(
+    range: Range,
+    severity: lsp_types::DiagnosticSeverity,
+    code: terraci_db::diagnostic::Code,
+    message: &str,
+) -> lsp_types::Diagnostic {
+    let code = code.as_str();
+    lsp_types::Diagnostic {
+        range,
+        severity: Some(severity),
+        code: Some(NumberOrString::String(code.to_owned())),
+        code_description: format!("terraci:explain-codes/{code}")
+            .parse()
+            .ok()
+            .map(|href| lsp_types::CodeDescription { href }),
+        source: Some("terraci".to_owned()),
+        message: format!("{message} (terraci explain-codes {code})"),
+        ..lsp_types::Diagnostic::default()
+    }
+}
+
 /// Every diagnostic of the project that names a file, as the protocol's, by file URI.
 pub(crate) fn diagnostics_by_uri(host: &dyn Host) -> BTreeMap<String, Vec<lsp_types::Diagnostic>> {
     let db = host.db();
@@ -137,12 +160,12 @@ pub(crate) fn diagnostics_by_uri(host: &dyn Host) -> BTreeMap<String, Vec<lsp_ty
         let Some(rel) = d.file.as_deref() else {
             continue;
         };
-        let text = db
-            .module_file(rel)
-            .and_then(|f| f.contents(db).text().map(|t| t.to_string()))
-            .unwrap_or_default();
         let range = match d.line {
-            Some(line) => diagnostic_range(&text, line, d.column.unwrap_or(1)),
+            Some(line) => {
+                let file = db.module_file(rel);
+                let text = file.as_ref().and_then(|f| f.contents(db).text());
+                diagnostic_range(text.as_deref().unwrap_or(""), line, d.column.unwrap_or(1))
+            }
             None => Range::default(),
         };
         let severity = match d.severity {
@@ -150,23 +173,24 @@ pub(crate) fn diagnostics_by_uri(host: &dyn Host) -> BTreeMap<String, Vec<lsp_ty
             Severity::Warning => lsp_types::DiagnosticSeverity::WARNING,
             Severity::Info => lsp_types::DiagnosticSeverity::INFORMATION,
         };
-        let code = d.code.as_str();
-        let href = format!("terraci:explain-codes/{code}").parse().ok();
         let message = match d.details.is_empty() {
             true => d.message.clone(),
             false => format!("{}\n{}", d.message, d.details.join("\n")),
         };
-        let diagnostic = lsp_types::Diagnostic {
-            range,
-            severity: Some(severity),
-            code: Some(NumberOrString::String(code.to_owned())),
-            code_description: href.map(|href| lsp_types::CodeDescription { href }),
-            source: Some("terraci".to_owned()),
-            message: format!("{message} (terraci explain-codes {code})"),
-            ..lsp_types::Diagnostic::default()
-        };
+        let diagnostic = protocol_diagnostic(range, severity, d.code, &message);
         let uri = crate::convert::uri_of_path(&host.root().join(rel));
         out.entry(uri).or_default().push(diagnostic);
+    }
+    for (at, message) in crate::features::cycle_blocks(host) {
+        let diagnostic = protocol_diagnostic(
+            at.range,
+            lsp_types::DiagnosticSeverity::ERROR,
+            terraci_db::diagnostic::Code::DependencyCycle,
+            &message,
+        );
+        out.entry(at.uri.as_str().to_owned())
+            .or_default()
+            .push(diagnostic);
     }
     out
 }

@@ -326,3 +326,44 @@ pub(crate) fn workspace_symbols(host: &dyn Host, query: &str) -> Vec<SymbolInfor
         })
         .collect()
 }
+
+/// A `dependency-cycle` on each remote-state block that closes a cycle: the block of
+/// each edge of each cycle, with the cycle it is part of. (The project's diagnostic has
+/// no place of its own: it names every edge in its details.)
+pub(crate) fn cycle_blocks(host: &dyn Host) -> Vec<(Location, String)> {
+    let db = host.db();
+    let project = host.project();
+    let graph = terraci_engine::graph::dependency_graph(db, project);
+    let mut out = Vec::new();
+    for cycle in &graph.cycles {
+        let mut path = cycle.clone();
+        path.extend(cycle.first().cloned());
+        let shown = path.join(" -> ");
+        for pair in path.windows(2) {
+            let [from, to] = pair else { continue };
+            let Some(module) = root_module(db, project, from) else {
+                continue;
+            };
+            let owners = resolved_owners(db, project, module);
+            for &f in module.files(db) {
+                for block in &file_symbols(db, f).remote_states {
+                    if owners
+                        .get(&block.name)
+                        .is_some_and(|(owner, _)| owner == to)
+                    {
+                        if let Some(at) = location(host, f, &block.name_range) {
+                            out.push((
+                                at,
+                                format!(
+                                    "`data.terraform_remote_state.{}` reads `{to}`, which closes the dependency cycle {shown}",
+                                    block.name
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
