@@ -318,11 +318,10 @@ pub fn root_module(db: &dyn Db, project: Project, id: &str) -> Option<Module> {
     roots.modules.get(at).copied()
 }
 
-/// The names of the `output` blocks of `module`, in name order, from the files that hold
-/// the word `output` (the others are not parsed); `None` when they cannot all be known:
-/// the text of one of its Terraform files is not at hand (unreadable, or changed on disk
-/// since discovery read it), or it has a JSON file (whose outputs are not read here), so
-/// that no output is taken for missing.
+/// The names of the `output` blocks of `module`, in name order; `None` when they cannot
+/// all be known: the text of one of its Terraform files is not at hand (unreadable, or
+/// changed on disk since discovery read it), or it has a JSON file (whose outputs are not
+/// read here), so that no output is taken for missing.
 pub fn module_outputs(db: &dyn Db, module: Module) -> Option<BTreeSet<String>> {
     let mut out = BTreeSet::new();
     for &file in module.files(db) {
@@ -331,17 +330,216 @@ pub fn module_outputs(db: &dyn Db, module: Module) -> Option<BTreeSet<String>> {
             FileKind::Json => return None,
             FileKind::VarsNative | FileKind::VarsJson => continue,
         }
-        let text = file.contents(db).text()?;
-        if memchr::memmem::find(text.as_bytes(), b"output").is_some() {
-            out.extend(
-                file_symbols(db, file)
-                    .outputs
-                    .iter()
-                    .map(|o| o.name.clone()),
-            );
-        }
+        out.extend(file_output_names(db, file).as_ref()?.iter().cloned());
     }
     Some(out)
+}
+
+/// The names of a native file's top-level `output` blocks, found in its text without a
+/// parse ([`scan_output_names`]); `None` when its text is not at hand.
+#[salsa::tracked(returns(ref))]
+pub fn file_output_names(db: &dyn Db, file: File) -> Option<Vec<String>> {
+    let text = file.contents(db).text()?;
+    Some(scan_output_names(&text))
+}
+
+/// A native file's `data.terraform_remote_state.X...outputs.Y` reads, found in its text
+/// without a parse ([`scan_output_reads`]); empty when its text is not at hand.
+#[salsa::tracked(returns(ref))]
+pub fn file_output_reads(db: &dyn Db, file: File) -> Vec<OutputRead> {
+    match file.contents(db).text() {
+        Some(text) => scan_output_reads(&text),
+        None => Vec::new(),
+    }
+}
+
+/// The labels of the `output "NAME" {` blocks that open a line (top-level blocks do, in
+/// any formatted file), outside comments and strings.
+pub fn scan_output_names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, in_code) in code_positions(text, b"output") {
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        if !in_code || !text[line_start..at].trim().is_empty() {
+            continue;
+        }
+        let rest = text[at + "output".len()..].trim_start_matches([' ', '\t']);
+        let Some(rest) = rest.strip_prefix('"') else {
+            continue;
+        };
+        let Some(end) = rest.find('"') else {
+            continue;
+        };
+        out.push(rest[..end].to_owned());
+    }
+    out
+}
+
+/// Every `data.terraform_remote_state.X` traversal outside comments and string text
+/// (interpolations count) that goes on to `.outputs`: `X[...]` and `X.N` instances,
+/// then `.Y` or `["Y"]` (the output), or anything else (no output: the map whole or a
+/// dynamic key).
+pub fn scan_output_reads(text: &str) -> Vec<OutputRead> {
+    const ROOT: &[u8] = b"data.terraform_remote_state.";
+    let bytes = text.as_bytes();
+    let ident = |from: usize| {
+        let len = bytes[from..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_' || **b == b'-')
+            .count();
+        (len > 0).then(|| (text[from..from + len].to_owned(), from + len))
+    };
+    let mut out = Vec::new();
+    for (start, in_code) in code_positions(text, ROOT) {
+        let before = start.checked_sub(1).map(|i| bytes[i]);
+        if !in_code || before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.') {
+            continue;
+        }
+        let Some((block, mut at)) = ident(start + ROOT.len()) else {
+            continue;
+        };
+        // An instance: `[key]` (balanced) or `.0`.
+        if bytes.get(at) == Some(&b'[') {
+            let Some(close) = closing_bracket(bytes, at) else {
+                continue;
+            };
+            at = close + 1;
+        } else if bytes.get(at) == Some(&b'.') && bytes.get(at + 1).is_some_and(u8::is_ascii_digit)
+        {
+            at += 1 + bytes[at + 1..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+        }
+        let Some(rest) = text[at..].strip_prefix(".outputs") else {
+            continue;
+        };
+        at = text.len() - rest.len();
+        if bytes
+            .get(at)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        {
+            continue;
+        }
+        let named = match bytes.get(at) {
+            Some(b'.') => ident(at + 1).map(|(name, end)| (name, at + 1, end)),
+            Some(b'[') if bytes.get(at + 1) == Some(&b'"') => {
+                let key = &text[at + 2..];
+                let end = key
+                    .find('"')
+                    .filter(|&e| !key[..e].contains(['$', '%', '\\']));
+                end.filter(|&e| bytes.get(at + 2 + e + 1) == Some(&b']'))
+                    .map(|e| (key[..e].to_owned(), at + 2, at + 2 + e + 2))
+            }
+            _ => None,
+        };
+        let (output, output_range, end) = match named {
+            Some((name, from, end)) => (Some(name), from..end, end),
+            None => (None, start..at, at),
+        };
+        out.push(OutputRead {
+            block,
+            output,
+            range: start..end,
+            output_range,
+        });
+    }
+    out
+}
+
+/// The index of the `]` that closes the `[` at `open`, skipping strings.
+fn closing_bracket(bytes: &[u8], open: usize) -> Option<usize> {
+    let (mut depth, mut in_string, mut i) = (0usize, false, open);
+    while i < bytes.len() {
+        match (bytes[i], in_string) {
+            (b'\\', true) => i += 1,
+            (b'"', _) => in_string = !in_string,
+            (b'[', false) => depth += 1,
+            (b']', false) => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            (b'\n', _) => return None,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The byte offsets where `needle` starts in `text`, each with whether it is code: not
+/// in a comment (`#`, `//`, `/* */`) nor in the literal text of a string or heredoc
+/// (inside `${ }` is code).
+fn code_positions<'t>(text: &'t str, needle: &'t [u8]) -> impl Iterator<Item = (usize, bool)> + 't {
+    let bytes = text.as_bytes();
+    let mut found = memchr::memmem::find_iter(bytes, needle).peekable();
+    // States: code; a string, with the interpolation depth of the code around it.
+    let mut i = 0;
+    let mut strings: Vec<usize> = Vec::new(); // for each open string: brace depth inside its `${`
+    let mut braces = 0usize;
+    let mut in_string = false;
+    std::iter::from_fn(move || {
+        let &next = found.peek()?;
+        while i < next {
+            let b = bytes[i];
+            if in_string {
+                match b {
+                    b'\\' => i += 1,
+                    b'"' => in_string = false,
+                    b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                        strings.push(braces);
+                        braces = 0;
+                        in_string = false;
+                        i += 1;
+                    }
+                    _ => {}
+                }
+                i += 1;
+                continue;
+            }
+            match b {
+                b'#' => i = line_end(bytes, i),
+                b'/' if bytes.get(i + 1) == Some(&b'/') => i = line_end(bytes, i),
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    i = memchr::memmem::find(&bytes[i + 2..], b"*/")
+                        .map_or(bytes.len(), |e| i + 2 + e + 2);
+                }
+                b'"' => {
+                    in_string = true;
+                    i += 1;
+                }
+                b'{' => {
+                    braces += 1;
+                    i += 1;
+                }
+                b'}' => {
+                    match (braces, strings.pop()) {
+                        // The end of an interpolation: back in its string.
+                        (0, Some(outer)) => {
+                            braces = outer;
+                            in_string = true;
+                        }
+                        (0, None) => {}
+                        (_, popped) => {
+                            braces -= 1;
+                            strings.extend(popped);
+                        }
+                    }
+                    i += 1;
+                }
+                _ => i += 1,
+            }
+        }
+        found.next();
+        // Skipped past it (a comment or string swallowed it): not code.
+        let code = i == next && !in_string;
+        Some((next, code))
+    })
+}
+
+fn line_end(bytes: &[u8], from: usize) -> usize {
+    memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |e| from + e)
 }
 
 /// `unknown-remote-output`: each `data.terraform_remote_state.X.outputs.Y` of `module`'s
@@ -364,7 +562,7 @@ pub fn unknown_remote_outputs(db: &dyn Db, project: Project, module: Module) -> 
         if memchr::memmem::find(text.as_bytes(), b"terraform_remote_state").is_none() {
             continue;
         }
-        for read in &file_symbols(db, file).output_reads {
+        for read in file_output_reads(db, file) {
             let (Some(output), Some((owner, _))) = (&read.output, owners.get(&read.block)) else {
                 continue;
             };
@@ -453,6 +651,36 @@ locals {
                 owned("db", Some("list")),
             ]
         );
+    }
+
+    #[test]
+    fn the_scan_finds_the_reads_the_parser_finds_and_none_in_comments_or_strings() {
+        let text = r#"
+locals {
+  a = data.terraform_remote_state.vpc.outputs.vpc_id
+  b = "${data.terraform_remote_state.vpc.outputs["subnet"]}"
+  c = data.terraform_remote_state.peers["x"].outputs.id
+  d = data.terraform_remote_state.vpc.outputs
+  e = data.terraform_remote_state.vpc.outputs[var.k]
+  f = [for s in data.terraform_remote_state.db.outputs.list : s]
+  # g = data.terraform_remote_state.vpc.outputs.old
+  h = "data.terraform_remote_state.vpc.outputs.text" /* data.terraform_remote_state.x.outputs.y */
+  i = data.terraform_remote_state.peers.0.outputs.id // data.terraform_remote_state.z.outputs.w
+}
+"#;
+        let scanned: Vec<(String, Option<String>)> = scan_output_reads(text)
+            .into_iter()
+            .map(|r| (r.block, r.output))
+            .collect();
+        assert_eq!(scanned, reads(text));
+        let at = scan_output_reads(text)[0].output_range.clone();
+        assert_eq!(&text[at], "vpc_id");
+    }
+
+    #[test]
+    fn output_names_are_the_blocks_that_open_a_line() {
+        let text = "output \"a\" {\n  value = 1\n}\n# output \"b\" {}\n  output   \"c\" {\n}\nx = \"output \\\"d\\\"\"\n";
+        assert_eq!(scan_output_names(text), ["a", "c"]);
     }
 
     #[test]

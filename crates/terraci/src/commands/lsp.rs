@@ -169,7 +169,9 @@ impl terraci_lsp::Host for Served<'_> {
     }
 
     fn diagnostics(&self) -> Vec<Diagnostic> {
-        self.ws.diagnostics_without_hints()
+        let mut all = self.ws.diagnostics_without_hints();
+        all.extend(self.ws.text_diagnostics());
+        all
     }
 
     fn jobs(&self, id: &str) -> Vec<String> {
