@@ -627,9 +627,8 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn output_reads_are_found_in_every_expression() {
-        let text = r#"
+    /// Reads in every kind of expression: attribute, string, instance, whole, dynamic, for.
+    const READS: &str = r#"
 locals {
   a = data.terraform_remote_state.vpc.outputs.vpc_id
   b = "${data.terraform_remote_state.vpc.outputs["subnet"]}"
@@ -637,8 +636,11 @@ locals {
   d = data.terraform_remote_state.vpc.outputs
   e = data.terraform_remote_state.vpc.outputs[var.k]
   f = [for s in data.terraform_remote_state.db.outputs.list : s]
-}
 "#;
+
+    #[test]
+    fn output_reads_are_found_in_every_expression() {
+        let text = &format!("{READS}}}\n");
         let owned = |b: &str, o: Option<&str>| (b.to_owned(), o.map(str::to_owned));
         assert_eq!(
             reads(text),
@@ -655,19 +657,14 @@ locals {
 
     #[test]
     fn the_scan_finds_the_reads_the_parser_finds_and_none_in_comments_or_strings() {
-        let text = r#"
-locals {
-  a = data.terraform_remote_state.vpc.outputs.vpc_id
-  b = "${data.terraform_remote_state.vpc.outputs["subnet"]}"
-  c = data.terraform_remote_state.peers["x"].outputs.id
-  d = data.terraform_remote_state.vpc.outputs
-  e = data.terraform_remote_state.vpc.outputs[var.k]
-  f = [for s in data.terraform_remote_state.db.outputs.list : s]
-  # g = data.terraform_remote_state.vpc.outputs.old
+        let text = &format!(
+            "{READS}{}",
+            r#"  # g = data.terraform_remote_state.vpc.outputs.old
   h = "data.terraform_remote_state.vpc.outputs.text" /* data.terraform_remote_state.x.outputs.y */
   i = data.terraform_remote_state.peers.0.outputs.id // data.terraform_remote_state.z.outputs.w
 }
-"#;
+"#
+        );
         let scanned: Vec<(String, Option<String>)> = scan_output_reads(text)
             .into_iter()
             .map(|r| (r.block, r.output))
