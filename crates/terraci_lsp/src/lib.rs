@@ -11,10 +11,11 @@
 //! The project is loaded by the binary through the [`Host`] trait rather than by this
 //! crate: loading is the CLI's (config discovery from a directory, the fact cache, the
 //! read policy, the global flags), and moving it below would move most of the binary's
-//! `workspace` module with it, while the server needs only four things of a loaded
-//! project: its database, its diagnostics, and a way to set a file's text or reload.
-//! The trait is that seam; the binary implements it on its `Workspace`, the same one
-//! `watch` keeps warm.
+//! `workspace` module with it, while the server needs little of a loaded project: its
+//! database and project input, its diagnostics, a way to set a file's text or read the
+//! disk again, and its job names. The trait is that seam; the binary implements it on
+//! its `Workspace`, the same one `watch` keeps warm, changed only through
+//! `Workspace::apply`.
 
 mod convert;
 mod features;
