@@ -15,6 +15,7 @@ mod generate;
 mod github_expr;
 mod graph;
 mod hostile;
+mod lsp;
 mod policy;
 mod real_terraform;
 mod robustness;

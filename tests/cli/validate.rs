@@ -177,3 +177,71 @@ fn a_cycle_is_a_dependency_cycle_diagnostic_in_every_command() {
         );
     }
 }
+
+#[test]
+fn a_remote_output_the_owner_does_not_declare_is_a_warning_with_the_closest_name() {
+    let p = Project::fixture("lsp");
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // `vpc_idd` of stage/vpc, whose outputs are `vpc_id` and `subnet_ids`; not the
+    // whole map, nor `outputs[var.key]`, nor `outputs["endpoint"]` (declared), nor a
+    // read of `legacy`, whose owner is unresolved.
+    assert!(
+        out.stderr.contains(
+            "warning[unknown-remote-output]: stage/app/main.tf:42:54: \
+             `data.terraform_remote_state.vpc.outputs.vpc_idd`: the module `stage/vpc`, \
+             which owns that state, has no `output \"vpc_idd\"` (hint: the closest output \
+             there is `vpc_id`)"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.stderr.matches("unknown-remote-output").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("  unknown-remote-output: 1\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn renaming_the_output_in_the_owner_makes_the_reader_warn() {
+    let p = Project::fixture("lsp");
+    let owner = p.read("stage/db/main.tf");
+    p.write(
+        "stage/db/main.tf",
+        owner.replace("output \"endpoint\"", "output \"db_endpoint\""),
+    );
+    let out = p.run(&["validate"]);
+    assert!(
+        out.stderr.contains(
+            "`data.terraform_remote_state.db.outputs.endpoint`: the module `stage/db`, which \
+             owns that state, has no `output \"endpoint\"` (hint: the closest output there is \
+             `db_endpoint`)"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_owner_with_outputs_in_json_is_not_checked() {
+    let p = Project::fixture("lsp");
+    // terraci does not read outputs from JSON files: none is taken for missing.
+    p.write(
+        "stage/vpc/outputs.tf.json",
+        r#"{"output": {"vpc_idd": {"value": "vpc-1"}}}"#,
+    );
+    let out = p.run(&["validate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("unknown-remote-output"),
+        "{}",
+        out.stderr
+    );
+}

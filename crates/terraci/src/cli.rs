@@ -110,6 +110,17 @@ in the project directory. Stops cleanly (exit 0) on Ctrl-C or SIGTERM."
     Watch(WatchArgs),
     /// Check the project: discovery, diagnostics, cycles, levels
     Validate(ValidateArgs),
+    /// Serve the Language Server Protocol on stdin/stdout, for an editor
+    #[command(
+        long_about = "Serve the Language Server Protocol on stdin/stdout, for an editor.\n\n\
+Loads the project the editor's workspace root belongs to (its config found as the CLI finds \
+it from that directory), keeps it loaded, and reads the editor's unsaved buffers in place of \
+the files on disk. Publishes every diagnostic; goes from a terraform_remote_state block to the \
+module that owns the state and from an output read to the output; finds the readers of a \
+backend or output block; hovers, code lenses and workspace symbols. Reads only inside the \
+project and runs nothing. See docs/lsp.md for editor setup."
+    )]
+    Lsp(LspArgs),
     /// Print the dependency graph
     Graph(GraphArgs),
     /// Run the pipeline on this machine: terraform init/plan/apply per module, in order
@@ -127,8 +138,8 @@ edits its earlier comment or posts one, and syncs the labels it manages; elsewhe
 comment. Exit 0 on success or when there is nothing to post, 1 on error."
     )]
     Summary(SummaryArgs),
-    /// Print every diagnostic code with its meaning
-    ExplainCodes,
+    /// Print every diagnostic code with its meaning (or one code's)
+    ExplainCodes(ExplainCodesArgs),
     /// Write a starter .terraci.yaml
     Init(InitArgs),
     /// Print the JSON Schema of .terraci.yaml
@@ -180,6 +191,18 @@ pub struct SelectArgs {
     /// Keep modules whose pattern segment KEY equals VALUE (repeatable)
     #[arg(short = 'f', long = "filter", value_name = "KEY=VALUE")]
     pub(crate) filter: Vec<String>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LspArgs {
+    #[command(flatten)]
+    pub(crate) eval: EvalArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ExplainCodesArgs {
+    /// Print only this code's meaning
+    pub(crate) code: Option<String>,
 }
 
 #[derive(Debug, Args, Clone, Default)]

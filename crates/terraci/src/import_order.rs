@@ -244,11 +244,12 @@ fn no_module_uses_a_later_one() {
 
 /// The crates each crate may depend on: the layers, arrows only downward
 /// (`docs/architecture.md`). The engine never reaches render, vcs or ext.
-const LAYERS: [(&str, &[&str]); 8] = [
+const LAYERS: [(&str, &[&str]); 9] = [
     ("terraci_db", &[]),
     ("terraci_engine", &["terraci_db"]),
     ("terraci_render", &["terraci_db", "terraci_engine"]),
     ("terraci_vcs", &["terraci_db"]),
+    ("terraci_lsp", &["terraci_db", "terraci_engine"]),
     (
         "terraci_ext",
         &["terraci_db", "terraci_engine", "terraci_render"],
@@ -265,6 +266,7 @@ const LAYERS: [(&str, &[&str]); 8] = [
             "terraci_ext",
             "terraci_cost",
             "terraci_tfupdate",
+            "terraci_lsp",
         ],
     ),
 ];

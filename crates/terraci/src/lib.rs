@@ -4,7 +4,7 @@
 //! load/warm/generate orchestration (`workspace`, `parallel`, `pipeline`), the run
 //! record (`replay`), `watch` and `local-exec`. The layers below are crates of their own:
 //! `terraci_db` (ground), `terraci_engine` (stages), `terraci_render`, `terraci_vcs`,
-//! `terraci_ext`; see `docs/architecture.md`.
+//! `terraci_ext`, `terraci_lsp` (the language server); see `docs/architecture.md`.
 
 pub mod cli;
 pub mod replay;

@@ -23,9 +23,20 @@ fn main() -> ExitCode {
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     }
     let stdout = std::io::stdout();
+    // The language server writes its messages from a thread of its own (lsp-server's
+    // writer), which would wait forever for a lock this thread held; it prints nothing
+    // else.
+    let (mut locked, mut none);
+    let out: &mut dyn std::io::Write = if matches!(cli.command, terraci::cli::Command::Lsp(_)) {
+        none = std::io::sink();
+        &mut none
+    } else {
+        locked = stdout.lock();
+        &mut locked
+    };
     let mut io = terraci::commands::Io {
         system: &terraci_db::system::OsSystem,
-        stdout: &mut stdout.lock(),
+        stdout: out,
         // Not locked for the whole run: local-exec's progress display draws from its own
         // thread, which would wait for the lock forever (a terminal froze at 0/N).
         stderr: &mut std::io::stderr(),

@@ -596,6 +596,16 @@ impl Workspace {
         all
     }
 
+    /// The checks that read the text of the modules' files again, which a run with the
+    /// fact cache otherwise does not read: `unknown-remote-output`, for `validate` and
+    /// the language server.
+    pub(crate) fn text_diagnostics(&self) -> Vec<Diagnostic> {
+        self.finish_diagnostics(terraci_engine::symbols::project_unknown_remote_outputs(
+            &self.db,
+            self.project,
+        ))
+    }
+
     /// [`Workspace::all_diagnostics`] without the hints: `watch` runs on every save,
     /// where a walk of the tree per batch would cost more than the regeneration (80 ms
     /// at 10,000 modules); `validate` gives them.

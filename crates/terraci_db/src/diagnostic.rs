@@ -289,6 +289,7 @@ codes! {
     UnresolvedRemoteState = "unresolved-remote-state": "a remote state location depends on a value that is not known statically; no edge",
     UnmatchedRemoteState = "unmatched-remote-state": "no module has the referenced state; no edge",
     AmbiguousRemoteState = "ambiguous-remote-state": "two or more modules match the referenced state; no edge",
+    UnknownRemoteOutput = "unknown-remote-output": "`data.terraform_remote_state.X.outputs.Y` where the module that owns X's state declares no `output \"Y\"` (renamed, removed, a typo), which Terraform finds only at plan time (a warning: the state keeps the output until the owner is applied); the hint names the closest output. Not checked when the owner is unresolved, nor for `outputs` used whole or through a dynamic key",
     SelfReference = "self-reference": "a module reads its own state; no edge",
     LocalCycle = "local-cycle": "locals refer to each other in a cycle",
     EvaluationError = "evaluation-error": "an expression is invalid (wrong type, missing attribute, bad argument)",

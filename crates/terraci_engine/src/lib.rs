@@ -15,6 +15,7 @@ pub mod facts;
 pub use facts::cache;
 pub mod eval;
 pub mod resolve;
+pub mod symbols;
 pub mod graph;
 pub mod changes;
 pub mod contrib;

@@ -5,12 +5,15 @@ mod cost;
 mod generate;
 mod graph;
 mod local_exec;
+mod lsp;
 mod policy;
 mod replayed;
 mod summary;
 mod tfupdate;
 mod validate;
 mod watch;
+
+pub use lsp::serve as serve_lsp;
 
 use std::io::Write;
 
@@ -72,12 +75,8 @@ fn dispatch(mut cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
             version(io.stdout)?;
             Ok(exit::OK)
         }
-        Command::ExplainCodes => {
-            for code in Code::ALL {
-                writeln!(io.stdout, "{:<26} {}", code.as_str(), code.explanation())?;
-            }
-            Ok(exit::OK)
-        }
+        Command::ExplainCodes(args) => explain_codes(args, io.stdout),
+        Command::Lsp(args) => lsp::lsp(&cli.global, args, io),
         Command::Generate(args) => generate::generate(&cli.global, args, io),
         Command::Watch(args) => watch::watch(&cli.global, args, io),
         Command::Validate(args) => validate::validate(&cli.global, args, io),
@@ -91,6 +90,30 @@ fn dispatch(mut cli: Cli, io: &mut Io<'_>) -> anyhow::Result<u8> {
         Command::Cost(args) => cost::cost(&cli.global, args, io),
         Command::Tfupdate(args) => tfupdate::tfupdate(&cli.global, args, io),
     }
+}
+
+/// `explain-codes [CODE]`: every code with its meaning, or the one named (an unknown
+/// name is an error that lists none: `explain-codes` alone lists them).
+fn explain_codes(args: &crate::cli::ExplainCodesArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let codes = match args.code.as_deref() {
+        None => Code::ALL.to_vec(),
+        Some(name) => match Code::named(name) {
+            Some(code) => vec![code],
+            None => {
+                return Err(exit::fail(
+                    exit::USAGE,
+                    format!(
+                        "no diagnostic code `{}`; `terraci explain-codes` lists them",
+                        terraci_db::escape::printable(name)
+                    ),
+                ))
+            }
+        },
+    };
+    for code in codes {
+        writeln!(out, "{:<26} {}", code.as_str(), code.explanation())?;
+    }
+    Ok(exit::OK)
 }
 
 /// `version`: the version, the commit and date it was built from (`unknown` outside a

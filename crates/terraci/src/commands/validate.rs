@@ -54,6 +54,7 @@ fn report(
     let db = &ws.db;
     diagnostics
         .extend(ws.finish_diagnostics(terraci_engine::changes::unused_libraries(db, ws.project)));
+    diagnostics.extend(ws.text_diagnostics());
     let graph = dependency_graph(db, ws.project);
     let infos: Vec<_> = ws.project.modules(db).iter().map(|m| m.info(db)).collect();
     let roots = infos.iter().filter(|i| i.is_root()).count();

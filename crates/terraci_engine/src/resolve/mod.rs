@@ -410,7 +410,7 @@ fn one_segment_off(path: &str, index: &IdentityIndex) -> Option<(String, String)
 }
 
 /// Levenshtein distance (by chars); names are short.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
