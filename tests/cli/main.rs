@@ -12,6 +12,7 @@ mod drop_in;
 mod events;
 mod generate;
 mod github_expr;
+mod gitlab_size;
 mod graph;
 mod hostile;
 mod policy;

@@ -205,9 +205,13 @@ fn render_pipeline(
     // GitLab YAML stays in pieces (the jobs' texts): joined, the pipeline would be
     // held twice at once.
     if let terraci_render::Provider::Gitlab = request.provider {
-        let (text, warnings) =
+        let (text, mut warnings) =
             terraci_render::render_gitlab_parts(plan, config, request.header, request.job_texts)
                 .map_err(exit::coded)?;
+        warnings.extend(
+            terraci_render::check_gitlab_limits(&text, plan, config, request.args.force)
+                .map_err(exit::coded)?,
+        );
         let text = match request.args.format {
             OutputFormat::Yaml => text,
             OutputFormat::Json => json_of_pieces(text)?.into(),
