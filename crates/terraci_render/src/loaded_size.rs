@@ -119,21 +119,21 @@ fn array_size(items: usize) -> u64 {
 }
 
 /// A plain or quoted scalar's memory: nothing for booleans, null and small integers.
-fn scalar_size(text: &str) -> u64 {
-    let number = !text.is_empty()
-        && text.len() <= 18
-        && text
-            .strip_prefix('-')
-            .unwrap_or(text)
-            .bytes()
-            .all(|b| b.is_ascii_digit());
-    if number || matches!(text, "true" | "false" | "null" | "~") {
-        0
-    } else if text.starts_with("!reference") {
-        40
-    } else {
-        string_size(text.len())
+fn scalar_size(text: &[u8]) -> u64 {
+    match text.first() {
+        Some(b'0'..=b'9' | b'-') if text.len() <= 18 => {
+            let digits = text.strip_prefix(b"-").unwrap_or(text);
+            if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
+                return 0;
+            }
+        }
+        Some(b't' | b'f' | b'n' | b'~') if matches!(text, b"true" | b"false" | b"null" | b"~") => {
+            return 0;
+        }
+        Some(b'!') if text.starts_with(b"!reference") => return 40,
+        _ => {}
     }
+    string_size(text.len())
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -160,27 +160,34 @@ struct Scan {
 
 impl Scan {
     fn run(text: &str) -> (u64, usize) {
+        let text = text.as_bytes();
         let mut scan = Scan::default();
-        let mut lines = text.split('\n').peekable();
-        while let Some(line) = lines.next() {
-            let content = line.trim_start_matches(' ');
-            if content.is_empty() || (content.len() == line.len() && content.starts_with('#')) {
+        // Inside a literal block: the column its lines are deeper than, and its length.
+        let mut block: Option<(usize, usize)> = None;
+        let mut start = 0;
+        while start < text.len() {
+            let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |i| start + i);
+            let line = &text[start..end];
+            start = end + 1;
+            let column = line.iter().take_while(|b| **b == b' ').count();
+            let content = &line[column..];
+            if let Some((owner, len)) = &mut block {
+                if content.is_empty() || column > *owner {
+                    *len += line.len().saturating_sub(*owner + 1) + 1;
+                    continue;
+                }
+                scan.bytes += string_size(*len);
+                block = None;
+            }
+            if content.is_empty() || (column == 0 && content[0] == b'#') {
                 continue;
             }
-            let column = line.len() - content.len();
             if let Some(owner) = scan.line(column, content) {
-                // A literal block: its lines are deeper than the key or dash it follows.
-                let mut len = 0;
-                while let Some(next) = lines.peek() {
-                    let body = next.trim_start_matches(' ');
-                    if !body.is_empty() && next.len() - body.len() <= owner {
-                        break;
-                    }
-                    len += next.len().saturating_sub(owner + 1) + 1;
-                    lines.next();
-                }
-                scan.bytes += string_size(len);
+                block = Some((owner, 0));
             }
+        }
+        if let Some((_, len)) = block {
+            scan.bytes += string_size(len);
         }
         scan.close(0);
         (scan.bytes, scan.root_entries)
@@ -222,12 +229,12 @@ impl Scan {
 
     /// Counts the entries and scalars of one line; `Some(column)` when its value is a
     /// literal block whose lines are deeper than `column`.
-    fn line(&mut self, mut column: usize, mut content: &str) -> Option<usize> {
+    fn line(&mut self, mut column: usize, mut content: &[u8]) -> Option<usize> {
         // `- ` items, possibly nested (`- - x`), each one level deeper.
         let mut owner = column;
         while let Some(rest) = content
-            .strip_prefix("- ")
-            .or_else(|| (content == "-").then_some(""))
+            .strip_prefix(b"- ")
+            .or_else(|| (content == b"-").then_some(&[][..]))
         {
             self.entry(column, Kind::Array);
             owner = column;
@@ -237,24 +244,25 @@ impl Scan {
         let value = match key_end(content) {
             Some(end) => {
                 self.entry(column, Kind::Hash);
-                self.bytes += string_size(content[..end].len());
+                self.bytes += string_size(end);
                 owner = column;
-                content[end + 1..].trim_start_matches(' ')
+                let value = &content[end + 1..];
+                &value[value.iter().take_while(|b| **b == b' ').count()..]
             }
             None => content,
         };
         match value {
             // A key whose value is on the next lines, or null.
-            "" => None,
-            "{}" => {
+            b"" => None,
+            b"{}" => {
                 self.bytes += hash_size(0);
                 None
             }
-            "[]" => {
+            b"[]" => {
                 self.bytes += array_size(0);
                 None
             }
-            _ if value.starts_with('|') => Some(owner),
+            [b'|', ..] => Some(owner),
             _ => {
                 self.bytes += scalar_size(value);
                 None
@@ -264,13 +272,12 @@ impl Scan {
 }
 
 /// Where the `:` after a mapping key on this line is, if the line starts with a key.
-fn key_end(content: &str) -> Option<usize> {
-    let bytes = content.as_bytes();
-    let after = match bytes.first()? {
+fn key_end(content: &[u8]) -> Option<usize> {
+    let after = match content.first()? {
         b'"' => {
             let mut i = 1;
             loop {
-                match bytes.get(i)? {
+                match content.get(i)? {
                     b'\\' => i += 2,
                     b'"' => break i + 1,
                     _ => i += 1,
@@ -280,8 +287,8 @@ fn key_end(content: &str) -> Option<usize> {
         b'\'' => {
             let mut i = 1;
             loop {
-                match bytes.get(i)? {
-                    b'\'' if bytes.get(i + 1) == Some(&b'\'') => i += 2,
+                match content.get(i)? {
+                    b'\'' if content.get(i + 1) == Some(&b'\'') => i += 2,
                     b'\'' => break i + 1,
                     _ => i += 1,
                 }
@@ -289,14 +296,20 @@ fn key_end(content: &str) -> Option<usize> {
         }
         // `!reference [...]` and flow collections are values, never keys here.
         b'!' | b'[' | b'{' => return None,
+        // A plain key ends at the first `: ` or a `:` that ends the line; a plain value
+        // has neither (the writer quotes one that has).
         _ => {
-            let colon = content
-                .find(": ")
-                .or_else(|| content.ends_with(':').then(|| content.len() - 1))?;
-            return Some(colon);
+            let mut from = 0;
+            return loop {
+                let colon = from + memchr::memchr(b':', &content[from..])?;
+                if matches!(content.get(colon + 1), None | Some(b' ')) {
+                    break Some(colon);
+                }
+                from = colon + 1;
+            };
         }
     };
-    (bytes.get(after) == Some(&b':') && matches!(bytes.get(after + 1), None | Some(b' ')))
+    (content.get(after) == Some(&b':') && matches!(content.get(after + 1), None | Some(b' ')))
         .then_some(after)
 }
 
