@@ -257,6 +257,8 @@ pub(crate) fn gitlab_merged_jobs(pipeline: &str) -> Vec<(String, serde_yaml::Map
             Some(other) => panic!("{name}: extends {other:?}"),
             None => job,
         };
+        let mut merged = merged;
+        terraci_render::resolve_references(&mut merged, &doc).unwrap_or_else(|e| panic!("{e}"));
         jobs.push((name.to_owned(), merged));
     }
     jobs

@@ -184,6 +184,41 @@ fn render_gitlab_text(
     Ok((text, warnings))
 }
 
+/// Replaces each `!reference [job, key...]` entry of the `script`, `before_script` and
+/// `after_script` of `job` with the lines it names in `doc` (the pipeline's top-level
+/// entries), as GitLab does: what a JSON pipeline, which has no tags, must hold instead.
+/// An error names a reference that names nothing.
+pub fn resolve_references(job: &mut Mapping, doc: &Mapping) -> Result<(), String> {
+    for key in ["script", "before_script", "after_script"] {
+        let Some(Value::Sequence(lines)) = job.get_mut(key) else {
+            continue;
+        };
+        let mut resolved = Vec::with_capacity(lines.len());
+        for line in lines.drain(..) {
+            let Value::Tagged(tagged) = &line else {
+                resolved.push(line);
+                continue;
+            };
+            if tagged.tag != "!reference" {
+                resolved.push(line);
+                continue;
+            }
+            let mut path = tagged.value.as_sequence().into_iter().flatten();
+            let mut target = path.next().and_then(|first| doc.get(first));
+            for step in path {
+                target = target.and_then(|t| t.get(step.as_str()?));
+            }
+            match target {
+                Some(Value::Sequence(named)) => resolved.extend(named.iter().cloned()),
+                Some(other @ Value::String(_)) => resolved.push(other.clone()),
+                _ => return Err(format!("`!reference {:?}` names no lines", tagged.value)),
+            }
+        }
+        *lines = resolved;
+    }
+    Ok(())
+}
+
 /// Job texts kept from one render to the next, for [`render_gitlab_with`].
 #[derive(Default)]
 pub struct JobTexts {
@@ -802,24 +837,25 @@ pub(super) fn default_apply_rules() -> Vec<GitLabRule> {
 struct KindSettings {
     /// The effective user settings.
     user: GitLabJobConfig,
-    /// The script entries after `cd <module>`.
-    commands: String,
+    /// The script entry after `cd <module>`: the `!reference` to the template's script,
+    /// which GitLab replaces with its lines.
+    script_reference: String,
     /// Whether the shared variables are written after the job's own (`TF_MODULE_PATH`,
     /// `TF_<SEGMENT>`) as they are: no two keys of the job's own can be the same, and
     /// none is a shared key. Else each job's variables are merged one by one.
     separate_variables: bool,
     artifacts: Artifacts,
-    /// The hidden job every job of the kind `extends` (see [`KindSettings::template`]),
-    /// if it has any key.
-    template: Option<HiddenJob>,
+    /// The hidden job every job of the kind `extends`.
+    template: HiddenJob,
 }
 
-/// A hidden job holding what every job of a kind shares: the shared `variables`, the
-/// `artifacts` settings, the cache `policy` and the user's keys (`image`, `rules`,
-/// `when`...). GitLab measures the pipeline's size before it resolves `extends`, so
-/// each job's copy of these counted against `max_yaml_size_bytes`; merged, each job is
-/// what it was with them written out (GitLab merges hashes key by key, the job's own
-/// keys winning, and takes arrays and scalars from the job when it has them).
+/// A hidden job holding what every job of a kind shares: the script after `cd`, the
+/// shared `variables`, the `artifacts` settings, the cache `policy` and the user's keys
+/// (`image`, `rules`, `when`...). GitLab measures the pipeline's size before it resolves
+/// `extends` and `!reference`, so each job's copy of these counted against
+/// `max_yaml_size_bytes`; merged, each job is what it was with them written out (GitLab
+/// merges hashes key by key, the job's own keys winning, takes arrays and scalars from
+/// the job when it has them, and puts a `!reference`'s lines in its place in `script`).
 struct HiddenJob {
     name: &'static str,
     /// The hidden job's text after its blank line.
@@ -863,7 +899,12 @@ impl KindSettings {
             }
         };
         let tail = write_entries_text(2, &user_keys(&user), &STYLE);
-        let mut body = String::new();
+        let name = match kind {
+            JobKind::Plan => PLAN_TEMPLATE,
+            JobKind::Apply => APPLY_TEMPLATE,
+        };
+        let mut body = String::from("  script:\n");
+        body.push_str(&commands);
         if separate_variables && !shared_variables.is_empty() {
             body.push_str("  variables:\n");
             body.push_str(&shared_variables);
@@ -884,23 +925,16 @@ impl KindSettings {
             body.push_str(cache_policy);
         }
         body.push_str(&tail);
-        let template = (!body.is_empty()).then(|| {
-            let name = match kind {
-                JobKind::Plan => PLAN_TEMPLATE,
-                JobKind::Apply => APPLY_TEMPLATE,
-            };
-            let mut text = String::new();
-            write_str_key(&mut text, 0, name);
-            text.push('\n');
-            text.push_str(&body);
-            HiddenJob { name, text }
-        });
+        let mut text = String::new();
+        write_str_key(&mut text, 0, name);
+        text.push('\n');
+        text.push_str(&body);
         KindSettings {
             user,
-            commands,
+            script_reference: format!("    - !reference [{name}, script]\n"),
             separate_variables,
             artifacts,
-            template,
+            template: HiddenJob { name, text },
         }
     }
 }
@@ -1073,9 +1107,9 @@ impl<'a> JobWriter<'a> {
         let applies = self.plan.jobs.iter().any(|j| j.kind == JobKind::Apply);
         let mut out = String::new();
         for (i, kind) in self.kinds.iter().enumerate() {
-            if let Some(template) = kind.template.as_ref().filter(|_| i == 0 || applies) {
+            if i == 0 || applies {
                 out.push('\n');
-                out.push_str(&template.text);
+                out.push_str(&kind.template.text);
             }
         }
         out
@@ -1092,23 +1126,19 @@ impl<'a> JobWriter<'a> {
     fn job_after(&self, before: &str, job: &Job, warnings: &mut Vec<Diagnostic>) -> String {
         let kind = &self.kinds[usize::from(job.kind == JobKind::Apply)];
         let needs: usize = job.needs.iter().map(|n| n.job.len() + 40).sum();
-        let mut out = String::with_capacity(
-            before.len() + 256 + 8 * job.module.len() + needs + kind.commands.len(),
-        );
+        let mut out = String::with_capacity(before.len() + 256 + 8 * job.module.len() + needs);
         out.push_str(before);
         write_str_key(&mut out, 0, &job.name);
         out.push('\n');
-        if let Some(template) = &kind.template {
-            out.push_str("  extends:");
-            write_str(&mut out, 2, template.name);
-        }
+        out.push_str("  extends:");
+        write_str(&mut out, 2, kind.template.name);
         out.push_str(&self.stages[job.level]);
         self.write_needs(&mut out, job, warnings);
         out.push_str("  script:\n    -");
         write_str_with(&mut out, 4, |out| {
             out.push_str(&sh_cd(&job.module));
         });
-        out.push_str(&kind.commands);
+        out.push_str(&kind.script_reference);
         self.write_variables(&mut out, job, kind);
         kind.artifacts.write(&mut out, job);
         self.cache.write(&mut out, job);
@@ -1454,6 +1484,7 @@ mod tests {
             panic!("{extends:?} is not among {templates:?}")
         };
         deep_merge(&mut merged, &job);
+        resolve_references(&mut merged, &templates).unwrap_or_else(|e| panic!("{e}"));
         (name, merged)
     }
 

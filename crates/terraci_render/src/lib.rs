@@ -27,7 +27,8 @@ use std::str::FromStr;
 
 pub use github::{render_github, GITHUB_MAX_BYTES};
 pub use gitlab::{
-    render_gitlab, render_gitlab_parts, render_gitlab_with, JobTexts, DEFAULT_NEEDS_LIMIT,
+    render_gitlab, render_gitlab_parts, render_gitlab_with, resolve_references, JobTexts,
+    DEFAULT_NEEDS_LIMIT,
 };
 pub use loaded_size::{check_gitlab_limits, gitlab_loaded_size, DEFAULT_MAX_YAML_SIZE_BYTES};
 
