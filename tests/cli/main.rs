@@ -13,6 +13,7 @@ mod drop_in;
 mod events;
 mod generate;
 mod github_expr;
+mod gitlab_size;
 mod graph;
 mod hostile;
 mod lsp;

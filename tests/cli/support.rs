@@ -215,6 +215,52 @@ pub(crate) fn commit_all(dir: &Path) {
     git(dir, &["commit", "-q", "-m", "p"]);
 }
 
+/// The jobs of a GitLab pipeline as GitLab runs them, by name: each top-level mapping
+/// that is not hidden (`.name`) nor a keyword, merged over the hidden job it `extends`
+/// as GitLab merges (hashes key by key, the job's own keys winning).
+pub(crate) fn gitlab_merged_jobs(pipeline: &str) -> Vec<(String, serde_yaml::Mapping)> {
+    use serde_yaml::{Mapping, Value};
+    fn merge(base: &mut Mapping, over: &Mapping) {
+        for (key, value) in over {
+            match (base.get_mut(key), value) {
+                (Some(Value::Mapping(b)), Value::Mapping(o)) => merge(b, o),
+                _ => {
+                    base.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    let doc: Mapping = serde_yaml::from_str(pipeline).expect("pipeline is YAML");
+    let keywords = ["stages", "variables", "default", "workflow", "include"];
+    let mut jobs = Vec::new();
+    for (name, job) in &doc {
+        let (Some(name), Value::Mapping(job)) = (name.as_str(), job) else {
+            continue;
+        };
+        if name.starts_with('.') || keywords.contains(&name) {
+            continue;
+        }
+        let mut job = job.clone();
+        let merged = match job.remove("extends") {
+            Some(Value::String(template)) => {
+                let mut base = doc
+                    .get(template.as_str())
+                    .and_then(Value::as_mapping)
+                    .unwrap_or_else(|| panic!("{name} extends {template}, which is not there"))
+                    .clone();
+                merge(&mut base, &job);
+                base
+            }
+            Some(other) => panic!("{name}: extends {other:?}"),
+            None => job,
+        };
+        let mut merged = merged;
+        terraci_render::resolve_references(&mut merged, &doc).unwrap_or_else(|e| panic!("{e}"));
+        jobs.push((name.to_owned(), merged));
+    }
+    jobs
+}
+
 /// `gitlab-ci-local --list` on a pipeline: Ok(job list) or Err(its complaint).
 pub(crate) fn gitlab_ci_local_list(pipeline: &str) -> Result<String, String> {
     let dir = tempfile::tempdir().expect("temp dir");

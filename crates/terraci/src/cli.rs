@@ -256,7 +256,8 @@ pub struct PipelineArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Yaml)]
     pub(crate) format: OutputFormat,
-    /// Write a GitHub workflow even over GitHub's size limit
+    /// Write the pipeline even over the CI's limits (GitHub's file size, GitLab's
+    /// `max_yaml_size_bytes` and `max_jobs`), with a warning
     #[arg(long)]
     pub(crate) force: bool,
     /// GitLab apply jobs run without a click (`extensions.gitlab.auto_approve: true`)

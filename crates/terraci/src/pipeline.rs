@@ -205,9 +205,13 @@ fn render_pipeline(
     // GitLab YAML stays in pieces (the jobs' texts): joined, the pipeline would be
     // held twice at once.
     if let terraci_render::Provider::Gitlab = request.provider {
-        let (text, warnings) =
+        let (text, mut warnings) =
             terraci_render::render_gitlab_parts(plan, config, request.header, request.job_texts)
                 .map_err(exit::coded)?;
+        warnings.extend(
+            terraci_render::check_gitlab_limits(&text, plan, config, request.args.force)
+                .map_err(exit::coded)?,
+        );
         let text = match request.args.format {
             OutputFormat::Yaml => text,
             OutputFormat::Json => json_of_pieces(text)?.into(),
@@ -255,9 +259,21 @@ fn json_of_pieces(text: terraci_render::PipelineText) -> anyhow::Result<String> 
     out.push('{');
     let mut keys = std::collections::HashSet::new();
     let terraci_render::PipelineText { head, jobs } = text;
+    // JSON has no tags: each job's `!reference` lines are replaced with the lines of the
+    // head's templates they name, as GitLab does.
+    let mut head_entries: Option<serde_yaml::Mapping> = None;
     let pieces = std::iter::once(terraci_render::JobPiece::Owned(head)).chain(jobs);
     for piece in pieces {
-        let serde_json::Value::Object(entries) = serde_yaml::from_str(&piece)? else {
+        let serde_yaml::Value::Mapping(mut entries) = serde_yaml::from_str(&piece)? else {
+            anyhow::bail!("a piece of the pipeline is not a mapping");
+        };
+        let doc = head_entries.get_or_insert_with(|| entries.clone());
+        for value in entries.values_mut() {
+            if let serde_yaml::Value::Mapping(job) = value {
+                terraci_render::resolve_references(job, doc).map_err(anyhow::Error::msg)?;
+            }
+        }
+        let serde_json::Value::Object(entries) = serde_json::to_value(entries)? else {
             anyhow::bail!("a piece of the pipeline is not a mapping");
         };
         for (key, value) in entries {

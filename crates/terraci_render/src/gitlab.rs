@@ -1,9 +1,11 @@
 //! GitLab CI renderer [spec 7.2].
 //!
 //! Input: a [`JobPlan`] and `extensions.gitlab`. Output: `.gitlab-ci.yml` text. Key order
-//! is fixed: header, `workflow`, `variables`, `default`, `stages`, then the jobs in level
-//! order, each as `stage`, `needs`, `script`, `variables`, `artifacts`, `cache`,
-//! `resource_group`, then what `job_defaults` and `overwrites` set.
+//! is fixed: header, `workflow`, `variables`, `default`, `stages`, the hidden templates
+//! `.terraci-plan` and `.terraci-apply` (what every job of the kind shares: shared
+//! `variables`, `artifacts` settings, cache `policy`, then what `job_defaults` and
+//! `overwrites` set), then the jobs in level order, each as `extends`, `stage`, `needs`,
+//! `script`, `variables`, `artifacts`, `cache`, `resource_group`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -139,6 +141,7 @@ fn render_gitlab_text(
         // Jobs are top-level entries like the ones above, each after a blank line; they
         // are written one by one (in parallel) straight to text rather than as one tree.
         let writer = JobWriter::new(plan, &gitlab, &prefix)?;
+        text.head.push_str(&writer.templates());
         // Each job's text after its blank line, rendered into the string it is kept in:
         // not copied into one string (that held the pipeline twice at once, 20 MB more
         // at 10,000 modules), nor into a piece of its own.
@@ -179,6 +182,41 @@ fn render_gitlab_text(
         plan,
     ));
     Ok((text, warnings))
+}
+
+/// Replaces each `!reference [job, key...]` entry of the `script`, `before_script` and
+/// `after_script` of `job` with the lines it names in `doc` (the pipeline's top-level
+/// entries), as GitLab does: what a JSON pipeline, which has no tags, must hold instead.
+/// An error names a reference that names nothing.
+pub fn resolve_references(job: &mut Mapping, doc: &Mapping) -> Result<(), String> {
+    for key in ["script", "before_script", "after_script"] {
+        let Some(Value::Sequence(lines)) = job.get_mut(key) else {
+            continue;
+        };
+        let mut resolved = Vec::with_capacity(lines.len());
+        for line in lines.drain(..) {
+            let Value::Tagged(tagged) = &line else {
+                resolved.push(line);
+                continue;
+            };
+            if tagged.tag != "!reference" {
+                resolved.push(line);
+                continue;
+            }
+            let mut path = tagged.value.as_sequence().into_iter().flatten();
+            let mut target = path.next().and_then(|first| doc.get(first));
+            for step in path {
+                target = target.and_then(|t| t.get(step.as_str()?));
+            }
+            match target {
+                Some(Value::Sequence(named)) => resolved.extend(named.iter().cloned()),
+                Some(other @ Value::String(_)) => resolved.push(other.clone()),
+                _ => return Err(format!("`!reference {:?}` names no lines", tagged.value)),
+            }
+        }
+        *lines = resolved;
+    }
+    Ok(())
 }
 
 /// Job texts kept from one render to the next, for [`render_gitlab_with`].
@@ -429,7 +467,7 @@ struct CacheSettings {
     /// `None`: the module id with `/` replaced by `-` (TerraCi's key).
     key: Option<Template>,
     paths: Vec<Template>,
-    /// The `policy` entry as text, or nothing.
+    /// The `policy` entry as text, or nothing; written in the kinds' templates.
     policy: String,
 }
 
@@ -465,7 +503,8 @@ impl CacheSettings {
         })
     }
 
-    /// Appends the job's `cache` entry, if caching is on.
+    /// Appends the job's `cache` entry, if caching is on, but its `policy` (in the
+    /// template).
     fn write(&self, out: &mut String, job: &Job) {
         if !self.enabled {
             return;
@@ -487,7 +526,6 @@ impl CacheSettings {
             out.push_str("      -");
             path.write(out, 6, job);
         }
-        out.push_str(&self.policy);
     }
 }
 
@@ -799,24 +837,44 @@ pub(super) fn default_apply_rules() -> Vec<GitLabRule> {
 struct KindSettings {
     /// The effective user settings.
     user: GitLabJobConfig,
-    /// The script entries after `cd <module>`.
-    commands: String,
-    /// `execution.env` then the user's `variables` (a later value replaces an earlier
-    /// one in place), as the entries of a job's `variables`.
-    shared_variables: String,
+    /// The script entry after `cd <module>`: the `!reference` to the template's script,
+    /// which GitLab replaces with its lines.
+    script_reference: String,
     /// Whether the shared variables are written after the job's own (`TF_MODULE_PATH`,
     /// `TF_<SEGMENT>`) as they are: no two keys of the job's own can be the same, and
     /// none is a shared key. Else each job's variables are merged one by one.
     separate_variables: bool,
     artifacts: Artifacts,
-    /// The keys after `resource_group` (from `job_defaults` and `overwrites`).
-    tail: String,
+    /// The hidden job every job of the kind `extends`.
+    template: HiddenJob,
 }
+
+/// A hidden job holding what every job of a kind shares: the script after `cd`, the
+/// shared `variables`, the `artifacts` settings, the cache `policy` and the user's keys
+/// (`image`, `rules`, `when`...). GitLab measures the pipeline's size before it resolves
+/// `extends` and `!reference`, so each job's copy of these counted against
+/// `max_yaml_size_bytes`; merged, each job is what it was with them written out (GitLab
+/// merges hashes key by key, the job's own keys winning, takes arrays and scalars from
+/// the job when it has them, and puts a `!reference`'s lines in its place in `script`).
+struct HiddenJob {
+    name: &'static str,
+    /// The hidden job's text after its blank line.
+    text: String,
+}
+
+const PLAN_TEMPLATE: &str = ".terraci-plan";
+const APPLY_TEMPLATE: &str = ".terraci-apply";
 
 impl KindSettings {
     /// `own_keys`: every key a job of the plan can set itself, `None` if two of them can
-    /// be the same.
-    fn new(gitlab: &GitLab, plan: &JobPlan, kind: JobKind, own_keys: Option<&[String]>) -> Self {
+    /// be the same; `cache_policy`: the `cache` entries every job shares, as text.
+    fn new(
+        gitlab: &GitLab,
+        plan: &JobPlan,
+        kind: JobKind,
+        own_keys: Option<&[String]>,
+        cache_policy: &str,
+    ) -> Self {
         let user = effective_config(gitlab, kind);
         let mut commands = String::new();
         write_str_items(&mut commands, 4, &job_commands(plan, kind, "CI_COMMIT_SHA"));
@@ -824,6 +882,8 @@ impl KindSettings {
         shared.extend(user.variables.iter().map(|(k, v)| (k.clone(), v.clone())));
         let separate_variables =
             own_keys.is_some_and(|keys| !keys.iter().any(|k| shared.contains_key(k)));
+        // `execution.env` then the user's `variables` (a later value replaces an earlier
+        // one in place), as the entries of a `variables`.
         let mut shared_variables = String::new();
         write_variable_entries(&mut shared_variables, &shared);
         let files = super::plan_files(plan);
@@ -839,13 +899,42 @@ impl KindSettings {
             }
         };
         let tail = write_entries_text(2, &user_keys(&user), &STYLE);
+        let name = match kind {
+            JobKind::Plan => PLAN_TEMPLATE,
+            JobKind::Apply => APPLY_TEMPLATE,
+        };
+        let mut body = String::from("  script:\n");
+        body.push_str(&commands);
+        if separate_variables && !shared_variables.is_empty() {
+            body.push_str("  variables:\n");
+            body.push_str(&shared_variables);
+        }
+        match &artifacts {
+            Artifacts::PlanFile(files) => {
+                body.push_str("  artifacts:\n    expire_in: 1 day\n");
+                if files.len() > 1 {
+                    body.push_str("    when: always\n");
+                }
+            }
+            // Each job's `artifacts` merge the user's with its own files in order.
+            Artifacts::WithPlanFile(..) => {}
+            Artifacts::Fixed(text) => body.push_str(text),
+        }
+        if !cache_policy.is_empty() {
+            body.push_str("  cache:\n");
+            body.push_str(cache_policy);
+        }
+        body.push_str(&tail);
+        let mut text = String::new();
+        write_str_key(&mut text, 0, name);
+        text.push('\n');
+        text.push_str(&body);
         KindSettings {
             user,
-            commands,
-            shared_variables,
+            script_reference: format!("    - !reference [{name}, script]\n"),
             separate_variables,
             artifacts,
-            tail,
+            template: HiddenJob { name, text },
         }
     }
 }
@@ -862,6 +951,7 @@ enum Artifacts {
 }
 
 impl Artifacts {
+    /// Writes the job's own `artifacts` (the rest is in its kind's template).
     fn write(&self, out: &mut String, job: &Job) {
         match self {
             Artifacts::PlanFile(files) => {
@@ -874,10 +964,6 @@ impl Artifacts {
                         out.push_str(file);
                     });
                 }
-                out.push_str("    expire_in: 1 day\n");
-                if files.len() > 1 {
-                    out.push_str("    when: always\n");
-                }
             }
             Artifacts::WithPlanFile(user, files) => {
                 let mut merged = (**user).clone();
@@ -886,7 +972,7 @@ impl Artifacts {
                 m.insert(string("artifacts"), to_value(&merged));
                 out.push_str(&write_entries_text(2, &m, &STYLE));
             }
-            Artifacts::Fixed(text) => out.push_str(text),
+            Artifacts::Fixed(_) => {}
         }
     }
 }
@@ -976,10 +1062,10 @@ fn user_keys(user: &GitLabJobConfig) -> Mapping {
 
 /// Writes each job's text straight into a string, from what the pipeline's jobs share
 /// written once: the `stage` entry of each level, each kind's settings, the cache
-/// templates. The text is what [`write_document`] writes for the job as a `Value` tree:
-/// its own keys `stage` to `resource_group`, then the kind's user keys. The fixed keys
-/// (`script`, `needs`, ...) are plain words and written as they are; every value goes
-/// through the YAML writer's quoting.
+/// templates, the kinds' hidden template jobs. The text is what [`write_document`] writes
+/// for the job's own keys as a `Value` tree: `extends`, then `stage` to `resource_group`
+/// without what its template holds. The fixed keys (`script`, `needs`, ...) are plain
+/// words and written as they are; every value goes through the YAML writer's quoting.
 struct JobWriter<'a> {
     plan: &'a JobPlan,
     /// The `stage` entry of each level up to the highest job's.
@@ -1026,11 +1112,27 @@ impl<'a> JobWriter<'a> {
             plan,
             stages,
             needs_limit: gitlab.needs_limit.unwrap_or(DEFAULT_NEEDS_LIMIT),
-            cache,
             segment_keys,
-            kinds: [JobKind::Plan, JobKind::Apply]
-                .map(|kind| KindSettings::new(gitlab, plan, kind, own_keys)),
+            kinds: [JobKind::Plan, JobKind::Apply].map(|kind| {
+                let policy = if cache.enabled { &cache.policy[..] } else { "" };
+                KindSettings::new(gitlab, plan, kind, own_keys, policy)
+            }),
+            cache,
         })
+    }
+
+    /// The hidden template jobs, each after a blank line: the plan jobs', and the apply
+    /// jobs' when there are applies.
+    fn templates(&self) -> String {
+        let applies = self.plan.jobs.iter().any(|j| j.kind == JobKind::Apply);
+        let mut out = String::new();
+        for (i, kind) in self.kinds.iter().enumerate() {
+            if i == 0 || applies {
+                out.push('\n');
+                out.push_str(&kind.template.text);
+            }
+        }
+        out
     }
 
     /// The job's text: its name, then its keys.
@@ -1044,31 +1146,24 @@ impl<'a> JobWriter<'a> {
     fn job_after(&self, before: &str, job: &Job, warnings: &mut Vec<Diagnostic>) -> String {
         let kind = &self.kinds[usize::from(job.kind == JobKind::Apply)];
         let needs: usize = job.needs.iter().map(|n| n.job.len() + 40).sum();
-        let mut out = String::with_capacity(
-            before.len()
-                + 256
-                + 8 * job.module.len()
-                + needs
-                + kind.commands.len()
-                + kind.shared_variables.len()
-                + kind.tail.len(),
-        );
+        let mut out = String::with_capacity(before.len() + 256 + 8 * job.module.len() + needs);
         out.push_str(before);
         write_str_key(&mut out, 0, &job.name);
         out.push('\n');
+        out.push_str("  extends:");
+        write_str(&mut out, 2, kind.template.name);
         out.push_str(&self.stages[job.level]);
         self.write_needs(&mut out, job, warnings);
         out.push_str("  script:\n    -");
         write_str_with(&mut out, 4, |out| {
             out.push_str(&sh_cd(&job.module));
         });
-        out.push_str(&kind.commands);
+        out.push_str(&kind.script_reference);
         self.write_variables(&mut out, job, kind);
         kind.artifacts.write(&mut out, job);
         self.cache.write(&mut out, job);
         out.push_str("  resource_group:");
         write_str(&mut out, 2, &job.module);
-        out.push_str(&kind.tail);
         out
     }
 
@@ -1118,7 +1213,7 @@ impl<'a> JobWriter<'a> {
                 write_str(out, 4, &literal(value));
             }
             if own {
-                out.push_str(&kind.shared_variables);
+                // The shared ones are in the kind's template.
                 return;
             }
             // A component outside the pattern: its key was not checked.
@@ -1180,8 +1275,9 @@ mod tests {
     use terraci_db::system::MemorySystem;
     use terraci_engine::ir::Need;
 
-    /// The job as the generic writer writes it: its keys built as a `Value` tree, then
-    /// the kind's user keys. The reference [`JobWriter::job`] must match byte for byte.
+    /// The job as the generic writer wrote it before the templates: its keys built as a
+    /// `Value` tree, then the kind's user keys. [`JobWriter::job`] merged with its
+    /// template ([`merged_job`]) must be this job.
     fn tree_job_text(
         plan: &JobPlan,
         gitlab: &GitLab,
@@ -1378,8 +1474,42 @@ mod tests {
         }
     }
 
+    /// GitLab's `extends`: the template's hash, with each key of the job's replacing it,
+    /// but hashes, which merge key by key.
+    fn deep_merge(base: &mut Mapping, over: &Mapping) {
+        for (key, value) in over {
+            match (base.get_mut(key), value) {
+                (Some(Value::Mapping(b)), Value::Mapping(o)) => deep_merge(b, o),
+                _ => {
+                    base.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+
+    /// The job named in `job_text` as GitLab runs it: read, and merged over the hidden
+    /// job of `templates` that it `extends`.
+    fn merged_job(templates: &str, job_text: &str) -> (Value, Mapping) {
+        let doc: Mapping =
+            serde_yaml::from_str(job_text).unwrap_or_else(|e| panic!("{e}\n{job_text}"));
+        let (name, job) = doc.into_iter().next().expect("one job");
+        let Value::Mapping(mut job) = job else {
+            panic!("{job_text}")
+        };
+        let Some(extends) = job.remove("extends") else {
+            return (name, job);
+        };
+        let templates: Mapping = serde_yaml::from_str(templates).expect("templates");
+        let Some(Value::Mapping(mut merged)) = templates.get(&extends).cloned() else {
+            panic!("{extends:?} is not among {templates:?}")
+        };
+        deep_merge(&mut merged, &job);
+        resolve_references(&mut merged, &templates).unwrap_or_else(|e| panic!("{e}"));
+        (name, merged)
+    }
+
     #[test]
-    fn jobs_written_directly_match_the_generic_writer() {
+    fn each_job_merged_with_its_template_is_the_job_written_out() {
         let configs = [
             "extensions:\n  gitlab: {}\n",
             // Placeholders of every kind, a template with braces outside placeholders,
@@ -1425,12 +1555,16 @@ mod tests {
                     let Ok(writer) = JobWriter::new(&plan, &gitlab, &prefix) else {
                         continue;
                     };
+                    let templates = writer.templates();
                     for job in plan.jobs.iter() {
                         let (mut direct, mut tree) = (Vec::new(), Vec::new());
+                        let written = tree_job_text(&plan, &gitlab, &prefix, job, &mut tree);
+                        let written: Mapping = serde_yaml::from_str(&written).expect("job");
+                        let (name, job_value) = written.into_iter().next().expect("one job");
                         assert_eq!(
-                            writer.job(job, &mut direct),
-                            tree_job_text(&plan, &gitlab, &prefix, job, &mut tree),
-                            "{config}\nsegments {segments:?}, env {env:?}, job {:?}",
+                            merged_job(&templates, &writer.job(job, &mut direct)),
+                            (name, job_value.as_mapping().expect("a job").clone()),
+                            "{config}\nsegments {segments:?}, env {env:?}, job {:?}\n{templates}",
                             job.name
                         );
                         assert_eq!(direct, tree);

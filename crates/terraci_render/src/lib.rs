@@ -10,6 +10,7 @@
 
 mod github;
 mod gitlab;
+mod loaded_size;
 pub mod graph;
 pub mod report;
 mod yaml;
@@ -26,8 +27,10 @@ use std::str::FromStr;
 
 pub use github::{render_github, GITHUB_MAX_BYTES};
 pub use gitlab::{
-    render_gitlab, render_gitlab_parts, render_gitlab_with, JobTexts, DEFAULT_NEEDS_LIMIT,
+    render_gitlab, render_gitlab_parts, render_gitlab_with, resolve_references, JobTexts,
+    DEFAULT_NEEDS_LIMIT,
 };
+pub use loaded_size::{check_gitlab_limits, gitlab_loaded_size, DEFAULT_MAX_YAML_SIZE_BYTES};
 
 use terraci_db::config::{Binary, Config};
 use terraci_db::diagnostic::{Code, Diagnostic};
@@ -198,6 +201,19 @@ pub enum RenderError {
          split the repository with filters or pass --force to write it anyway"
     )]
     TooLarge { size: usize, limit: usize },
+    #[error(
+        "the generated pipeline is about {size} bytes as GitLab loads it, over \
+         extensions.gitlab.max_yaml_size_bytes ({limit}), and GitLab refuses it \
+         (pipeline-limit); narrow it with --changed-only or filters, raise the limit to \
+         your instance's, or pass --force to write it anyway"
+    )]
+    GitlabTooLarge { size: u64, limit: u64 },
+    #[error(
+        "the generated pipeline has {jobs} jobs, over extensions.gitlab.max_jobs ({limit}), \
+         and GitLab refuses it (pipeline-limit); narrow it with --changed-only or filters, \
+         or pass --force to write it anyway"
+    )]
+    GitlabTooManyJobs { jobs: usize, limit: usize },
 }
 
 impl terraci_db::exit::Coded for RenderError {

@@ -599,6 +599,13 @@ pub struct GitLab {
     pub variables: IndexMap<String, String>,
     /// GitLab's limit of `needs` per job (default 50).
     pub needs_limit: Option<usize>,
+    /// The instance's `max_yaml_size_bytes` (default 2 MiB = 2097152, GitLab's default):
+    /// a pipeline whose loaded YAML GitLab would measure above it is an error unless
+    /// `generate --force`.
+    pub max_yaml_size_bytes: Option<u64>,
+    /// The instance's limit of jobs in one pipeline (default: none): more jobs is an
+    /// error unless `generate --force`.
+    pub max_jobs: Option<usize>,
     /// Plan jobs only (as `--plan-only`).
     pub plan_only: bool,
     /// Per-module `.terraform/` cache (default true).
