@@ -839,3 +839,53 @@ fn the_github_workflow_runs_what_a_pull_request_or_a_push_affects() {
         assert!(ran.contains(plan), "{plan} did not run: {ran:?}");
     }
 }
+
+#[test]
+fn unselected_modules_leave_out_ids_that_differ_only_in_case_from_a_selected_one() {
+    // GitHub's `contains` ignores case: a skip list holding `app/net` would skip
+    // `app/Net`'s jobs too. The list leaves such a module out (it runs: more, never less).
+    let p = Project::empty();
+    let backend = |key: &str| {
+        format!("terraform {{\n  backend \"s3\" {{\n    bucket = \"b\"\n    key    = \"{key}\"\n  }}\n}}\n")
+    };
+    for m in ["app/Net", "app/net", "app/db"] {
+        p.write(&format!("{m}/main.tf"), backend(&format!("{m}.tfstate")));
+    }
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{service}/{module}\"\n",
+    );
+    git_at(p.path(), &["-c", "init.defaultBranch=main", "init", "-q"]);
+    git_at(p.path(), &["add", "-A"]);
+    git_at(p.path(), &["commit", "-q", "-m", "modules"]);
+    git_at(p.path(), &["checkout", "-q", "-b", "feature"]);
+    p.write(
+        "app/Net/main.tf",
+        format!("{}# more\n", backend("app/Net.tfstate")),
+    );
+    git_at(p.path(), &["commit", "-q", "-am", "Net"]);
+    let out = p.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--dry-run",
+        "--format",
+        "unselected",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "[\"app/db\"]\n");
+    let modules = p.run(&[
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--dry-run",
+        "--format",
+        "modules",
+    ]);
+    assert_eq!(modules.stdout, "[\"app/Net\"]\n");
+    // Not a pipeline format.
+    let refused = p.run(&["generate", "--format", "unselected"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+}

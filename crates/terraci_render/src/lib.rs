@@ -202,12 +202,13 @@ pub enum RenderError {
     )]
     TooLarge { size: usize, limit: usize },
     #[error(
-        "the generated pipeline is about {size} bytes as GitLab loads it, over \
+        "the generated pipeline is about {size} bytes as GitLab loads it ({counted} with \
+         the headroom kept for GitLab on Ruby 3.2 and later), over \
          extensions.gitlab.max_yaml_size_bytes ({limit}), and GitLab refuses it \
          (pipeline-limit); narrow it with --changed-only or filters, raise the limit to \
          your instance's, or pass --force to write it anyway"
     )]
-    GitlabTooLarge { size: u64, limit: u64 },
+    GitlabTooLarge { size: u64, counted: u64, limit: u64 },
     #[error(
         "the generated pipeline has {jobs} jobs, over extensions.gitlab.max_jobs ({limit}), \
          and GitLab refuses it (pipeline-limit); narrow it with --changed-only or filters, \

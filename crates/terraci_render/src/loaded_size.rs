@@ -55,9 +55,13 @@ pub fn check_gitlab_limits(
     pieces.push(&text.head);
     pieces.extend(text.jobs.iter().map(|piece| &**piece));
     let size = gitlab_loaded_size(&pieces);
-    let size = size + (size * NEWER_RUBY_HEADROOM_PERCENT).div_ceil(100);
-    if size > limit {
-        over.push(RenderError::GitlabTooLarge { size, limit });
+    let counted = size + (size * NEWER_RUBY_HEADROOM_PERCENT).div_ceil(100);
+    if counted > limit {
+        over.push(RenderError::GitlabTooLarge {
+            size,
+            counted,
+            limit,
+        });
     }
     let jobs = (plan.jobs.len() + plan.contributed.len()).max(1);
     if let Some(max) = gitlab.max_jobs.filter(|max| jobs > *max) {
