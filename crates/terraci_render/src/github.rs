@@ -117,8 +117,15 @@ pub fn render_github(
             if affected_only(&github) {
                 put(&string(AFFECTED_JOB), &affected_job(&github));
             }
+            // Each module's plan job, for its apply (a lookup per apply, not a search).
+            let plan_jobs: rustc_hash::FxHashMap<&str, &Job> = plan
+                .jobs
+                .iter()
+                .filter(|j| j.kind == JobKind::Plan)
+                .map(|j| (&*j.module, j))
+                .collect();
             for job in plan.jobs.iter() {
-                let value = render_job(plan, job, &github, ids);
+                let value = render_job(plan, job, &github, ids, &plan_jobs);
                 put(&string(ids[&*job.name].as_str()), &value);
             }
             for job in &plan.contributed {
@@ -209,12 +216,12 @@ fn follows_plan_name(job: &Job) -> String {
 /// Whether an apply job can need only its plan: every other job it needs, its plan needs
 /// too, so the order holds through the plan. Then GitHub's own rule does the selection's
 /// work: the apply runs only when its plan ran and succeeded ([`apply_condition`]).
-fn apply_follows_plan(plan: &JobPlan, job: &Job) -> bool {
+fn apply_follows_plan(job: &Job, planned: Option<&Job>) -> bool {
     if job.kind != JobKind::Apply {
         return false;
     }
     let name = follows_plan_name(job);
-    let Some(planned) = plan.job(&name) else {
+    let Some(planned) = planned.filter(|p| *p.name == *name) else {
         return false;
     };
     job.needs
@@ -541,10 +548,17 @@ fn copy_plan_files(plan: &JobPlan, from: &str, to: &str) -> String {
     )
 }
 
-fn render_job(plan: &JobPlan, job: &Job, github: &GitHub, ids: &BTreeMap<&str, String>) -> Value {
+fn render_job(
+    plan: &JobPlan,
+    job: &Job,
+    github: &GitHub,
+    ids: &BTreeMap<&str, String>,
+    plan_jobs: &rustc_hash::FxHashMap<&str, &Job>,
+) -> Value {
     let user = effective_config(github, job.kind);
     // Plan jobs carry the selection; an apply follows its plan ([`apply_follows_plan`]).
-    let follows = affected_only(github) && apply_follows_plan(plan, job);
+    let follows =
+        affected_only(github) && apply_follows_plan(job, plan_jobs.get(&*job.module).copied());
     let own_plan = follows_plan_name(job);
     let selected = affected_only(github) && !follows;
     let mut m = Mapping::new();
