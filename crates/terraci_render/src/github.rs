@@ -17,9 +17,7 @@ use super::{
     job_commands, job_variables, string, string_map, strings, to_value, Header, RenderError,
     Rendered, NO_CHANGES_JOB, NO_CHANGES_MESSAGE, PLAN_FILE,
 };
-use terraci_db::config::{
-    Binary, Config, GitHub, GitHubJobConfig, GitHubStep, Image, OverwriteType,
-};
+use terraci_db::config::{Binary, Config, GitHub, GitHubJobConfig, GitHubStep, OverwriteType};
 use terraci_db::diagnostic::{Code, Diagnostic};
 use terraci_db::escape::sh_word;
 use terraci_engine::contrib::When;
@@ -174,9 +172,15 @@ pub(super) fn job_condition(kind: JobKind, user: Option<&str>) -> String {
     if kind == JobKind::Apply {
         condition.push_str(" && github.event_name != 'pull_request'");
     }
+    and_user_condition(&mut condition, user);
+    condition
+}
+
+/// Adds a user's `if:` (from `job_defaults`/`overwrites`) to `condition` with `&&`.
+/// `${{ ... }}` around a whole `if:` is optional; inside another expression it is not
+/// allowed, so it is taken off.
+fn and_user_condition(condition: &mut String, user: Option<&str>) {
     if let Some(user) = user {
-        // `${{ ... }}` around a whole `if:` is optional; inside another expression it is
-        // not allowed.
         let user = user.trim();
         let user = user
             .strip_prefix("${{")
@@ -185,7 +189,6 @@ pub(super) fn job_condition(kind: JobKind, user: Option<&str>) -> String {
             .trim();
         condition.push_str(&format!(" && ({user})"));
     }
-    condition
 }
 
 /// The first job of a workflow that runs only what a change affects
@@ -216,11 +219,7 @@ fn follows_plan_name(job: &Job) -> String {
 /// Whether an apply job can need only its plan: every other job it needs, its plan needs
 /// too, so the order holds through the plan. Then GitHub's own rule does the selection's
 /// work: the apply runs only when its plan ran and succeeded ([`apply_condition`]).
-fn apply_follows_plan(job: &Job, planned: Option<&Job>) -> bool {
-    if job.kind != JobKind::Apply {
-        return false;
-    }
-    let name = follows_plan_name(job);
+fn apply_follows_plan(job: &Job, name: &str, planned: Option<&Job>) -> bool {
     let Some(planned) = planned.filter(|p| *p.name == *name) else {
         return false;
     };
@@ -236,15 +235,7 @@ fn apply_follows_plan(job: &Job, planned: Option<&Job>) -> bool {
 /// `if:` is added.
 fn apply_condition(user: Option<&str>) -> String {
     let mut condition = String::from("github.event_name != 'pull_request'");
-    if let Some(user) = user {
-        let user = user.trim();
-        let user = user
-            .strip_prefix("${{")
-            .and_then(|u| u.strip_suffix("}}"))
-            .unwrap_or(user)
-            .trim();
-        condition.push_str(&format!(" && ({user})"));
-    }
+    and_user_condition(&mut condition, user);
     condition
 }
 
@@ -557,9 +548,12 @@ fn render_job(
 ) -> Value {
     let user = effective_config(github, job.kind);
     // Plan jobs carry the selection; an apply follows its plan ([`apply_follows_plan`]).
-    let follows =
-        affected_only(github) && apply_follows_plan(job, plan_jobs.get(&*job.module).copied());
-    let own_plan = follows_plan_name(job);
+    // Only an apply's plan job is named: one name per apply, none per plan.
+    let own_plan = (job.kind == JobKind::Apply).then(|| follows_plan_name(job));
+    let follows = affected_only(github)
+        && own_plan.as_deref().is_some_and(|name| {
+            apply_follows_plan(job, name, plan_jobs.get(&*job.module).copied())
+        });
     let selected = affected_only(github) && !follows;
     let mut m = Mapping::new();
     // The affected job is needed directly: a job reads only its own needs' outputs.
@@ -569,26 +563,14 @@ fn render_job(
         .chain(
             job.needs
                 .iter()
-                .filter(|n| !follows || *n.job == *own_plan)
+                .filter(|n| !follows || own_plan.as_deref() == Some(&*n.job))
                 .map(|n| ids.get(&*n.job).map_or(&*n.job, String::as_str)),
         )
         .collect();
     if !needs.is_empty() {
         m.insert(string("needs"), strings(&needs));
     }
-    let runs_on = user
-        .runs_on
-        .clone()
-        .or_else(|| github.runs_on.clone())
-        .unwrap_or_else(|| DEFAULT_RUNS_ON.to_owned());
-    m.insert(string("runs-on"), string(runs_on));
-    if let Some(container) = user.container.as_ref().or(github.container.as_ref()) {
-        // GitHub starts job containers with its own entrypoint, so only the image counts.
-        let name = match container {
-            Image::Name(name) | Image::Full { name, .. } => name,
-        };
-        m.insert(string("container"), string(name.as_str()));
-    }
+    insert_runner(&mut m, &user, github);
     // Applies run behind an environment that can be protected (required reviewers).
     let environment = match (&user.environment, job.kind) {
         (Some(environment), _) => Some(environment.as_str()),
@@ -725,7 +707,8 @@ fn contributed_config(github: &GitHub, name: &str) -> GitHubJobConfig {
     out
 }
 
-/// `runs-on` and `container` of a job of terraci's own.
+/// A job's `runs-on` and `container`. GitHub starts job containers with its own
+/// entrypoint, so only the image's name counts.
 fn insert_runner(m: &mut Mapping, user: &GitHubJobConfig, github: &GitHub) {
     let runs_on = user
         .runs_on
@@ -780,15 +763,7 @@ fn render_contributed(
         When::ReviewAlways => "!cancelled() && github.event_name == 'pull_request'".to_owned(),
         When::OnSuccess => "!cancelled() && !failure()".to_owned(),
     };
-    if let Some(extra) = user.if_.as_deref() {
-        let extra = extra.trim();
-        let extra = extra
-            .strip_prefix("${{")
-            .and_then(|u| u.strip_suffix("}}"))
-            .unwrap_or(extra)
-            .trim();
-        condition.push_str(&format!(" && ({extra})"));
-    }
+    and_user_condition(&mut condition, user.if_.as_deref());
     m.insert(string("if"), string(condition));
     let mut permissions = IndexMap::from([("contents".to_owned(), "read".to_owned())]);
     permissions.extend(job.spec.permissions.iter().cloned());
