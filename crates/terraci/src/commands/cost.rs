@@ -47,7 +47,7 @@ pub(super) fn cost(global: &GlobalArgs, args: &CostArgs, io: &mut Io<'_>) -> any
     }
     let ttl = match section.ttl() {
         None => source::DEFAULT_TTL,
-        Some(text) => source::parse_duration(text).ok_or_else(|| {
+        Some(text) => terraci_db::config::parse_go_duration(text).ok_or_else(|| {
             failure(format!(
                 "invalid cost configuration: extensions.cost cache TTL `{}` is not a duration (24h, 90m, 1h30m)",
                 terraci_db::escape::printable(text)

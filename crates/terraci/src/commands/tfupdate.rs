@@ -24,30 +24,6 @@ fn failure(message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
-/// A Go duration as TerraCi's `timeout` takes it: `90s`, `15m`, `1h30m`.
-fn parse_duration(text: &str) -> Option<Duration> {
-    let mut total = 0u64;
-    let mut rest = text.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let n: u64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
-        let scale = match &rest[..unit] {
-            "h" => 3600,
-            "m" => 60,
-            "s" => 1,
-            _ => return None,
-        };
-        rest = &rest[unit..];
-        total = total.checked_add(n.checked_mul(scale)?)?;
-    }
-    Some(Duration::from_secs(total))
-}
-
 pub(super) fn tfupdate(
     global: &GlobalArgs,
     args: &TfupdateArgs,
@@ -88,7 +64,7 @@ pub(super) fn tfupdate(
     })?;
     let timeout_text = args.timeout.clone().or(section.timeout.clone());
     let timeout = match &timeout_text {
-        Some(t) => parse_duration(t).ok_or_else(|| {
+        Some(t) => terraci_db::config::parse_go_duration(t).ok_or_else(|| {
             failure(format!(
                 "invalid timeout {t:?}: expected a duration like 90s, 15m or 1h"
             ))
@@ -197,20 +173,4 @@ pub(super) fn tfupdate(
     } else {
         exit::OK
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn timeouts_read_as_go_durations() {
-        assert_eq!(parse_duration("15m"), Some(Duration::from_secs(900)));
-        assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("15"), None);
-        assert_eq!(parse_duration("m"), None);
-        assert_eq!(parse_duration(""), None);
-    }
 }

@@ -4,11 +4,13 @@
 //! [`Config`] plus warnings. The same Rust types parse the file and generate its
 //! JSON Schema, so the two cannot drift apart.
 
+mod duration;
 mod load;
 mod pattern;
 mod schema;
 mod tfupdate;
 
+pub use duration::parse_go_duration;
 pub use load::{
     closest, find_config_file, find_config_upward, load_config, load_config_text, parse_config,
     read_config_bytes, ConfigError, LoadedConfig, CONFIG_FILE_NAMES,
