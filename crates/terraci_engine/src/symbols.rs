@@ -611,7 +611,7 @@ pub fn project_unknown_remote_outputs(db: &dyn Db, project: Project) -> Vec<Diag
 fn closest<'a>(name: &str, names: &'a BTreeSet<String>) -> Option<&'a str> {
     names
         .iter()
-        .min_by_key(|n| crate::resolve::edit_distance(name, n))
+        .min_by_key(|n| terraci_db::config::edit_distance(name, n))
         .map(String::as_str)
 }
 

@@ -672,19 +672,23 @@ pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
         .map(|(_, c)| c.as_str())
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
+/// Levenshtein distance (by chars): the "did you mean" of config keys, job types,
+/// workspaces and remote outputs; names are short.
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (row[j] + 1)
+                .min(row[j + 1] + 1)
+                .min(prev + usize::from(ca != cb));
+            prev = row[j + 1];
+            row[j + 1] = next;
         }
-        prev = cur;
     }
-    prev[b.len()]
+    row[b.len()]
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ mod tfupdate;
 
 pub use duration::parse_go_duration;
 pub use load::{
-    closest, find_config_file, find_config_upward, load_config, load_config_text, parse_config,
-    read_config_bytes, ConfigError, LoadedConfig, CONFIG_FILE_NAMES,
+    closest, edit_distance, find_config_file, find_config_upward, load_config, load_config_text,
+    parse_config, read_config_bytes, ConfigError, LoadedConfig, CONFIG_FILE_NAMES,
 };
 pub use pattern::{Pattern, PatternError};
 pub use schema::config_schema;

@@ -385,7 +385,8 @@ fn one_segment_off(path: &str, index: &IdentityIndex) -> Option<(String, String)
         } else {
             2
         };
-        (off.next().is_none() && edit_distance(mine, their) <= allowed).then(|| (*mine).to_owned())
+        (off.next().is_none() && terraci_db::config::edit_distance(mine, their) <= allowed)
+            .then(|| (*mine).to_owned())
     };
     let mut found = Vec::new();
     // The ids that share the first segment, and those that differ only in it.
@@ -407,24 +408,6 @@ fn one_segment_off(path: &str, index: &IdentityIndex) -> Option<(String, String)
         }
     }
     found.pop()
-}
-
-/// Levenshtein distance (by chars); names are short.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (row[j] + 1)
-                .min(row[j + 1] + 1)
-                .min(prev + usize::from(ca != cb));
-            prev = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 /// One diagnostic per root cause: `unresolved-remote-state` warnings that all come from
