@@ -83,27 +83,45 @@ pub struct ModuleScan {
 
 /// The address and short source of a provider `source` (`hashicorp/aws`,
 /// `registry.example.com/ns/type`); `None` for text that is not one.
+///
+/// The parts follow terraform's rules (checked with `terraform init` 1.11.4): namespace
+/// and type are letters, digits and dashes, neither starting nor ending with a dash; the
+/// host is DNS labels of the same kind, with an optional trailing dot and `:port`.
+/// Anything else terraform refuses, so it is not a provider here either: in particular
+/// no part is `.` or `..`, and the address can name the per-user package cache
+/// directory `tfupdate/providers/<address>/` without leaving it.
 pub fn provider_address(source: &str) -> Option<(String, String)> {
     let source = source.to_ascii_lowercase();
     let parts: Vec<&str> = source.split('/').collect();
-    let valid = |p: &&str| {
+    let label = |p: &str| {
         !p.is_empty()
-            && p.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+            && !p.starts_with('-')
+            && !p.ends_with('-')
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
     };
-    if !parts.iter().all(valid) {
-        return None;
-    }
+    let host = |h: &str| {
+        let (name, port) = match h.rsplit_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (h, None),
+        };
+        let name = name.strip_suffix('.').unwrap_or(name);
+        port.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            && name.split('.').all(label)
+    };
     match parts.as_slice() {
-        [ty] => Some((
+        [ty] if label(ty) => Some((
             format!("{DEFAULT_HOST}/hashicorp/{ty}"),
             format!("hashicorp/{ty}"),
         )),
-        [ns, ty] => Some((format!("{DEFAULT_HOST}/{ns}/{ty}"), format!("{ns}/{ty}"))),
-        [host, ns, ty] if *host == DEFAULT_HOST => {
-            Some((format!("{host}/{ns}/{ty}"), format!("{ns}/{ty}")))
+        [ns, ty] if label(ns) && label(ty) => {
+            Some((format!("{DEFAULT_HOST}/{ns}/{ty}"), format!("{ns}/{ty}")))
         }
-        [host, ns, ty] => Some((format!("{host}/{ns}/{ty}"), format!("{host}/{ns}/{ty}"))),
+        [h, ns, ty] if *h == DEFAULT_HOST && label(ns) && label(ty) => {
+            Some((format!("{h}/{ns}/{ty}"), format!("{ns}/{ty}")))
+        }
+        [h, ns, ty] if host(h) && label(ns) && label(ty) => {
+            Some((format!("{h}/{ns}/{ty}"), format!("{h}/{ns}/{ty}")))
+        }
         _ => None,
     }
 }
@@ -261,6 +279,13 @@ fn read_required_providers(
             _ => continue,
         };
         let Some((address, short)) = provider_address(&source) else {
+            let line = attr.span().map_or(1, |span| {
+                text[..span.start.min(text.len())].matches('\n').count() + 1
+            });
+            problems.push(format!(
+                "{file}:{line}: `{source}` is not a provider source terraform accepts \
+                 ([HOST/]NAMESPACE/TYPE, each part letters, digits and dashes)"
+            ));
             continue;
         };
         let constraint = version.and_then(|expr| {
@@ -425,6 +450,27 @@ mod tests {
         );
         assert_eq!(addr("a/b/c/d"), None);
         assert_eq!(addr("a//b"), None);
+        assert_eq!(
+            addr("tf.example.com:8443/ns/t").as_deref(),
+            Some("tf.example.com:8443/ns/t tf.example.com:8443/ns/t")
+        );
+        // What `terraform init` 1.11.4 refuses ("Invalid provider namespace/type/source
+        // hostname"): never a provider, so never a path under the package cache.
+        for refused in [
+            "../..",
+            "evil.example.com/../..",
+            "../ns/t",
+            "hashicorp/a_b",
+            "ha.shi/aws",
+            "-a/aws",
+            "a-/aws",
+            "a..b/ns/t",
+            "-h.com/ns/t",
+            "h_x.com/ns/t",
+            "h.com:/ns/t",
+        ] {
+            assert_eq!(addr(refused), None, "{refused}");
+        }
         let module = |s: &str| registry_module(s).map(|(h, p)| format!("{h} {p}"));
         assert_eq!(
             module("terraform-aws-modules/vpc/aws").as_deref(),
@@ -474,6 +520,27 @@ mod tests {
         assert_eq!(
             scan.problems[1],
             "m/.terraform.lock.hcl: line 1: expected `provider \"<address>\" {`"
+        );
+    }
+
+    #[test]
+    fn a_provider_source_terraform_refuses_is_a_problem_naming_its_line() {
+        let system = MemorySystem::new();
+        system.write_file(
+            "/p/m/versions.tf",
+            "terraform {\n  required_providers {\n    aws = { source = \"hashicorp/aws\" }\n    x = { source = \"../..\" }\n  }\n}\n",
+        );
+        let policy = ReadPolicy::new(&system, Utf8Path::new("/p"), DEFAULT_MAX_FILE_SIZE);
+        let scan = scan_modules(&system, &policy, &["m".to_owned()]).remove(0);
+        assert_eq!(
+            scan.providers.keys().collect::<Vec<_>>(),
+            ["registry.terraform.io/hashicorp/aws"]
+        );
+        assert_eq!(scan.problems.len(), 1, "{:?}", scan.problems);
+        assert!(
+            scan.problems[0].starts_with("m/versions.tf:4: `../..` is not a provider source"),
+            "{:?}",
+            scan.problems
         );
     }
 }
