@@ -642,3 +642,35 @@ fn hostile_plan_values_are_escaped_and_a_negative_size_prices_nothing() {
         out.stdout
     );
 }
+
+#[test]
+fn a_region_that_is_not_a_region_name_fetches_and_writes_nothing() {
+    let server = PriceServer::start();
+    let p = project();
+    let plan = serde_json::json!({
+        "format_version": "1.2", "terraform_version": "1.11.4",
+        "resource_changes": [{"address": "aws_instance.web", "mode": "managed", "type": "aws_instance",
+            "name": "web", "provider_name": "registry.terraform.io/hashicorp/aws",
+            "change": {"actions": ["create"], "before": null, "after": {"instance_type": "t3.micro"}, "after_unknown": {}}}],
+        "configuration": {"provider_config": {"aws": {"name": "aws", "expressions": {"region": {"constant_value": "../../../escaped"}}}}},
+    });
+    p.write(
+        "platform/prod/us-east-1/resize/plan.json",
+        serde_json::to_string(&plan).unwrap(),
+    );
+    let env = [("TERRACI_PRICING_URL", server.url.as_str())];
+    let out = p.run_env(
+        &["cost", "-o", "json", "-m", "platform/prod/us-east-1/resize"],
+        &env,
+    );
+    assert_eq!(server.seen(), Vec::<String>::new(), "nothing is fetched");
+    let estimate = json(&out);
+    let error = module(&estimate, "platform/prod/us-east-1/resize")["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.contains(r#"region "../../../escaped" is not an AWS region name"#),
+        "{estimate:#}"
+    );
+}

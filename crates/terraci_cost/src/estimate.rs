@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::offer::Match;
-use crate::plan::{region_in_path, CostPlan};
+use crate::plan::{looks_like_region, region_in_path, CostPlan};
 use crate::resources::{pricing, Component};
 use crate::source::Prices;
 
@@ -145,6 +145,15 @@ fn estimate_module(m: ModulePlan, prices: &mut Prices<'_>) -> ModuleCost {
             return out;
         }
     };
+    // The plan's region is the checkout's text: it names a price file and the per-user
+    // cache file it is kept in, so anything but a region name is refused here.
+    if let Some(region) = plan.region.as_deref().filter(|r| !looks_like_region(r)) {
+        out.error = Some(format!(
+            "the plan's aws provider region \"{}\" is not an AWS region name (like eu-central-1)",
+            region.escape_debug()
+        ));
+        return out;
+    }
     out.region = plan.region.clone().or_else(|| region_in_path(&m.module));
     for change in &plan.changes {
         if matches!(change.action(), "read" | "forget") {

@@ -139,7 +139,7 @@ pub fn region_in_path(module: &str) -> Option<String> {
 }
 
 /// `us-east-1`, `eu-central-2`, `us-gov-west-1`, `ap-southeast-4`...
-fn looks_like_region(s: &str) -> bool {
+pub(crate) fn looks_like_region(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
     let (first, last) = match (parts.first(), parts.last()) {
         (Some(f), Some(l)) => (f, l),
