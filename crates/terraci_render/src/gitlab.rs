@@ -819,7 +819,7 @@ fn contributed_job_text(
 }
 
 /// The key of terraci's cache (`terraci_cache`): one per base branch, the merge
-/// request's target or else the pipeline's branch (GitLab sets exactly one of the two).
+/// request's target or else the pipeline's branch (GitLab never sets both).
 const TERRACI_CACHE_KEY: &str = "terraci-$CI_MERGE_REQUEST_TARGET_BRANCH_NAME$CI_COMMIT_BRANCH";
 
 /// The `cache` entry of a job that runs terraci under `terraci_cache`: read, never
