@@ -349,6 +349,146 @@ fn github_check_recipe_is_valid() {
     assert_eq!(actionlint(&recipe("github-check")), "");
 }
 
+/// `generate --provider <provider>` of a one-module project, with `terraci_cache` on or
+/// off for both providers, as YAML.
+fn generated(provider: &str, terraci_cache: bool) -> serde_yaml::Value {
+    let p = Project::empty();
+    p.write(
+        ".terraci.yaml",
+        format!(
+            "structure:\n  pattern: \"{{environment}}/{{module}}\"\nextensions:\n  gitlab:\n    \
+             terraci_cache: {terraci_cache}\n  github:\n    terraci_cache: {terraci_cache}\n"
+        ),
+    );
+    p.write("prod/vpc/main.tf", "locals {}\n");
+    let out = p.run(&["generate", "--provider", provider]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_yaml::from_str(&out.stdout).expect("YAML")
+}
+
+/// The steps of a GitHub job that use `action`.
+fn steps_using<'a>(job: &'a serde_yaml::Value, action: &str) -> Vec<&'a serde_yaml::Value> {
+    job["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .filter(|s| s["uses"] == action)
+        .collect()
+}
+
+#[test]
+fn cache_recipes_use_the_cache_generate_adds() {
+    // GitLab: the recipe's generate job writes the cache the generated jobs read.
+    let recipe_job = serde_yaml::from_str::<serde_yaml::Value>(&recipe("gitlab-cache"))
+        .expect("YAML")["generate-pipeline"]
+        .clone();
+    let gitlab = generated("gitlab", true);
+    let read = &gitlab["terraci-summary"]["cache"];
+    assert_eq!(recipe_job["cache"]["key"], read["key"]);
+    assert_eq!(recipe_job["cache"]["paths"], read["paths"]);
+    assert_eq!(read["paths"][0], ".terraci/cache/");
+    assert_eq!(read["policy"], "pull");
+    assert_eq!(recipe_job["cache"]["policy"], "$TERRACI_CACHE_POLICY");
+    let policies: Vec<(&str, &str)> = recipe_job["rules"]
+        .as_sequence()
+        .expect("rules")
+        .iter()
+        .map(|r| {
+            (
+                r["if"].as_str().expect("if"),
+                r["variables"]["TERRACI_CACHE_POLICY"]
+                    .as_str()
+                    .expect("policy"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        policies,
+        [
+            ("$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH", "pull-push"),
+            ("$CI_PIPELINE_SOURCE == \"merge_request_event\"", "pull"),
+        ]
+    );
+    // Otherwise it is the generate job of the parent-pipeline recipe.
+    let parent = serde_yaml::from_str::<serde_yaml::Value>(&recipe("gitlab-parent")).expect("YAML")
+        ["generate-pipeline"]
+        .clone();
+    let mut rest = recipe_job.as_mapping().expect("a job").clone();
+    rest.remove("cache");
+    rest.remove("rules");
+    assert_eq!(serde_yaml::Value::Mapping(rest), parent);
+
+    // GitHub: the recipe's steps are the generated ones, restore before terraci runs and
+    // save (on a push to the default branch only) after.
+    let recipe_doc: serde_yaml::Value =
+        serde_yaml::from_str(&recipe("github-cache")).expect("YAML");
+    let recipe_job = &recipe_doc["jobs"]["affected-modules"];
+    let github = generated("github", true);
+    let affected = &github["jobs"]["terraci-affected"];
+    for action in ["actions/cache/restore@v4", "actions/cache/save@v4"] {
+        let (mine, theirs) = (
+            steps_using(recipe_job, action),
+            steps_using(affected, action),
+        );
+        assert_eq!(mine.len(), 1, "{action}");
+        assert_eq!(theirs.len(), 1, "{action}");
+        assert_eq!(mine[0]["with"], theirs[0]["with"], "{action}");
+        assert_eq!(mine[0]["if"], theirs[0]["if"], "{action}");
+    }
+    let save = steps_using(affected, "actions/cache/save@v4")[0];
+    assert_eq!(
+        save["if"],
+        "github.event_name == 'push' && github.ref_name == github.event.repository.default_branch"
+    );
+    let names: Vec<&str> = affected["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Checkout",
+            "Restore the terraci cache",
+            "Affected modules",
+            "Save the terraci cache"
+        ]
+    );
+    // The summary job reads it and never saves it; plans and applies get none.
+    let summary = &github["jobs"]["terraci-summary"];
+    assert_eq!(steps_using(summary, "actions/cache/restore@v4").len(), 1);
+    assert!(steps_using(summary, "actions/cache/save@v4").is_empty());
+    for job in ["plan-prod-vpc", "apply-prod-vpc"] {
+        assert!(github["jobs"][job].is_mapping(), "{job}");
+        let text = serde_yaml::to_string(&github["jobs"][job]).expect("YAML");
+        assert!(!text.contains("cache"), "{job}: {text}");
+    }
+
+    // Off (the default): no job of either provider names terraci's cache.
+    for provider in ["gitlab", "github"] {
+        let text = serde_yaml::to_string(&generated(provider, false)).expect("YAML");
+        assert!(!text.contains(".terraci/cache"), "{provider}: {text}");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
+fn cache_recipes_are_valid() {
+    assert_eq!(actionlint(&recipe("github-cache")), "");
+    // The GitLab recipe's job in place of the parent-pipeline recipe's generate job.
+    let mut parent: serde_yaml::Value =
+        serde_yaml::from_str(&recipe("gitlab-parent")).expect("YAML");
+    let cached: serde_yaml::Value = serde_yaml::from_str(&recipe("gitlab-cache")).expect("YAML");
+    parent["generate-pipeline"] = cached["generate-pipeline"].clone();
+    let pipeline = serde_yaml::to_string(&parent).expect("YAML");
+    let jobs = gitlab_ci_local_list(&pipeline).expect("gitlab-ci-local accepts the recipe");
+    assert!(jobs.contains("generate-pipeline"), "{jobs}");
+}
+
 #[test]
 fn pre_commit_hooks_run_terraci() {
     let text = std::fs::read_to_string(

@@ -48,6 +48,14 @@ pub fn render_github(
     );
     doc.insert(string("on"), triggers(&github));
     warnings.extend(privileged_triggers(&github));
+    if github.terraci_cache && !affected_only(&github) {
+        warnings.push(Diagnostic::warning(
+            Code::ConfigWarning,
+            "extensions.github.terraci_cache: with affected_only: false no job of the \
+             workflow saves the cache (the terraci-affected job does), so its jobs only \
+             restore one that another workflow saved (docs/recipes.md)",
+        ));
+    }
     let permissions = if github.permissions.is_empty() {
         IndexMap::from([("contents".to_owned(), "read".to_owned())])
     } else {
@@ -289,6 +297,9 @@ fn affected_job(github: &GitHub) -> Value {
     with.insert(string("fetch-depth"), Value::Number(0.into()));
     checkout.insert(string("with"), Value::Mapping(with));
     let mut steps = vec![checkout];
+    if github.terraci_cache {
+        steps.push(cache_step(true));
+    }
     steps.extend(user_steps(user.steps_before.as_deref()));
     let hint = format!(
         "add a step that installs it (steps_before in an overwrites entry of type \
@@ -309,6 +320,9 @@ fn affected_job(github: &GitHub) -> Value {
     run_step.insert(string("env"), string_map(&env));
     run_step.insert(string("run"), string(affected_script(&hint)));
     steps.push(run_step);
+    if github.terraci_cache {
+        steps.push(cache_step(false));
+    }
     steps.extend(user_steps(user.steps_after.as_deref()));
     m.insert(
         string("steps"),
@@ -779,6 +793,9 @@ fn render_contributed(
         ("name", "Checkout"),
         ("uses", "actions/checkout@v4"),
     ])];
+    if github.terraci_cache && super::runs_terraci(job) {
+        steps.push(cache_step(true));
+    }
     // Plans: every plan artifact in one step (each into a directory of its name), then
     // each put into its module directory; a plan that did not run has none.
     let planned: Vec<&Job> = job.needs.iter().filter_map(|n| plan.job(&n.job)).collect();
@@ -899,6 +916,52 @@ fn render_contributed(
         Value::Sequence(steps.into_iter().map(Value::Mapping).collect()),
     );
     Value::Mapping(m)
+}
+
+/// The `actions/cache` key of terraci's cache (`terraci_cache`) without its last part:
+/// one per runner system and base branch (a pull request's base, else the branch the
+/// run is for). A restore takes the newest entry under it.
+const CACHE_KEY_PREFIX: &str =
+    "terraci-${{ runner.os }}-${{ github.base_ref || github.ref_name }}-";
+
+/// The full key: the prefix and the commit, so each save is an entry of its own (GitHub
+/// never replaces one).
+fn cache_key() -> String {
+    format!("{CACHE_KEY_PREFIX}${{{{ github.sha }}}}")
+}
+
+/// A step of terraci's cache. The restore, before terraci runs, takes the newest cache
+/// of the base branch (a pull request sees its base branch's entries and its own, which
+/// this workflow never saves). The save, after terraci ran, runs only on a push to the
+/// default branch: no pull request writes what the default branch restores.
+fn cache_step(restore: bool) -> Mapping {
+    let mut s = if restore {
+        step(&[
+            ("name", "Restore the terraci cache"),
+            ("uses", "actions/cache/restore@v4"),
+        ])
+    } else {
+        step(&[
+            ("name", "Save the terraci cache"),
+            ("uses", "actions/cache/save@v4"),
+        ])
+    };
+    let mut with = Mapping::new();
+    with.insert(string("path"), string(super::TERRACI_CACHE_PATH));
+    with.insert(string("key"), string(cache_key()));
+    if restore {
+        with.insert(string("restore-keys"), string(CACHE_KEY_PREFIX));
+    }
+    s.insert(string("with"), Value::Mapping(with));
+    if !restore {
+        s.insert(
+            string("if"),
+            string(
+                "github.event_name == 'push' && github.ref_name == github.event.repository.default_branch",
+            ),
+        );
+    }
+    s
 }
 
 fn step(pairs: &[(&str, &str)]) -> Mapping {

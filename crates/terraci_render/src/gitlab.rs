@@ -738,7 +738,7 @@ fn summary_job_settings(
 /// `optional`, so a plan job a rule leaves out is not waited for; over the limit there
 /// are none and the job waits for its stage, which holds every job it reads), the
 /// script from the repository root, `variables`, `artifacts` (its report, kept also when
-/// it fails), then the user's keys.
+/// it fails), `cache` (terraci's own, under `terraci_cache`), then the user's keys.
 fn contributed_job_text(
     job: &ContributedJob,
     gitlab: &GitLab,
@@ -797,6 +797,9 @@ fn contributed_job_text(
     if let Some(artifacts) = artifacts {
         m.insert(string("artifacts"), to_value(&artifacts));
     }
+    if gitlab.terraci_cache && super::runs_terraci(job) {
+        m.insert(string("cache"), terraci_cache());
+    }
     let mut user_only = user;
     user_only.artifacts = None;
     m.extend(user_keys(&user_only));
@@ -813,6 +816,22 @@ fn contributed_job_text(
     let mut doc = Mapping::new();
     doc.insert(string(&*job.name), Value::Mapping(m));
     write_entries_text(0, &doc, &STYLE)
+}
+
+/// The key of terraci's cache (`terraci_cache`): one per base branch, the merge
+/// request's target or else the pipeline's branch (GitLab never sets both).
+const TERRACI_CACHE_KEY: &str = "terraci-$CI_MERGE_REQUEST_TARGET_BRANCH_NAME$CI_COMMIT_BRANCH";
+
+/// The `cache` entry of a job that runs terraci under `terraci_cache`: read, never
+/// written. The job that runs `terraci generate` writes it on the default branch
+/// (docs/recipes.md), so no merge request pipeline of the generated jobs writes what the
+/// default branch reads.
+fn terraci_cache() -> Value {
+    let mut cache = Mapping::new();
+    cache.insert(string("key"), string(TERRACI_CACHE_KEY));
+    cache.insert(string("paths"), strings(&[super::TERRACI_CACHE_PATH]));
+    cache.insert(string("policy"), string("pull"));
+    Value::Mapping(cache)
 }
 
 /// Where apply jobs run unless `job_defaults`/`overwrites` give `rules` (`rules: []` for

@@ -302,6 +302,18 @@ pub fn default_image(binary: Binary, version: Option<&str>) -> String {
 /// The plan file, relative to the module directory.
 pub(crate) const PLAN_FILE: &str = "plan.tfplan";
 
+/// terraci's own cache, as the CI cache of `terraci_cache` names it: the default
+/// `--cache-dir`, relative to the repository root the jobs run terraci from.
+pub(crate) const TERRACI_CACHE_PATH: &str = ".terraci/cache/";
+
+/// Whether a contributed job runs terraci, so that `terraci_cache` gives it the cache.
+pub(crate) fn runs_terraci(job: &terraci_engine::ir::ContributedJob) -> bool {
+    job.spec
+        .commands
+        .iter()
+        .any(|command| command.first().is_some_and(|program| program == "terraci"))
+}
+
 /// `TF_<SEGMENT>`: upper-cased, anything but letters, digits and `_` becomes `_`.
 pub(crate) fn segment_variable(segment: &str) -> String {
     let name: String = segment

@@ -613,6 +613,11 @@ pub struct GitLab {
     /// Per-module `.terraform/` cache (default true).
     pub cache_enabled: Option<bool>,
     pub cache: Option<GitLabCache>,
+    /// Adds GitLab's `cache:` of terraci's own cache, `.terraci/cache/`, to the jobs of the
+    /// pipeline that run terraci (summary, policy-check, cost, tfupdate-check), keyed
+    /// per base branch and read-only (`policy: pull`): the job that runs `terraci
+    /// generate` writes it (docs/recipes.md). Default false.
+    pub terraci_cache: bool,
     /// `workflow.rules` of the pipeline.
     pub rules: Vec<GitLabRule>,
     /// Applied to every plan and apply job.
@@ -852,6 +857,11 @@ pub struct GitHub {
     /// in that job, on other events, or when the base commit is not in the clone, every
     /// module runs. false: every job runs on every event.
     pub affected_only: Option<bool>,
+    /// Adds `actions/cache` of terraci's own cache, `.terraci/cache/`, to the jobs that
+    /// run terraci, keyed per base branch: each restores the newest cache of its base
+    /// branch, and the `terraci-affected` job saves one on a push to the default branch
+    /// (docs/recipes.md). Default false.
+    pub terraci_cache: bool,
     /// Applied to every plan and apply job.
     pub job_defaults: Option<GitHubJobConfig>,
     /// Applied after `job_defaults` to the jobs of one type, in order.
