@@ -33,11 +33,11 @@ use terraci_engine::ir::{ContributedJob, Job, JobKind, JobPlan};
 /// GitLab's default limit of `needs` entries per job.
 pub const DEFAULT_NEEDS_LIMIT: usize = 50;
 
-const DEFAULT_STAGES_PREFIX: &str = "deploy";
+pub(crate) const DEFAULT_STAGES_PREFIX: &str = "deploy";
 
 /// GitLab's document and jobs have no key that is written plain against the quoting
 /// rules, and no blank lines inside entries.
-const STYLE: Style<'static> = Style {
+pub(crate) const STYLE: Style<'static> = Style {
     plain_keys: &[],
     spaced_children: &[],
 };
@@ -105,26 +105,15 @@ fn render_gitlab_text(
     variables.extend(gitlab.variables.clone());
     doc.insert(string("variables"), string_map(&variables));
 
-    let image = match (&gitlab.image, &gitlab.terraform_image) {
-        (Some(image), _) => image.clone(),
-        (None, Some(image)) => {
-            warnings.push(Diagnostic::warning(
-                Code::ConfigWarning,
-                "extensions.gitlab.terraform_image is deprecated; use extensions.gitlab.image",
-            ));
-            image.clone()
-        }
-        // The official images' entrypoint is the binary itself, which GitLab would run
-        // the job script through; `[""]` gives the shell back.
-        (None, None) => Image::Full {
-            name: default_image(plan.binary, gitlab.terraform_version.as_deref()),
-            entrypoint: Some(vec![String::new()]),
-        },
-    };
+    if gitlab.image.is_none() && gitlab.terraform_image.is_some() {
+        warnings.push(Diagnostic::warning(
+            Code::ConfigWarning,
+            "extensions.gitlab.terraform_image is deprecated; use extensions.gitlab.image",
+        ));
+    }
+    let image = pipeline_image(plan, &gitlab);
     warnings.extend(images_without_terraci(plan, &gitlab, &image));
-    let mut default = Mapping::new();
-    default.insert(string("image"), image_value(&image));
-    doc.insert(string("default"), Value::Mapping(default));
+    doc.insert(string("default"), default_entry(&image));
 
     let stage_count = plan.levels.max(1);
     let stages: Vec<String> = (0..stage_count).map(|i| format!("{prefix}-{i}")).collect();
@@ -182,6 +171,26 @@ fn render_gitlab_text(
         plan,
     ));
     Ok((text, warnings))
+}
+
+/// The pipeline's `default.image`.
+pub(crate) fn pipeline_image(plan: &JobPlan, gitlab: &GitLab) -> Image {
+    match (&gitlab.image, &gitlab.terraform_image) {
+        (Some(image), _) | (None, Some(image)) => image.clone(),
+        // The official images' entrypoint is the binary itself, which GitLab would run
+        // the job script through; `[""]` gives the shell back.
+        (None, None) => Image::Full {
+            name: default_image(plan.binary, gitlab.terraform_version.as_deref()),
+            entrypoint: Some(vec![String::new()]),
+        },
+    }
+}
+
+/// The pipeline's `default:` entry.
+pub(crate) fn default_entry(image: &Image) -> Value {
+    let mut default = Mapping::new();
+    default.insert(string("image"), image_value(image));
+    Value::Mapping(default)
 }
 
 /// Replaces each `!reference [job, key...]` entry of the `script`, `before_script` and

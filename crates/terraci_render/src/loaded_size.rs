@@ -55,7 +55,7 @@ pub fn check_gitlab_limits(
     pieces.push(&text.head);
     pieces.extend(text.jobs.iter().map(|piece| &**piece));
     let size = gitlab_loaded_size(&pieces);
-    let counted = size + (size * NEWER_RUBY_HEADROOM_PERCENT).div_ceil(100);
+    let counted = counted_size(size);
     if counted > limit {
         over.push(RenderError::GitlabTooLarge {
             size,
@@ -90,6 +90,24 @@ pub fn gitlab_loaded_size<S: AsRef<str> + Sync>(pieces: &[S]) -> u64 {
         .map(|piece| Scan::run(piece.as_ref()))
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     bytes + hash_size(entries)
+}
+
+/// What [`check_gitlab_limits`] compares with the limit for an estimate of `size`: the
+/// estimate with the headroom kept for newer Rubies.
+pub(crate) fn counted_size(size: u64) -> u64 {
+    size + (size * NEWER_RUBY_HEADROOM_PERCENT).div_ceil(100)
+}
+
+/// The parts of [`gitlab_loaded_size`] for one piece: the memory of everything below the
+/// document's top-level hash, and how many top-level entries the piece adds to that hash
+/// (whose own memory is [`root_hash_size`] of all entries).
+pub(crate) fn piece_size(piece: &str) -> (u64, usize) {
+    Scan::run(piece)
+}
+
+/// The memory of a document's top-level hash of `entries` entries.
+pub(crate) fn root_hash_size(entries: usize) -> u64 {
+    hash_size(entries)
 }
 
 /// A string's memory.

@@ -1,0 +1,336 @@
+//! A GitLab pipeline over the instance's limits, written with `-o FILE`, is split into a
+//! parent and child pipelines beside FILE (`<stem>.d/child-<n>.yml`), each under the
+//! limits, keeping every order the whole pipeline's `needs` give.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::support::{synthetic_monorepo, Project};
+
+const OUTPUT: &str = "ci/generated-pipeline.yml";
+const CHILDREN: &str = "ci/generated-pipeline.d";
+
+pub(crate) fn configure(p: &Project, gitlab_keys: &str) {
+    p.write(
+        ".terraci.yaml",
+        format!("extensions:\n  gitlab:\n{gitlab_keys}"),
+    );
+}
+
+/// The top-level entries of a pipeline, parsed.
+fn entries(text: &str) -> serde_yaml::Mapping {
+    match serde_yaml::from_str(text).expect("YAML") {
+        serde_yaml::Value::Mapping(m) => m,
+        other => panic!("not a mapping: {other:?}"),
+    }
+}
+
+/// The names a job `needs`.
+fn needs(job: &serde_yaml::Value) -> Vec<String> {
+    job["needs"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .map(|n| {
+            n["job"]
+                .as_str()
+                .or(n.as_str())
+                .expect("a job name")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// A split as written: the parent's triggers (trigger job -> the child file it includes
+/// and the triggers it waits for) and each child's entries, by file name.
+pub(crate) struct Split {
+    pub(crate) triggers: BTreeMap<String, (String, Vec<String>)>,
+    pub(crate) children: BTreeMap<String, serde_yaml::Mapping>,
+    pub(crate) texts: BTreeMap<String, String>,
+}
+
+impl Split {
+    /// The trigger of the child that holds `job`.
+    fn trigger_of(&self, job: &str) -> Option<&str> {
+        let file = self
+            .children
+            .iter()
+            .find(|(_, entries)| entries.contains_key(job))?
+            .0;
+        self.triggers
+            .iter()
+            .find(|(_, (f, _))| f == file)
+            .map(|(name, _)| name.as_str())
+    }
+
+    /// Whether the trigger `later` waits, directly or not, for `earlier`.
+    fn waits_for(&self, later: &str, earlier: &str) -> bool {
+        let mut todo = vec![later.to_owned()];
+        let mut seen = BTreeSet::new();
+        while let Some(t) = todo.pop() {
+            if !seen.insert(t.clone()) {
+                continue;
+            }
+            let (_, after) = &self.triggers[&t];
+            if after.iter().any(|a| a == earlier) {
+                return true;
+            }
+            todo.extend(after.iter().cloned());
+        }
+        false
+    }
+}
+
+/// Reads the split `generate -o OUTPUT` wrote, checking what holds for any split: the
+/// parent takes the children from the generate job and triggers each with `strategy:
+/// depend`, every file it names exists, the directory holds no other child.
+pub(crate) fn read_split(root: &Path, output: &str, children_dir: &str) -> Split {
+    let parent = entries(&std::fs::read_to_string(root.join(output)).expect("the parent"));
+    let publish = &parent["terraci-children"];
+    assert_eq!(
+        publish["needs"][0]["pipeline"].as_str(),
+        Some("$PARENT_PIPELINE_ID"),
+        "{publish:?}"
+    );
+    assert_eq!(
+        publish["needs"][0]["job"].as_str(),
+        Some("generate-pipeline")
+    );
+    assert_eq!(
+        publish["artifacts"]["paths"][0].as_str(),
+        Some(format!("{children_dir}/").as_str())
+    );
+    let mut split = Split {
+        triggers: BTreeMap::new(),
+        children: BTreeMap::new(),
+        texts: BTreeMap::new(),
+    };
+    for (name, job) in &parent {
+        let name = name.as_str().expect("a job name");
+        if !name.starts_with("terraci-child-") {
+            continue;
+        }
+        let trigger = &job["trigger"];
+        assert_eq!(trigger["strategy"].as_str(), Some("depend"), "{name}");
+        assert_eq!(
+            trigger["include"][0]["job"].as_str(),
+            Some("terraci-children")
+        );
+        let artifact = trigger["include"][0]["artifact"]
+            .as_str()
+            .expect("an artifact path");
+        let file = artifact
+            .strip_prefix(&format!("{children_dir}/"))
+            .unwrap_or_else(|| panic!("{artifact} is not in {children_dir}"));
+        let text = std::fs::read_to_string(root.join(artifact))
+            .unwrap_or_else(|e| panic!("{name} triggers {artifact}, which is missing: {e}"));
+        let needs = needs(job);
+        assert_eq!(needs[0], "terraci-children", "{name}");
+        split
+            .triggers
+            .insert(name.to_owned(), (file.to_owned(), needs[1..].to_vec()));
+        split.children.insert(file.to_owned(), entries(&text));
+        split.texts.insert(file.to_owned(), text);
+    }
+    let on_disk: BTreeSet<String> = std::fs::read_dir(root.join(children_dir))
+        .expect("the children's directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    let named: BTreeSet<String> = split.children.keys().cloned().collect();
+    assert_eq!(on_disk, named, "the directory holds exactly the children");
+    split
+}
+
+/// GitLab's measure of `text` by terraci's estimate, with the headroom the check keeps.
+fn counted(text: &str) -> u64 {
+    let size = terraci_render::gitlab_loaded_size(&[text]);
+    size + (size * 7).div_ceil(100)
+}
+
+/// Checks `split` against the whole pipeline `whole` (the same plan, not split): every
+/// child is under `limit`, every module job is in exactly one child, and every `needs`
+/// of the whole pipeline holds, inside a child or by the triggers' order.
+fn check_against_whole(split: &Split, whole: &str, limit: u64) {
+    for (file, text) in &split.texts {
+        assert!(
+            counted(text) <= limit,
+            "{file}: {} > {limit}",
+            counted(text)
+        );
+    }
+    let whole = entries(whole);
+    let module_jobs: Vec<(&str, &serde_yaml::Value)> = whole
+        .iter()
+        .map(|(name, job)| (name.as_str().expect("a name"), job))
+        .filter(|(name, _)| name.starts_with("plan-") || name.starts_with("apply-"))
+        .collect();
+    assert!(!module_jobs.is_empty());
+    let mut placed = 0;
+    for entries in split.children.values() {
+        for name in entries.keys().filter_map(|k| k.as_str()) {
+            if name.starts_with("plan-") || name.starts_with("apply-") {
+                assert!(whole.contains_key(name), "{name} is not in the pipeline");
+                placed += 1;
+            }
+        }
+    }
+    assert_eq!(
+        placed,
+        module_jobs.len(),
+        "each module job in exactly one child"
+    );
+    for (name, job) in module_jobs {
+        let mine = split.trigger_of(name).expect("in a child");
+        let in_child = &split.children[&split.triggers[mine].0][name];
+        for need in needs(job) {
+            let theirs = split
+                .trigger_of(&need)
+                .expect("the needed job is in a child");
+            if theirs == mine {
+                assert!(
+                    needs(in_child).contains(&need),
+                    "{name} lost its need {need} inside {mine}"
+                );
+            } else {
+                assert!(
+                    split.waits_for(mine, theirs),
+                    "{name} needs {need}, but {mine} does not wait for {theirs}"
+                );
+            }
+        }
+        // The plan and the apply of a module are in one child (the apply takes the
+        // plan's artifact).
+        if let Some(module) = name.strip_prefix("apply-") {
+            assert_eq!(split.trigger_of(&format!("plan-{module}")), Some(mine));
+        }
+    }
+}
+
+/// The pipeline as one file, under a limit high enough.
+fn whole_pipeline(p: &Project) -> String {
+    configure(p, "    max_yaml_size_bytes: 100000000\n");
+    let out = p.run(&["generate"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stdout
+}
+
+#[test]
+fn a_pipeline_over_the_limit_is_split_into_child_pipelines_that_keep_every_order() {
+    let (p, _) = synthetic_monorepo(200);
+    let whole = whole_pipeline(&p);
+    // 150,000 bytes: two of the ten-module groups fit in a child. 50,000: none does, and
+    // each is a chain of children.
+    let mut counts = Vec::new();
+    for limit in [150_000, 50_000] {
+        configure(&p, &format!("    max_yaml_size_bytes: {limit}\n"));
+        let out = p.run(&["generate", "-o", OUTPUT]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(!out.stderr.contains("pipeline-limit"), "{}", out.stderr);
+        let split = read_split(p.path(), OUTPUT, CHILDREN);
+        check_against_whole(&split, &whole, limit);
+        assert!(counted(&p.read(OUTPUT)) <= limit);
+        let chained = split.triggers.values().any(|(_, after)| !after.is_empty());
+        assert_eq!(
+            chained,
+            limit == 50_000,
+            "chains only under the small limit"
+        );
+        counts.push(split.children.len());
+    }
+    assert!(counts[0] > 1 && counts[1] > counts[0], "{counts:?}");
+
+    // A bigger limit again: fewer children, and the earlier ones are gone.
+    configure(&p, "    max_yaml_size_bytes: 150000\n");
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        read_split(p.path(), OUTPUT, CHILDREN).children.len(),
+        counts[0]
+    );
+    // Under the limit as one file: no child is left, and a file terraci did not name
+    // is not touched.
+    p.write(&format!("{CHILDREN}/notes.yml"), "mine: true\n");
+    p.remove(".terraci.yaml");
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(p.read(OUTPUT).contains("plan-svc0-dev-r0-m0:"));
+    let left: Vec<String> = std::fs::read_dir(p.path().join(CHILDREN))
+        .expect("the directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["notes.yml"]);
+}
+
+#[test]
+fn without_splitting_or_without_a_file_over_the_limit_is_an_error() {
+    let (p, _) = synthetic_monorepo(30);
+    configure(
+        &p,
+        "    max_yaml_size_bytes: 60000\n    split_pipelines: false\n",
+    );
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("over extensions.gitlab.max_yaml_size_bytes (60000)")
+            && out.stderr.contains("(pipeline-limit)"),
+        "{}",
+        out.stderr
+    );
+    assert!(!p.path().join(OUTPUT).exists());
+    assert!(!p.path().join(CHILDREN).exists());
+
+    // Splitting on, but to stdout: the children need a file to be written beside.
+    configure(&p, "    max_yaml_size_bytes: 60000\n");
+    let out = p.run(&["generate"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("(pipeline-limit)") && out.stderr.contains("-o FILE"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout, "");
+}
+
+#[test]
+fn the_generate_job_the_children_come_from_is_configurable() {
+    let (p, _) = synthetic_monorepo(30);
+    configure(
+        &p,
+        "    max_yaml_size_bytes: 60000\n    generate_job: terraci-generate\n",
+    );
+    let out = p.run(&["generate", "-o", "pipeline.yml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let parent = entries(&p.read("pipeline.yml"));
+    assert_eq!(
+        parent["terraci-children"]["needs"][0]["job"].as_str(),
+        Some("terraci-generate")
+    );
+    assert_eq!(
+        parent["terraci-child-1"]["trigger"]["include"][0]["artifact"].as_str(),
+        Some("pipeline.d/child-1.yml")
+    );
+}
+
+#[test]
+fn a_pipeline_over_the_jobs_limit_is_split_into_children_under_it() {
+    let (p, _) = synthetic_monorepo(30);
+    let whole = whole_pipeline(&p);
+    // 30 plans, 30 applies and the summary job; each child has its own summary job.
+    configure(&p, "    max_jobs: 25\n");
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let split = read_split(p.path(), OUTPUT, CHILDREN);
+    check_against_whole(&split, &whole, 2 * 1024 * 1024);
+    assert_eq!(split.children.len(), 3);
+    for (file, entries) in &split.children {
+        let jobs = entries
+            .iter()
+            .filter(|(name, job)| {
+                !name.as_str().is_some_and(|n| n.starts_with('.')) && job.get("stage").is_some()
+            })
+            .count();
+        assert!(jobs <= 25, "{file}: {jobs} jobs");
+        assert!(entries.contains_key("terraci-summary"), "{file}");
+    }
+}
