@@ -60,7 +60,7 @@ pub fn render_gitlab_with(
     header: &Header,
     texts: Option<&JobTexts>,
 ) -> Result<Rendered, RenderError> {
-    let (text, warnings) = render_gitlab_text(plan, config, header, texts)?;
+    let (text, warnings) = render_gitlab_text(plan, config, header, texts, None)?;
     Ok(Rendered {
         text: text.into_string(),
         warnings,
@@ -74,7 +74,19 @@ pub fn render_gitlab_parts(
     header: &Header,
     texts: Option<&JobTexts>,
 ) -> Result<(PipelineText, Vec<Diagnostic>), RenderError> {
-    render_gitlab_text(plan, config, header, texts)
+    render_gitlab_text(plan, config, header, texts, None)
+}
+
+/// [`render_gitlab_parts`] taking the text of job `i` from `kept[i]` when it has one (a
+/// child pipeline's jobs that are as they were in the whole pipeline). The kept jobs'
+/// warnings are not repeated.
+pub(crate) fn render_gitlab_keeping(
+    plan: &JobPlan,
+    config: &Config,
+    header: &Header,
+    kept: &[Option<JobPiece>],
+) -> Result<PipelineText, RenderError> {
+    render_gitlab_text(plan, config, header, None, Some(kept)).map(|(text, _)| text)
 }
 
 fn render_gitlab_text(
@@ -82,6 +94,7 @@ fn render_gitlab_text(
     config: &Config,
     header: &Header,
     texts: Option<&JobTexts>,
+    kept: Option<&[Option<JobPiece>]>,
 ) -> Result<(PipelineText, Vec<Diagnostic>), RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let mut warnings = ignored_keys(&gitlab);
@@ -136,13 +149,26 @@ fn render_gitlab_text(
         // at 10,000 modules), nor into a piece of its own.
         let render =
             |job: &Job, warnings: &mut Vec<Diagnostic>| writer.job_after("\n", job, warnings);
-        let job_warnings = match texts {
-            None => {
+        let job_warnings = match (texts, kept) {
+            (None, Some(kept)) => {
+                text.jobs = plan
+                    .jobs
+                    .par_iter()
+                    .zip(kept)
+                    .with_min_len(64)
+                    .map(|(job, kept)| match kept {
+                        Some(piece) => piece.clone(),
+                        None => JobPiece::Owned(render(job, &mut Vec::new())),
+                    })
+                    .collect();
+                Vec::new()
+            }
+            (None, None) => {
                 let (jobs, job_warnings) = super::render_jobs(&plan.jobs, render);
                 text.jobs = jobs.into_iter().map(JobPiece::Owned).collect();
                 job_warnings
             }
-            Some(texts) => texts.write(
+            (Some(texts), _) => texts.write(
                 &plan.jobs,
                 JobTextKey::new(&gitlab, plan),
                 render,

@@ -17,22 +17,23 @@
 //!   link's triggers, and a rank over the budget alone is spread over children that
 //!   run at once between the same links;
 //! - within a child, `needs` on jobs of another child are dropped (the triggers keep that
-//!   order) and stages are renumbered from 0;
+//!   order); each job keeps its stage, so a job left without `needs` still waits for the
+//!   earlier stages of its child, and a job unchanged keeps the whole pipeline's text;
 //! - contributed jobs (summary, policy-check...) read the plans' artifacts, which cannot
 //!   cross pipelines either: each child has its own, over its modules.
 //!
 //! Every trigger has `strategy: depend`, so the parent waits for each child and takes its
 //! status.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use serde_yaml::{Mapping, Value};
 
-use super::gitlab::{default_entry, pipeline_image, render_gitlab_parts, STYLE};
+use super::gitlab::{default_entry, pipeline_image, render_gitlab_keeping, STYLE};
 use super::loaded_size::{counted_size, piece_size, root_hash_size};
 use super::yaml::write_document;
-use super::{gitlab_loaded_size, string, Header, PipelineText, RenderError};
+use super::{gitlab_loaded_size, string, Header, JobPiece, PipelineText, RenderError};
 use terraci_db::config::{Config, GitLab};
 use terraci_engine::ir::{ContributedJob, Job, JobPlan, Need};
 
@@ -106,6 +107,11 @@ pub fn split_gitlab(
         .max_yaml_size_bytes
         .unwrap_or(super::DEFAULT_MAX_YAML_SIZE_BYTES);
     let units = Units::new(plan, whole);
+    // Shared, so that each child takes a job's text without a copy.
+    let texts: Vec<JobPiece> = whole.jobs[..plan.jobs.len()]
+        .iter()
+        .map(|piece| JobPiece::Shared(Arc::from(&**piece)))
+        .collect();
     let (head_bytes, head_entries) = piece_size(&whole.head);
     let contributed: u64 = whole.jobs[plan.jobs.len()..]
         .iter()
@@ -127,8 +133,8 @@ pub fn split_gitlab(
         let mut children = Vec::with_capacity(bins.len());
         let mut largest = 0;
         for (n, bin) in bins.iter().enumerate() {
-            let sub = child_plan(plan, &units, bin);
-            let (text, _) = render_gitlab_parts(&sub, config, header, None)?;
+            let (sub, kept) = child_plan(plan, &units, bin, &texts);
+            let text = render_gitlab_keeping(&sub, config, header, &kept)?;
             let mut pieces: Vec<&str> = Vec::with_capacity(text.jobs.len() + 1);
             pieces.push(&text.head);
             pieces.extend(text.jobs.iter().map(|piece| &**piece));
@@ -427,78 +433,60 @@ fn add(bin: &mut Bin, modules: &[usize], (bytes, entries): (u64, usize)) {
 }
 
 /// The job plan of one child: its modules' jobs and every contributed job, `needs`
-/// outside it dropped, levels counted again within it.
-fn child_plan(plan: &JobPlan, units: &Units, bin: &Bin) -> JobPlan {
+/// outside it dropped, each job at its level (stage) of the whole pipeline; and for each
+/// of its jobs, the whole pipeline's text of it when it is unchanged.
+fn child_plan(
+    plan: &JobPlan,
+    units: &Units,
+    bin: &Bin,
+    texts: &[JobPiece],
+) -> (JobPlan, Vec<Option<JobPiece>>) {
     let mut indices: Vec<usize> = bin
         .modules
         .iter()
         .flat_map(|&m| units.modules[m].jobs.iter().copied())
         .collect();
+    // The plan's order: by level, then module.
     indices.sort_unstable();
-    let mut levels: std::collections::HashMap<Arc<str>, usize> = Default::default();
-    for &i in &indices {
-        levels.insert(plan.jobs[i].name.clone(), usize::MAX);
-    }
-    // The plan's jobs are in level order: every job a job needs comes before it.
-    let mut jobs: Vec<Job> = Vec::with_capacity(indices.len());
-    for &i in &indices {
-        let job = &plan.jobs[i];
-        let (needs, level) = needs_within(&job.needs, &levels);
-        levels.insert(job.name.clone(), level);
-        jobs.push(Job {
-            needs,
-            level,
-            ..job.clone()
-        });
-    }
-    // Level order again, the plan's order within a level.
-    jobs.sort_by_key(|job| job.level);
-    // Each over the child's jobs; in level order too, so one it reads comes first.
-    let mut contributed: Vec<ContributedJob> = plan
-        .contributed
+    let inside: HashSet<&str> = indices
         .iter()
-        .map(|job| {
-            let (needs, level) = needs_within(&job.needs, &levels);
-            levels.insert(job.name.clone(), level);
-            ContributedJob {
+        .map(|&i| &*plan.jobs[i].name)
+        .chain(plan.contributed.iter().map(|job| &*job.name))
+        .collect();
+    let within = |needs: &[Need]| -> Vec<Need> {
+        needs
+            .iter()
+            .filter(|need| inside.contains(&*need.job))
+            .cloned()
+            .collect()
+    };
+    let mut kept = Vec::with_capacity(indices.len());
+    let jobs: Vec<Job> = indices
+        .iter()
+        .map(|&i| {
+            let job = &plan.jobs[i];
+            let needs = within(&job.needs);
+            kept.push((needs.len() == job.needs.len()).then(|| texts[i].clone()));
+            Job {
                 needs,
-                level,
                 ..job.clone()
             }
         })
         .collect();
-    contributed.sort_by_key(|job| job.level);
-    let count = jobs
+    let contributed = plan
+        .contributed
         .iter()
-        .map(|job| job.level + 1)
-        .chain(contributed.iter().map(|job| job.level + 1))
-        .max()
-        .unwrap_or(1);
-    JobPlan {
+        .map(|job| ContributedJob {
+            needs: within(&job.needs),
+            ..job.clone()
+        })
+        .collect();
+    let plan = JobPlan {
         jobs: Arc::new(jobs),
-        levels: count,
         contributed,
         ..plan.clone()
-    }
-}
-
-/// The `needs` among the jobs of `levels` (a job -> its level in the child, the jobs
-/// needed already counted) and the level they give: one more than the highest.
-fn needs_within(
-    needs: &[Need],
-    levels: &std::collections::HashMap<Arc<str>, usize>,
-) -> (Vec<Need>, usize) {
-    let kept: Vec<Need> = needs
-        .iter()
-        .filter(|need| levels.contains_key(&need.job))
-        .cloned()
-        .collect();
-    let level = kept
-        .iter()
-        .map(|need| levels[&need.job].saturating_add(1))
-        .max()
-        .unwrap_or(0);
-    (kept, level)
+    };
+    (plan, kept)
 }
 
 /// The parent: the job that publishes the children, then one trigger per child.
