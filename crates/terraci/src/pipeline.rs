@@ -225,15 +225,22 @@ fn render_pipeline(
         let (text, mut warnings) =
             terraci_render::render_gitlab_parts(plan, config, request.header, request.job_texts)
                 .map_err(exit::coded)?;
-        let limits = terraci_render::check_gitlab_limits(&text, plan, config, request.args.force);
+        let sizes = terraci_render::LoadedSizes::of(&text);
+        let limits = terraci_render::check_gitlab_sizes(&sizes, plan, config, request.args.force);
         let split =
             terraci_render::split_enabled(config) && request.args.format == OutputFormat::Yaml;
         if let (Err(over), true) = (&limits, split) {
             match request.children {
                 Children::Into(dir) => {
-                    let split =
-                        terraci_render::split_gitlab(plan, config, request.header, &text, dir)
-                            .map_err(exit::coded)?;
+                    let split = terraci_render::split_gitlab(
+                        plan,
+                        config,
+                        request.header,
+                        &text,
+                        &sizes,
+                        dir,
+                    )
+                    .map_err(exit::coded)?;
                     return Ok(Pipeline {
                         text: split.parent.into(),
                         children: split.children,

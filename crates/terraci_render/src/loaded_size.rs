@@ -46,15 +46,22 @@ pub fn check_gitlab_limits(
     config: &Config,
     force: bool,
 ) -> Result<Vec<Diagnostic>, RenderError> {
+    check_gitlab_sizes(&LoadedSizes::of(text), plan, config, force)
+}
+
+/// [`check_gitlab_limits`] of a pipeline whose pieces were measured already.
+pub fn check_gitlab_sizes(
+    sizes: &LoadedSizes,
+    plan: &JobPlan,
+    config: &Config,
+    force: bool,
+) -> Result<Vec<Diagnostic>, RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let mut over = Vec::new();
     let limit = gitlab
         .max_yaml_size_bytes
         .unwrap_or(DEFAULT_MAX_YAML_SIZE_BYTES);
-    let mut pieces: Vec<&str> = Vec::with_capacity(text.jobs.len() + 1);
-    pieces.push(&text.head);
-    pieces.extend(text.jobs.iter().map(|piece| &**piece));
-    let size = gitlab_loaded_size(&pieces);
+    let size = sizes.total();
     let counted = counted_size(size);
     if counted > limit {
         over.push(RenderError::GitlabTooLarge {
@@ -79,6 +86,39 @@ pub fn check_gitlab_limits(
             )
         })
         .collect())
+}
+
+/// [`gitlab_loaded_size`] of a [`PipelineText`] piece by piece: each piece's part (the
+/// memory below the top-level hash, and its top-level entries), so that a document made
+/// of some of the pieces is measured without reading them again.
+#[derive(Debug, Clone)]
+pub struct LoadedSizes {
+    pub(crate) head: (u64, usize),
+    /// In the order of the text's jobs.
+    pub(crate) jobs: Vec<(u64, usize)>,
+}
+
+impl LoadedSizes {
+    pub fn of(text: &PipelineText) -> LoadedSizes {
+        LoadedSizes {
+            head: Scan::run(&text.head),
+            jobs: text
+                .jobs
+                .par_iter()
+                .with_min_len(64)
+                .map(|piece| Scan::run(piece))
+                .collect(),
+        }
+    }
+
+    /// The whole document's figure, as [`gitlab_loaded_size`] gives it.
+    pub fn total(&self) -> u64 {
+        let (bytes, entries) = self
+            .jobs
+            .iter()
+            .fold(self.head, |(b, e), (pb, pe)| (b + pb, e + pe));
+        bytes + hash_size(entries)
+    }
 }
 
 /// An upper bound of the size GitLab's loader measures for the document made of `pieces`

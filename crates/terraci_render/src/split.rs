@@ -31,7 +31,7 @@ use std::sync::Arc;
 use serde_yaml::{Mapping, Value};
 
 use super::gitlab::{default_entry, pipeline_image, render_gitlab_keeping, STYLE};
-use super::loaded_size::{counted_size, piece_size, root_hash_size};
+use super::loaded_size::{counted_size, piece_size, root_hash_size, LoadedSizes};
 use super::yaml::write_document;
 use super::{gitlab_loaded_size, string, Header, JobPiece, PipelineText, RenderError};
 use terraci_db::config::{Config, GitLab};
@@ -100,22 +100,23 @@ pub fn split_gitlab(
     config: &Config,
     header: &Header,
     whole: &PipelineText,
+    sizes: &LoadedSizes,
     dir: &str,
 ) -> Result<SplitPipeline, RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let limit = gitlab
         .max_yaml_size_bytes
         .unwrap_or(super::DEFAULT_MAX_YAML_SIZE_BYTES);
-    let units = Units::new(plan, whole);
+    let units = Units::new(plan, sizes);
     // Shared, so that each child takes a job's text without a copy.
     let texts: Vec<JobPiece> = whole.jobs[..plan.jobs.len()]
         .iter()
         .map(|piece| JobPiece::Shared(Arc::from(&**piece)))
         .collect();
-    let (head_bytes, head_entries) = piece_size(&whole.head);
-    let contributed: u64 = whole.jobs[plan.jobs.len()..]
+    let (head_bytes, head_entries) = sizes.head;
+    let contributed: u64 = sizes.jobs[plan.jobs.len()..]
         .iter()
-        .map(|piece| piece_size(piece).0)
+        .map(|(bytes, _)| bytes)
         .sum();
     // Contributed jobs' `needs` grow with the child's plan jobs: each module is charged
     // its share, and every child a fixed part for what does not shrink.
@@ -133,12 +134,24 @@ pub fn split_gitlab(
         let mut children = Vec::with_capacity(bins.len());
         let mut largest = 0;
         for (n, bin) in bins.iter().enumerate() {
-            let (sub, kept) = child_plan(plan, &units, bin, &texts);
-            let text = render_gitlab_keeping(&sub, config, header, &kept)?;
-            let mut pieces: Vec<&str> = Vec::with_capacity(text.jobs.len() + 1);
-            pieces.push(&text.head);
-            pieces.extend(text.jobs.iter().map(|piece| &**piece));
-            let size = gitlab_loaded_size(&pieces);
+            let (sub, kept) = child_plan(plan, &units, bin);
+            let pieces: Vec<Option<JobPiece>> =
+                kept.iter().map(|i| i.map(|i| texts[i].clone())).collect();
+            let text = render_gitlab_keeping(&sub, config, header, &pieces)?;
+            // The kept jobs' parts are the whole pipeline's: only the rest is read.
+            let size = LoadedSizes {
+                head: piece_size(&text.head),
+                jobs: text
+                    .jobs
+                    .iter()
+                    .enumerate()
+                    .map(|(j, piece)| match kept.get(j).copied().flatten() {
+                        Some(i) => sizes.jobs[i],
+                        None => piece_size(piece),
+                    })
+                    .collect(),
+            }
+            .total();
             largest = largest.max(size);
             children.push(ChildPipeline {
                 file: child_file_name(n + 1),
@@ -238,7 +251,7 @@ struct Bin {
 }
 
 impl Units {
-    fn new(plan: &JobPlan, whole: &PipelineText) -> Units {
+    fn new(plan: &JobPlan, sizes: &LoadedSizes) -> Units {
         let mut by_module: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
         for (i, job) in plan.jobs.iter().enumerate() {
             by_module.entry(&job.module).or_default().push(i);
@@ -267,7 +280,7 @@ impl Units {
         let modules = by_module
             .into_values()
             .map(|jobs| Module {
-                bytes: jobs.iter().map(|&j| piece_size(&whole.jobs[j]).0).sum(),
+                bytes: jobs.iter().map(|&j| sizes.jobs[j].0).sum(),
                 jobs,
             })
             .collect();
@@ -434,13 +447,8 @@ fn add(bin: &mut Bin, modules: &[usize], (bytes, entries): (u64, usize)) {
 
 /// The job plan of one child: its modules' jobs and every contributed job, `needs`
 /// outside it dropped, each job at its level (stage) of the whole pipeline; and for each
-/// of its jobs, the whole pipeline's text of it when it is unchanged.
-fn child_plan(
-    plan: &JobPlan,
-    units: &Units,
-    bin: &Bin,
-    texts: &[JobPiece],
-) -> (JobPlan, Vec<Option<JobPiece>>) {
+/// of its jobs, its index in the whole plan when it is unchanged.
+fn child_plan(plan: &JobPlan, units: &Units, bin: &Bin) -> (JobPlan, Vec<Option<usize>>) {
     let mut indices: Vec<usize> = bin
         .modules
         .iter()
@@ -466,7 +474,7 @@ fn child_plan(
         .map(|&i| {
             let job = &plan.jobs[i];
             let needs = within(&job.needs);
-            kept.push((needs.len() == job.needs.len()).then(|| texts[i].clone()));
+            kept.push((needs.len() == job.needs.len()).then_some(i));
             Job {
                 needs,
                 ..job.clone()
