@@ -102,7 +102,7 @@ fn a_pipeline_over_the_jobs_limit_is_an_error_unless_forced() {
 
 /// GitLab's measure, by `tools/gitlab-yaml-size/deep_size.rb` (Ruby's Psych and
 /// `ObjectSpace.memsize_of`, as GitLab's loader), of the file `path` of `p`.
-fn ruby_size(p: &Project, path: &str) -> u64 {
+pub(crate) fn ruby_size(p: &Project, path: &str) -> u64 {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tools/gitlab-yaml-size/deep_size.rb"

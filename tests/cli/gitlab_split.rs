@@ -334,3 +334,150 @@ fn a_pipeline_over_the_jobs_limit_is_split_into_children_under_it() {
         assert!(entries.contains_key("terraci-summary"), "{file}");
     }
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
+fn every_document_of_a_split_is_under_gitlabs_measure_and_gitlab_ci_local_lists_it() {
+    // 200 modules under a small limit, 2,000 under GitLab's default (10,000 take minutes
+    // of gitlab-ci-local: docs/configuration.md gives their figures).
+    for (n, limit) in [(200, 150_000), (2000, 2 * 1024 * 1024)] {
+        let (p, _) = synthetic_monorepo(n);
+        configure(&p, &format!("    max_yaml_size_bytes: {limit}\n"));
+        let out = p.run(&["generate", "-o", OUTPUT]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let split = read_split(p.path(), OUTPUT, CHILDREN);
+        assert!(split.children.len() > 1, "{n} modules");
+        let documents = std::iter::once(OUTPUT.to_owned()).chain(
+            split
+                .children
+                .keys()
+                .map(|file| format!("{CHILDREN}/{file}")),
+        );
+        for path in documents {
+            let text = p.read(&path);
+            let measured = crate::gitlab_size::ruby_size(&p, &path);
+            let estimate = terraci_render::gitlab_loaded_size(&[&text]);
+            assert!(
+                measured <= estimate && counted(&text) <= limit,
+                "{n} modules, {path}: GitLab's measure {measured}, estimate {estimate}, \
+                 limit {limit}"
+            );
+            let listed = crate::support::gitlab_ci_local_list(&text)
+                .unwrap_or_else(|e| panic!("{n} modules, {path}: {e}"));
+            let jobs: Vec<String> = entries(&text)
+                .keys()
+                .filter_map(|k| k.as_str())
+                .filter(|k| k.starts_with("plan-") || k.starts_with("terraci-child-"))
+                .map(str::to_owned)
+                .collect();
+            assert!(!jobs.is_empty(), "{path}");
+            for job in jobs {
+                assert!(
+                    listed.lines().any(|line| line.starts_with(&job)),
+                    "{path}: {job} is not listed:\n{listed}"
+                );
+            }
+        }
+    }
+}
+
+/// A chain of `len` modules `<group>/m<k>` with local state in `state`, each reading the
+/// one before it and keeping what it read in its `terraform_data`.
+fn chain(p: &Project, state: &Path, group: &str, len: usize) {
+    for k in 0..len {
+        let backend = format!(
+            "terraform {{\n  backend \"local\" {{\n    path = \"{}/{group}-m{k}.tfstate\"\n  }}\n}}\n\n",
+            state.display()
+        );
+        let body = if k == 0 {
+            format!("resource \"terraform_data\" \"x\" {{\n  input = \"{group}/m0\"\n}}\n")
+        } else {
+            format!(
+                "data \"terraform_remote_state\" \"prev\" {{\n  backend = \"local\"\n  config = {{\n    path = \"{}/{group}-m{}.tfstate\"\n  }}\n}}\n\nresource \"terraform_data\" \"x\" {{\n  input = \"{group}/m{k} after ${{data.terraform_remote_state.prev.outputs.id}}\"\n}}\n",
+                state.display(),
+                k - 1
+            )
+        };
+        p.write(
+            &format!("{group}/m{k}/main.tf"),
+            format!("{backend}{body}\noutput \"id\" {{\n  value = terraform_data.x.output\n}}\n"),
+        );
+    }
+}
+
+/// The triggers of `split` in an order their `needs` allow: each after those it waits for.
+fn trigger_order(split: &Split) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    while order.len() < split.triggers.len() {
+        let next = split
+            .triggers
+            .iter()
+            .find(|(name, (_, after))| {
+                !order.contains(name) && after.iter().all(|a| order.contains(a))
+            })
+            .map(|(name, _)| name.clone())
+            .expect("the triggers' needs have no cycle");
+        order.push(next);
+    }
+    order
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
+fn child_pipelines_run_in_the_triggers_order_apply_every_module_after_those_it_reads() {
+    // Eleven modules with real terraform (the 200-module workload would take most of an
+    // hour under gitlab-ci-local's one build directory per job): a chain of six, over the
+    // limit alone, split into two links; chains of three and two packed beside it.
+    let work = tempfile::tempdir().expect("temp dir");
+    let state = work.path().join("state");
+    std::fs::create_dir_all(&state).expect("mkdir state");
+    let p = Project::empty();
+    for (group, len) in [("a", 6), ("b", 3), ("c", 2)] {
+        chain(&p, &state, group, len);
+    }
+    p.write(
+        ".terraci.yaml",
+        "structure:\n  pattern: \"{env}/{module}\"\nextensions:\n  gitlab:\n    max_yaml_size_bytes: 30000\n",
+    );
+    p.write(
+        ".gitignore",
+        ".terraform/\n.terraform.lock.hcl\n*.tfplan\n.terraci/\n",
+    );
+    let out = p.run(&["generate", "--auto-approve", "-o", OUTPUT]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let split = read_split(p.path(), OUTPUT, CHILDREN);
+    assert!(
+        split.triggers.values().any(|(_, after)| !after.is_empty()),
+        "a chain of children"
+    );
+    crate::support::commit_all(p.path());
+    let home = work.path().join("home");
+    // gitlab-ci-local runs no downstream pipeline: each child on its own, in an order
+    // the parent's triggers allow.
+    for trigger in trigger_order(&split) {
+        let file = format!("{CHILDREN}/{}", split.triggers[&trigger].0);
+        let (ok, output) =
+            crate::real_terraform::gitlab_ci_local_with(p.path(), &home, &[], &["--file", &file]);
+        assert!(ok, "{trigger} ({file}) failed:\n{output}");
+    }
+    // Each module applied what it read from the one before it: applied after it.
+    for (group, len) in [("a", 6), ("b", 3), ("c", 2)] {
+        let mut expected = format!("{group}/m0");
+        for k in 0..len {
+            if k > 0 {
+                expected = format!("{group}/m{k} after {expected}");
+            }
+            assert_eq!(
+                crate::real_terraform::applied_input(&state, &format!("{group}-m{k}")),
+                Some(expected.clone()),
+                "{group}/m{k}"
+            );
+        }
+    }
+}

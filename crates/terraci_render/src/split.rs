@@ -411,7 +411,8 @@ impl Units {
     }
 
     /// Puts `modules` (whose cost fits an empty child) in the first child made after
-    /// every child of `before` that has room, or a new one; returns its index.
+    /// every child of `before` that has room (with no `before`, one that waits for
+    /// nothing first), or a new one; returns its index.
     fn place(
         &self,
         bins: &mut Vec<Bin>,
@@ -421,8 +422,18 @@ impl Units {
     ) -> usize {
         let cost = self.cost(modules, budget);
         let first = before.iter().max().map_or(0, |b| b + 1);
-        let at = (first..bins.len())
-            .find(|&b| self.fits(&bins[b], budget, cost))
+        let room = |b: &usize| self.fits(&bins[*b], budget, cost);
+        // Modules that wait for nothing go first where nothing is waited for.
+        let free = before
+            .is_empty()
+            .then(|| {
+                (0..bins.len())
+                    .filter(|&b| bins[b].after.is_empty())
+                    .find(room)
+            })
+            .flatten();
+        let at = free
+            .or_else(|| (first..bins.len()).find(room))
             .unwrap_or_else(|| {
                 bins.push(Bin::default());
                 bins.len() - 1
