@@ -481,3 +481,66 @@ fn child_pipelines_run_in_the_triggers_order_apply_every_module_after_those_it_r
         }
     }
 }
+
+#[test]
+fn a_changed_only_pipeline_over_the_limit_is_split_the_same_way() {
+    let (p, _) = synthetic_monorepo(40);
+    crate::support::commit_all(p.path());
+    crate::support::git(p.path(), &["checkout", "-q", "-b", "feature"]);
+    // The first module of one context: it and the nine that read it, directly or not.
+    let changed = "svc1/dev/r0/m0/main.tf";
+    p.write(changed, format!("{}\n# changed\n", p.read(changed)));
+    crate::support::git(p.path(), &["commit", "-qam", "change"]);
+    let changed_only = ["generate", "--changed-only", "--base-ref", "main"];
+    configure(&p, "    max_yaml_size_bytes: 100000000\n");
+    let out = p.run(&changed_only);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let whole = out.stdout;
+    assert_eq!(whole.matches("\nplan-").count(), 10, "{whole}");
+
+    configure(&p, "    max_yaml_size_bytes: 30000\n");
+    let out = p.run(&[&changed_only[..], &["-o", OUTPUT]].concat());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let split = read_split(p.path(), OUTPUT, CHILDREN);
+    assert!(split.children.len() > 1);
+    check_against_whole(&split, &whole, 30_000);
+}
+
+#[test]
+fn a_replayed_run_leaves_no_child_of_an_earlier_split() {
+    let (p, _) = synthetic_monorepo(30);
+    // A run is recorded once the files it read have settled.
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    let out = p.run(&["generate", "-o", OUTPUT, "-v"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // Children of a split run since (which is not recorded), and a file of the user's.
+    p.write(&format!("{CHILDREN}/child-1.yml"), "stale: true\n");
+    p.write(&format!("{CHILDREN}/.child-2.yml.tmp"), "stale: true\n");
+    p.write(&format!("{CHILDREN}/child-notes.yml"), "mine: true\n");
+    let out = p.run(&["generate", "-o", OUTPUT, "-v"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("replayed the last run"),
+        "{}",
+        out.stderr
+    );
+    let left: Vec<String> = std::fs::read_dir(p.path().join(CHILDREN))
+        .expect("the directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["child-notes.yml"]);
+}
+
+#[test]
+fn a_split_run_is_generated_again_rather_than_replayed() {
+    let (p, _) = synthetic_monorepo(30);
+    configure(&p, "    max_yaml_size_bytes: 60000\n");
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    for _ in 0..2 {
+        let out = p.run(&["generate", "-o", OUTPUT, "-v"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        // A run record replays one file: the children would not be written.
+        assert!(!out.stderr.contains("replayed"), "{}", out.stderr);
+        assert!(read_split(p.path(), OUTPUT, CHILDREN).children.len() > 1);
+    }
+}
