@@ -347,11 +347,11 @@ fn gitlab_parent_pipeline_recipe_is_valid() {
         "the generate job keeps {stem}.d/"
     );
     assert_eq!(
-        doc["run-pipeline"]["variables"][terraci_render::PARENT_PIPELINE_VARIABLE],
+        doc["run-pipeline"]["variables"]["PARENT_PIPELINE_ID"],
         "$CI_PIPELINE_ID"
     );
     // The job a split parent takes its children from by default.
-    assert!(doc.get(terraci_render::DEFAULT_GENERATE_JOB).is_some());
+    assert!(doc.get("generate-pipeline").is_some());
 }
 
 #[test]
