@@ -227,6 +227,11 @@ fn a_pipeline_over_the_limit_is_split_into_child_pipelines_that_keep_every_order
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(!out.stderr.contains("pipeline-limit"), "{}", out.stderr);
         let split = read_split(p.path(), OUTPUT, CHILDREN);
+        let note = format!(
+            "{OUTPUT} triggers {} child pipelines, written in {CHILDREN}/",
+            split.children.len()
+        );
+        assert!(out.stderr.contains(&note), "{}", out.stderr);
         check_against_whole(&split, &whole, limit);
         assert!(counted(&p.read(OUTPUT)) <= limit);
         let chained = split.triggers.values().any(|(_, after)| !after.is_empty());

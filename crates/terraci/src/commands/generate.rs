@@ -161,6 +161,18 @@ pub(super) fn generate(
     write_output_parts(io, Some(&root), args.output.as_deref(), &parts)?;
     let kept: Vec<&str> = children.iter().map(|c| c.file.as_str()).collect();
     remove_stale_children(io, args.output.as_deref(), &kept)?;
+    if let (Some(output), Some(dir), false) = (
+        args.output.as_deref(),
+        args.output.as_deref().and_then(children_dir),
+        children.is_empty() || global.quiet,
+    ) {
+        writeln!(
+            io.stderr,
+            "note: over GitLab's limits as one pipeline (extensions.gitlab.max_yaml_size_bytes, \
+             max_jobs): {output} triggers {} child pipelines, written in {dir}/",
+            children.len()
+        )?;
+    }
     // A run record replays one file: a split run is not recorded.
     let stamps = stamps.filter(|_| children.is_empty());
     if let (Some(key), Some(stamps)) = (key, stamps) {
