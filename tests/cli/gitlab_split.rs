@@ -549,3 +549,20 @@ fn a_split_run_is_generated_again_rather_than_replayed() {
         assert!(read_split(p.path(), OUTPUT, CHILDREN).children.len() > 1);
     }
 }
+
+#[test]
+fn a_limit_one_module_alone_is_over_is_an_error_and_nothing_is_written() {
+    let (p, _) = synthetic_monorepo(30);
+    configure(&p, "    max_yaml_size_bytes: 8000\n");
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("over extensions.gitlab.max_yaml_size_bytes (8000)")
+            && out.stderr.contains("(pipeline-limit)"),
+        "{}",
+        out.stderr
+    );
+    assert!(!p.path().join(OUTPUT).exists());
+    assert!(!p.path().join(CHILDREN).exists());
+}
