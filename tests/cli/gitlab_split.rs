@@ -126,6 +126,12 @@ pub(crate) fn read_split(root: &Path, output: &str, children_dir: &str) -> Split
             .unwrap_or_else(|e| panic!("{name} triggers {artifact}, which is missing: {e}"));
         let needs = needs(job);
         assert_eq!(needs[0], "terraci-children", "{name}");
+        // The child's summary job keeps a merge-request comment of its own.
+        assert_eq!(
+            job["variables"]["TERRACI_SUMMARY_PART"].as_str(),
+            file.strip_suffix(".yml"),
+            "{name}"
+        );
         split
             .triggers
             .insert(name.to_owned(), (file.to_owned(), needs[1..].to_vec()));

@@ -20,7 +20,9 @@
 //!   order); each job keeps its stage, so a job left without `needs` still waits for the
 //!   earlier stages of its child, and a job unchanged keeps the whole pipeline's text;
 //! - contributed jobs (summary, policy-check...) read the plans' artifacts, which cannot
-//!   cross pipelines either: each child has its own, over its modules.
+//!   cross pipelines either: each child has its own, over its modules; each trigger gives
+//!   its child `TERRACI_SUMMARY_PART: child-<n>`, so that each child's summary keeps a
+//!   merge-request comment of its own.
 //!
 //! Every trigger has `strategy: depend`, so the parent waits for each child and takes its
 //! status.
@@ -564,6 +566,10 @@ fn parent_text(
     }
     doc.insert(string(CHILDREN_JOB), Value::Mapping(publish));
 
+    let summary = plan
+        .contributed
+        .iter()
+        .any(|job| &*job.name == terraci_engine::contrib::SUMMARY_JOB);
     for (bin, child) in bins.iter().zip(children) {
         let mut trigger_job = Mapping::new();
         trigger_job.insert(string("stage"), string("terraci-trigger"));
@@ -572,6 +578,15 @@ fn parent_text(
             .map(string)
             .collect();
         trigger_job.insert(string("needs"), Value::Sequence(needs));
+        if summary {
+            // Passed down to the child: its summary keeps a comment of its own.
+            let mut variables = Mapping::new();
+            variables.insert(
+                string(terraci_engine::contrib::SUMMARY_PART_VARIABLE),
+                string(child_name(child)),
+            );
+            trigger_job.insert(string("variables"), Value::Mapping(variables));
+        }
         let mut include = Mapping::new();
         include.insert(string("artifact"), string(format!("{dir}/{}", child.file)));
         include.insert(string("job"), string(CHILDREN_JOB));
@@ -587,12 +602,14 @@ fn parent_text(
     write_document(&comments, &doc, &STYLE)
 }
 
+/// `child-<n>` for `child-<n>.yml`.
+fn child_name(child: &ChildPipeline) -> &str {
+    child.file.strip_suffix(".yml").unwrap_or(&child.file)
+}
+
 /// `terraci-child-<n>` for `child-<n>.yml`.
 fn trigger_name(child: &ChildPipeline) -> String {
-    format!(
-        "terraci-{}",
-        child.file.strip_suffix(".yml").unwrap_or(&child.file)
-    )
+    format!("terraci-{}", child_name(child))
 }
 
 #[cfg(test)]
