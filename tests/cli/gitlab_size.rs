@@ -3,14 +3,8 @@
 
 use std::process::Command;
 
+use crate::gitlab_split::configure;
 use crate::support::{synthetic_monorepo, Project};
-
-fn configure(p: &Project, gitlab_keys: &str) {
-    p.write(
-        ".terraci.yaml",
-        format!("extensions:\n  gitlab:\n{gitlab_keys}"),
-    );
-}
 
 /// The size terraci's warning names for the pipeline it wrote under `--force`.
 fn estimated_size(stderr: &str) -> u64 {

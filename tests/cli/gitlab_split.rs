@@ -10,6 +10,7 @@ use crate::support::{synthetic_monorepo, Project};
 const OUTPUT: &str = "ci/generated-pipeline.yml";
 const CHILDREN: &str = "ci/generated-pipeline.d";
 
+/// Writes `.terraci.yaml` with these `extensions.gitlab` keys (each line indented by 4).
 pub(crate) fn configure(p: &Project, gitlab_keys: &str) {
     p.write(
         ".terraci.yaml",
