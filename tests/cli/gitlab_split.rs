@@ -573,3 +573,59 @@ fn a_limit_one_module_alone_is_over_is_an_error_and_nothing_is_written() {
     assert!(!p.path().join(OUTPUT).exists());
     assert!(!p.path().join(CHILDREN).exists());
 }
+
+/// A module of the default pattern at `svc/dev/r0/<name>` with its state in s3, reading
+/// the state of each of `reads`.
+fn s3_module(p: &Project, name: &str, reads: &[&str]) {
+    let key = |m: &str| format!("svc/dev/r0/{m}/terraform.tfstate");
+    let mut text = format!(
+        "terraform {{\n  backend \"s3\" {{\n    bucket = \"state\"\n    key    = \"{}\"\n  }}\n}}\n",
+        key(name)
+    );
+    for read in reads {
+        text.push_str(&format!(
+            "\ndata \"terraform_remote_state\" \"{read}\" {{\n  backend = \"s3\"\n  config = {{\n    bucket = \"state\"\n    key    = \"{}\"\n  }}\n}}\n",
+            key(read)
+        ));
+    }
+    p.write(&format!("svc/dev/r0/{name}/main.tf"), text);
+}
+
+#[test]
+fn a_rank_spread_over_more_children_than_a_trigger_may_need_is_an_error() {
+    // Twenty modules read one hub, and one more reads one of them: under a small limit
+    // the twenty are spread over children, and the last module's child waits for each.
+    let p = Project::empty();
+    s3_module(&p, "hub", &[]);
+    for i in 0..20 {
+        s3_module(&p, &format!("a{i:02}"), &["hub"]);
+    }
+    s3_module(&p, "z", &["a00"]);
+    let whole = whole_pipeline(&p);
+    configure(&p, "    max_yaml_size_bytes: 40000\n");
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let split = read_split(p.path(), OUTPUT, CHILDREN);
+    check_against_whole(&split, &whole, 40_000);
+    let most = split
+        .triggers
+        .values()
+        .map(|(_, after)| after.len())
+        .max()
+        .unwrap_or(0);
+    assert!(most >= 2, "{most}");
+    // With fewer needs allowed than that, GitLab would refuse the parent: an error.
+    configure(
+        &p,
+        &format!("    max_yaml_size_bytes: 40000\n    needs_limit: {most}\n"),
+    );
+    let out = p.run(&["generate", "-o", "other.yml"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("extensions.gitlab.needs_limit: the trigger of child pipeline"),
+        "{}",
+        out.stderr
+    );
+    assert!(!p.path().join("other.yml").exists());
+}

@@ -165,6 +165,21 @@ pub fn split_gitlab(
         let over = children.iter().position(|c| counted_size(c.size) > limit);
         match over {
             None => {
+                // A link after a rank spread over many children waits for each of them.
+                let needs_limit = gitlab.needs_limit.unwrap_or(super::DEFAULT_NEEDS_LIMIT);
+                if let Some((n, bin)) = bins
+                    .iter()
+                    .enumerate()
+                    .find(|(_, bin)| bin.after.len() + 1 > needs_limit)
+                {
+                    return Err(RenderError::Config(format!(
+                        "extensions.gitlab.needs_limit: the trigger of child pipeline {} \
+                         would need {} jobs, over the limit of {needs_limit}: too many \
+                         modules of one dependency rank for max_yaml_size_bytes ({limit})",
+                        n + 1,
+                        bin.after.len() + 1
+                    )));
+                }
                 let parent = parent_text(plan, &gitlab, header, dir, &bins, &children);
                 // A trigger per child: only a limit far below GitLab's default makes
                 // them too many.
