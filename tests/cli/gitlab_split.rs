@@ -629,3 +629,20 @@ fn a_rank_spread_over_more_children_than_a_trigger_may_need_is_an_error() {
     );
     assert!(!p.path().join("other.yml").exists());
 }
+
+#[test]
+fn a_jobs_limit_one_module_alone_is_over_is_an_error() {
+    // A module's plan and apply stay together, with the summary job: three jobs.
+    let (p, _) = synthetic_monorepo(4);
+    configure(&p, "    max_jobs: 2\n");
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("has 3 jobs, over extensions.gitlab.max_jobs (2)"),
+        "{}",
+        out.stderr
+    );
+    assert!(!p.path().join(OUTPUT).exists());
+    assert!(!p.path().join(CHILDREN).exists());
+}

@@ -162,6 +162,17 @@ pub fn split_gitlab(
                 jobs: sub.jobs.len() + sub.contributed.len(),
             });
         }
+        // One module's jobs and the contributed jobs are more than `max_jobs`: no
+        // packing helps.
+        if let Some((max, child)) = gitlab
+            .max_jobs
+            .and_then(|max| Some(max).zip(children.iter().find(|c| c.jobs > max)))
+        {
+            return Err(RenderError::GitlabTooManyJobs {
+                jobs: child.jobs,
+                limit: max,
+            });
+        }
         let over = children.iter().position(|c| counted_size(c.size) > limit);
         match over {
             None => {
