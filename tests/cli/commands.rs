@@ -338,6 +338,20 @@ fn gitlab_parent_pipeline_recipe_is_valid() {
         .as_str()
         .expect("script");
     assert!(script.ends_with(&format!("-o {artifact}")), "{script}");
+    // A pipeline over GitLab's limits is written as a parent and its children in
+    // `<stem>.d/`: the generate job keeps them, and the trigger passes its pipeline's id,
+    // from which the generated parent takes them.
+    let stem = artifact.strip_suffix(".yml").expect("a .yml file");
+    assert!(
+        paths.iter().any(|p| *p == format!("{stem}.d/")),
+        "the generate job keeps {stem}.d/"
+    );
+    assert_eq!(
+        doc["run-pipeline"]["variables"]["PARENT_PIPELINE_ID"],
+        "$CI_PIPELINE_ID"
+    );
+    // The job a split parent takes its children from by default.
+    assert!(doc.get("generate-pipeline").is_some());
 }
 
 #[test]

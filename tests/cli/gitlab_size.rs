@@ -3,14 +3,8 @@
 
 use std::process::Command;
 
+use crate::gitlab_split::configure;
 use crate::support::{synthetic_monorepo, Project};
-
-fn configure(p: &Project, gitlab_keys: &str) {
-    p.write(
-        ".terraci.yaml",
-        format!("extensions:\n  gitlab:\n{gitlab_keys}"),
-    );
-}
 
 /// The size terraci's warning names for the pipeline it wrote under `--force`.
 fn estimated_size(stderr: &str) -> u64 {
@@ -29,8 +23,12 @@ fn a_pipeline_over_gitlabs_size_limit_is_an_error_naming_its_size_and_the_limit(
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("pipeline-limit"), "{}", out.stderr);
 
-    // Under an instance's smaller limit it is refused, and nothing is written.
-    configure(&p, "    max_yaml_size_bytes: 1000000\n");
+    // Under an instance's smaller limit, without splitting into child pipelines, it is
+    // refused, and nothing is written.
+    configure(
+        &p,
+        "    max_yaml_size_bytes: 1000000\n    split_pipelines: false\n",
+    );
     p.remove(".gitlab-ci.yml");
     let out = p.run(&["generate", "-o", ".gitlab-ci.yml"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
@@ -60,7 +58,10 @@ fn a_pipeline_over_gitlabs_size_limit_is_an_error_naming_its_size_and_the_limit(
     // Within 7% of the limit it is refused too: GitLab on Ruby 3.2 and later counts
     // more than the Ruby 3.1 figure the estimate follows.
     let limit = size + size * 5 / 100;
-    configure(&p, &format!("    max_yaml_size_bytes: {limit}\n"));
+    configure(
+        &p,
+        &format!("    max_yaml_size_bytes: {limit}\n    split_pipelines: false\n"),
+    );
     p.remove(".gitlab-ci.yml");
     let out = p.run(&["generate", "-o", ".gitlab-ci.yml"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
@@ -95,7 +96,7 @@ fn a_pipeline_over_the_jobs_limit_is_an_error_unless_forced() {
 
 /// GitLab's measure, by `tools/gitlab-yaml-size/deep_size.rb` (Ruby's Psych and
 /// `ObjectSpace.memsize_of`, as GitLab's loader), of the file `path` of `p`.
-fn ruby_size(p: &Project, path: &str) -> u64 {
+pub(crate) fn ruby_size(p: &Project, path: &str) -> u64 {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tools/gitlab-yaml-size/deep_size.rb"
@@ -137,8 +138,8 @@ fn the_size_estimate_is_never_below_gitlabs_measure_and_close_to_it() {
             "{n} modules: estimate {estimate}, GitLab's measure {measured}"
         );
         if n == 2000 {
-            // Over GitLab's default: refused without --force.
-            p.remove(".terraci.yaml");
+            // Over GitLab's default: refused without --force (or splitting).
+            configure(&p, "    split_pipelines: false\n");
             assert!(measured > 2 * 1024 * 1024);
             let out = p.run(&["generate", "-o", "refused.yml"]);
             assert_eq!(out.code, 1, "{}", out.stderr);

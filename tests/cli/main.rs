@@ -14,6 +14,7 @@ mod events;
 mod generate;
 mod github_expr;
 mod gitlab_size;
+mod gitlab_split;
 mod graph;
 mod hostile;
 mod lsp;

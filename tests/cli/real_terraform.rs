@@ -73,6 +73,17 @@ fn terraci_dir() -> PathBuf {
 }
 
 fn gitlab_ci_local(repo: &Path, home: &Path, variables: &[&str]) -> (bool, String) {
+    gitlab_ci_local_with(repo, home, variables, &[])
+}
+
+/// gitlab-ci-local's run of the pipeline of `repo` (its shell executor, one isolated
+/// build directory per job) with `variables` and further arguments `args` (`--file`).
+pub(crate) fn gitlab_ci_local_with(
+    repo: &Path,
+    home: &Path,
+    variables: &[&str],
+    args: &[&str],
+) -> (bool, String) {
     let path = format!(
         "{}:{}:{}",
         terraform_dir().display(),
@@ -89,6 +100,7 @@ fn gitlab_ci_local(repo: &Path, home: &Path, variables: &[&str]) -> (bool, Strin
         .arg(home)
         .args(variables.iter().flat_map(|v| ["--variable", v]))
         .args(["--variable", "CI_DEFAULT_BRANCH=main"])
+        .args(args)
         .current_dir(repo)
         .env("PATH", path)
         .env("NO_COLOR", "1")
@@ -106,7 +118,7 @@ fn gitlab_ci_local(repo: &Path, home: &Path, variables: &[&str]) -> (bool, Strin
 }
 
 /// The `input` of the state's `terraform_data` resource, or `None` before an apply.
-fn applied_input(state: &Path, name: &str) -> Option<String> {
+pub(crate) fn applied_input(state: &Path, name: &str) -> Option<String> {
     let text = std::fs::read_to_string(state.join(format!("{name}.tfstate"))).ok()?;
     let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
     // The managed resource (the state also holds the remote-state data source).

@@ -1112,3 +1112,25 @@ fn a_label_set_by_hand_is_never_removed_even_when_terraci_wanted_it_too() {
     );
     assert!(server.labels().contains(&"terraform".to_owned()));
 }
+
+#[test]
+fn a_child_pipelines_summary_is_a_comment_of_its_own() {
+    // A split GitLab pipeline's trigger gives its child TERRACI_SUMMARY_PART.
+    let p = project();
+    let out = p.run_env(
+        &["summary"],
+        &[("GITLAB_CI", "true"), ("TERRACI_SUMMARY_PART", "child-2")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .starts_with("<!-- terraci-summary part=child-2 -->\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("## Terraform plan summary (child-2)"),
+        "{}",
+        out.stdout
+    );
+}

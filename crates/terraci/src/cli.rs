@@ -256,8 +256,9 @@ pub struct PipelineArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Yaml)]
     pub(crate) format: OutputFormat,
-    /// Write the pipeline even over the CI's limits (GitHub's file size, GitLab's
-    /// `max_yaml_size_bytes` and `max_jobs`), with a warning
+    /// Write the pipeline as one file even over the CI's limits (GitHub's file size,
+    /// GitLab's `max_yaml_size_bytes` and `max_jobs`), with a warning, rather than fail
+    /// or (GitLab, with -o) split it into child pipelines
     #[arg(long)]
     pub(crate) force: bool,
     /// GitLab apply jobs run without a click (`extensions.gitlab.auto_approve: true`)

@@ -51,6 +51,20 @@ pub(crate) struct PipelineRequest<'a> {
     pub(crate) header: &'a terraci_render::Header,
     /// Job texts of the previous render, kept by `watch` (GitLab only).
     pub(crate) job_texts: Option<&'a terraci_render::JobTexts>,
+    /// Where a GitLab pipeline over the limits may be split into child pipelines.
+    pub(crate) children: Children<'a>,
+}
+
+/// Whether a GitLab pipeline over the instance's limits may be split into child pipelines.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Children<'a> {
+    /// Never (`watch`): over the limits is the `pipeline-limit` error.
+    Never,
+    /// Not without a file to write them beside (`generate` to stdout): the error says so.
+    NeedsOutput,
+    /// Into this directory, as the CI job that generates them names it (relative to
+    /// its working directory).
+    Into(&'a str),
 }
 
 /// A pipeline built from a workspace, before anything is printed or written.
@@ -66,6 +80,8 @@ pub(crate) struct Generation {
 
 pub(crate) struct Pipeline {
     pub(crate) text: terraci_render::PipelineText,
+    /// The child pipelines `text` (their parent) triggers, when the pipeline was split.
+    pub(crate) children: Vec<terraci_render::ChildPipeline>,
     /// Renderer warnings (`needs-limit`, `config-warning`...), in the renderer's order:
     /// printed after the diagnostics and `--explain`, unless `-q`.
     pub(crate) warnings: Vec<Diagnostic>,
@@ -134,6 +150,7 @@ pub(crate) fn build_pipeline(
         )
         .map(|text| Pipeline {
             text: text.into(),
+            children: Vec::new(),
             warnings: Vec::new(),
         })
         .map_err(anyhow::Error::from)
@@ -208,10 +225,35 @@ fn render_pipeline(
         let (text, mut warnings) =
             terraci_render::render_gitlab_parts(plan, config, request.header, request.job_texts)
                 .map_err(exit::coded)?;
-        warnings.extend(
-            terraci_render::check_gitlab_limits(&text, plan, config, request.args.force)
-                .map_err(exit::coded)?,
-        );
+        let sizes = terraci_render::LoadedSizes::of(&text);
+        let limits = terraci_render::check_gitlab_sizes(&sizes, plan, config, request.args.force);
+        let split =
+            terraci_render::split_enabled(config) && request.args.format == OutputFormat::Yaml;
+        if let (Err(over), true) = (&limits, split) {
+            match request.children {
+                Children::Into(dir) => {
+                    let split = terraci_render::split_gitlab(
+                        plan,
+                        config,
+                        request.header,
+                        &text,
+                        &sizes,
+                        dir,
+                    )
+                    .map_err(exit::coded)?;
+                    return Ok(Pipeline {
+                        text: split.parent.into(),
+                        children: split.children,
+                        warnings,
+                    });
+                }
+                Children::NeedsOutput => {
+                    return Err(exit::coded(PipelineError::SplitNeedsOutput(over.clone())))
+                }
+                Children::Never => {}
+            }
+        }
+        warnings.extend(limits.map_err(exit::coded)?);
         let text = match request.args.format {
             OutputFormat::Yaml => text,
             OutputFormat::Json => json_of_pieces(text)?.into(),
@@ -219,7 +261,11 @@ fn render_pipeline(
                 return Err(exit::coded(PipelineError::ModulesWithoutDryRun))
             }
         };
-        return Ok(Pipeline { text, warnings });
+        return Ok(Pipeline {
+            text,
+            children: Vec::new(),
+            warnings,
+        });
     }
     let rendered = match request.provider {
         terraci_render::Provider::Gitlab => {
@@ -244,6 +290,7 @@ fn render_pipeline(
     };
     Ok(Pipeline {
         text: text.into(),
+        children: Vec::new(),
         warnings: rendered.warnings,
     })
 }
@@ -365,6 +412,11 @@ pub(crate) enum PipelineError {
     ChangesPanicked,
     #[error(transparent)]
     Changes(terraci_vcs::VcsError),
+    #[error(
+        "{0}; or write it with -o FILE: terraci then splits it into child pipelines \
+         beside FILE (extensions.gitlab.split_pipelines)"
+    )]
+    SplitNeedsOutput(terraci_render::RenderError),
 }
 
 impl exit::Coded for PipelineError {
@@ -376,7 +428,8 @@ impl exit::Coded for PipelineError {
             PipelineError::InvalidContribution
             | PipelineError::ChangesNotStarted(_)
             | PipelineError::ChangesPanicked
-            | PipelineError::Changes(_) => exit::ERROR,
+            | PipelineError::Changes(_)
+            | PipelineError::SplitNeedsOutput(_) => exit::ERROR,
         }
     }
 }

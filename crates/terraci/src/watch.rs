@@ -650,6 +650,7 @@ impl<'a> Watch<'a> {
                 explain: false,
                 header: &self.header,
                 job_texts: Some(&self.job_texts),
+                children: crate::pipeline::Children::Never,
             },
         );
         self.hold_plan();

@@ -305,7 +305,7 @@ codes! {
     NeedsLimit = "needs-limit": "a job has more needs than the CI allows; it relies on its stage instead",
     LocalState = "local-state": "modules of the pipeline keep their state inside the checkout, which each CI job gets afresh",
     JobRenamed = "job-renamed": "a job's name is not a valid GitHub job id; it is written with `_` in place of other characters",
-    PipelineLimit = "pipeline-limit": "the generated pipeline is over the CI's limits (GitHub's 512 KB file size; GitLab's `max_yaml_size_bytes`, as GitLab measures the loaded YAML, and `max_jobs`): an error (exit 1) naming the size and the limit, a warning with `generate --force`",
+    PipelineLimit = "pipeline-limit": "the generated pipeline is over the CI's limits (GitHub's 512 KB file size; GitLab's `max_yaml_size_bytes`, as GitLab measures the loaded YAML, and `max_jobs`): an error (exit 1) naming the size and the limit, a warning with `generate --force`; a GitLab pipeline written with `generate -o FILE` is split into child pipelines instead, unless `extensions.gitlab.split_pipelines: false`",
     RemoteModuleSource = "remote-module-source": "info (-v): a module call's source is outside the repository (registry, git...); its remote_state blocks are not read",
     MissingModuleSource = "missing-module-source": "a local module call's source is not a directory with Terraform files in the project; its remote_state blocks are not read",
     ModuleCallCycle = "module-call-cycle": "local module calls lead back to a module already on the call chain; not followed",

@@ -18,6 +18,10 @@ use terraci_db::selection::Runner;
 /// The summary job: TerraCi's name on GitLab and GitHub.
 pub const SUMMARY_JOB: &str = "terraci-summary";
 
+/// The variable a split GitLab pipeline's trigger gives its child pipeline (`child-<n>`):
+/// the summary job of each child keeps its own merge-request comment by it.
+pub const SUMMARY_PART_VARIABLE: &str = "TERRACI_SUMMARY_PART";
+
 /// Jobs TerraCi users may know from TerraCi's plugins, which `overwrites[].type` may
 /// name even when the pipeline does not have them (the plugin is off).
 pub const KNOWN_JOBS: &[&str] = &[SUMMARY_JOB, POLICY_JOB, TFUPDATE_JOB];

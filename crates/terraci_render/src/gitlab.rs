@@ -33,11 +33,11 @@ use terraci_engine::ir::{ContributedJob, Job, JobKind, JobPlan};
 /// GitLab's default limit of `needs` entries per job.
 pub const DEFAULT_NEEDS_LIMIT: usize = 50;
 
-const DEFAULT_STAGES_PREFIX: &str = "deploy";
+pub(crate) const DEFAULT_STAGES_PREFIX: &str = "deploy";
 
 /// GitLab's document and jobs have no key that is written plain against the quoting
 /// rules, and no blank lines inside entries.
-const STYLE: Style<'static> = Style {
+pub(crate) const STYLE: Style<'static> = Style {
     plain_keys: &[],
     spaced_children: &[],
 };
@@ -60,7 +60,7 @@ pub fn render_gitlab_with(
     header: &Header,
     texts: Option<&JobTexts>,
 ) -> Result<Rendered, RenderError> {
-    let (text, warnings) = render_gitlab_text(plan, config, header, texts)?;
+    let (text, warnings) = render_gitlab_text(plan, config, header, texts, None)?;
     Ok(Rendered {
         text: text.into_string(),
         warnings,
@@ -74,7 +74,19 @@ pub fn render_gitlab_parts(
     header: &Header,
     texts: Option<&JobTexts>,
 ) -> Result<(PipelineText, Vec<Diagnostic>), RenderError> {
-    render_gitlab_text(plan, config, header, texts)
+    render_gitlab_text(plan, config, header, texts, None)
+}
+
+/// [`render_gitlab_parts`] taking the text of job `i` from `kept[i]` when it has one (a
+/// child pipeline's jobs that are as they were in the whole pipeline). The kept jobs'
+/// warnings are not repeated.
+pub(crate) fn render_gitlab_keeping(
+    plan: &JobPlan,
+    config: &Config,
+    header: &Header,
+    kept: &[Option<JobPiece>],
+) -> Result<PipelineText, RenderError> {
+    render_gitlab_text(plan, config, header, None, Some(kept)).map(|(text, _)| text)
 }
 
 fn render_gitlab_text(
@@ -82,6 +94,7 @@ fn render_gitlab_text(
     config: &Config,
     header: &Header,
     texts: Option<&JobTexts>,
+    kept: Option<&[Option<JobPiece>]>,
 ) -> Result<(PipelineText, Vec<Diagnostic>), RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let mut warnings = ignored_keys(&gitlab);
@@ -105,26 +118,15 @@ fn render_gitlab_text(
     variables.extend(gitlab.variables.clone());
     doc.insert(string("variables"), string_map(&variables));
 
-    let image = match (&gitlab.image, &gitlab.terraform_image) {
-        (Some(image), _) => image.clone(),
-        (None, Some(image)) => {
-            warnings.push(Diagnostic::warning(
-                Code::ConfigWarning,
-                "extensions.gitlab.terraform_image is deprecated; use extensions.gitlab.image",
-            ));
-            image.clone()
-        }
-        // The official images' entrypoint is the binary itself, which GitLab would run
-        // the job script through; `[""]` gives the shell back.
-        (None, None) => Image::Full {
-            name: default_image(plan.binary, gitlab.terraform_version.as_deref()),
-            entrypoint: Some(vec![String::new()]),
-        },
-    };
+    if gitlab.image.is_none() && gitlab.terraform_image.is_some() {
+        warnings.push(Diagnostic::warning(
+            Code::ConfigWarning,
+            "extensions.gitlab.terraform_image is deprecated; use extensions.gitlab.image",
+        ));
+    }
+    let image = pipeline_image(plan, &gitlab);
     warnings.extend(images_without_terraci(plan, &gitlab, &image));
-    let mut default = Mapping::new();
-    default.insert(string("image"), image_value(&image));
-    doc.insert(string("default"), Value::Mapping(default));
+    doc.insert(string("default"), default_entry(&image));
 
     let stage_count = plan.levels.max(1);
     let stages: Vec<String> = (0..stage_count).map(|i| format!("{prefix}-{i}")).collect();
@@ -147,13 +149,26 @@ fn render_gitlab_text(
         // at 10,000 modules), nor into a piece of its own.
         let render =
             |job: &Job, warnings: &mut Vec<Diagnostic>| writer.job_after("\n", job, warnings);
-        let job_warnings = match texts {
-            None => {
+        let job_warnings = match (texts, kept) {
+            (None, Some(kept)) => {
+                text.jobs = plan
+                    .jobs
+                    .par_iter()
+                    .zip(kept)
+                    .with_min_len(64)
+                    .map(|(job, kept)| match kept {
+                        Some(piece) => piece.clone(),
+                        None => JobPiece::Owned(render(job, &mut Vec::new())),
+                    })
+                    .collect();
+                Vec::new()
+            }
+            (None, None) => {
                 let (jobs, job_warnings) = super::render_jobs(&plan.jobs, render);
                 text.jobs = jobs.into_iter().map(JobPiece::Owned).collect();
                 job_warnings
             }
-            Some(texts) => texts.write(
+            (Some(texts), _) => texts.write(
                 &plan.jobs,
                 JobTextKey::new(&gitlab, plan),
                 render,
@@ -182,6 +197,26 @@ fn render_gitlab_text(
         plan,
     ));
     Ok((text, warnings))
+}
+
+/// The pipeline's `default.image`.
+pub(crate) fn pipeline_image(plan: &JobPlan, gitlab: &GitLab) -> Image {
+    match (&gitlab.image, &gitlab.terraform_image) {
+        (Some(image), _) | (None, Some(image)) => image.clone(),
+        // The official images' entrypoint is the binary itself, which GitLab would run
+        // the job script through; `[""]` gives the shell back.
+        (None, None) => Image::Full {
+            name: default_image(plan.binary, gitlab.terraform_version.as_deref()),
+            entrypoint: Some(vec![String::new()]),
+        },
+    }
+}
+
+/// The pipeline's `default:` entry.
+pub(crate) fn default_entry(image: &Image) -> Value {
+    let mut default = Mapping::new();
+    default.insert(string("image"), image_value(image));
+    Value::Mapping(default)
 }
 
 /// Replaces each `!reference [job, key...]` entry of the `script`, `before_script` and

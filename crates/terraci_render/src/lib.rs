@@ -11,6 +11,7 @@
 mod github;
 mod gitlab;
 mod loaded_size;
+mod split;
 pub mod graph;
 pub mod report;
 mod yaml;
@@ -30,7 +31,14 @@ pub use gitlab::{
     render_gitlab, render_gitlab_parts, render_gitlab_with, resolve_references, JobTexts,
     DEFAULT_NEEDS_LIMIT,
 };
-pub use loaded_size::{check_gitlab_limits, gitlab_loaded_size, DEFAULT_MAX_YAML_SIZE_BYTES};
+pub use loaded_size::{
+    check_gitlab_limits, check_gitlab_sizes, gitlab_loaded_size, LoadedSizes,
+    DEFAULT_MAX_YAML_SIZE_BYTES,
+};
+pub use split::{
+    child_file_name, is_child_file_name, split_enabled, split_gitlab, ChildPipeline, SplitPipeline,
+    CHILDREN_JOB, DEFAULT_GENERATE_JOB, PARENT_PIPELINE_VARIABLE,
+};
 
 use terraci_db::config::{Binary, Config};
 use terraci_db::diagnostic::{Code, Diagnostic};

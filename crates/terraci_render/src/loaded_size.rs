@@ -46,16 +46,23 @@ pub fn check_gitlab_limits(
     config: &Config,
     force: bool,
 ) -> Result<Vec<Diagnostic>, RenderError> {
+    check_gitlab_sizes(&LoadedSizes::of(text), plan, config, force)
+}
+
+/// [`check_gitlab_limits`] of a pipeline whose pieces were measured already.
+pub fn check_gitlab_sizes(
+    sizes: &LoadedSizes,
+    plan: &JobPlan,
+    config: &Config,
+    force: bool,
+) -> Result<Vec<Diagnostic>, RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let mut over = Vec::new();
     let limit = gitlab
         .max_yaml_size_bytes
         .unwrap_or(DEFAULT_MAX_YAML_SIZE_BYTES);
-    let mut pieces: Vec<&str> = Vec::with_capacity(text.jobs.len() + 1);
-    pieces.push(&text.head);
-    pieces.extend(text.jobs.iter().map(|piece| &**piece));
-    let size = gitlab_loaded_size(&pieces);
-    let counted = size + (size * NEWER_RUBY_HEADROOM_PERCENT).div_ceil(100);
+    let size = sizes.total();
+    let counted = counted_size(size);
     if counted > limit {
         over.push(RenderError::GitlabTooLarge {
             size,
@@ -81,6 +88,39 @@ pub fn check_gitlab_limits(
         .collect())
 }
 
+/// [`gitlab_loaded_size`] of a [`PipelineText`] piece by piece: each piece's part (the
+/// memory below the top-level hash, and its top-level entries), so that a document made
+/// of some of the pieces is measured without reading them again.
+#[derive(Debug, Clone)]
+pub struct LoadedSizes {
+    pub(crate) head: (u64, usize),
+    /// In the order of the text's jobs.
+    pub(crate) jobs: Vec<(u64, usize)>,
+}
+
+impl LoadedSizes {
+    pub fn of(text: &PipelineText) -> LoadedSizes {
+        LoadedSizes {
+            head: Scan::run(&text.head),
+            jobs: text
+                .jobs
+                .par_iter()
+                .with_min_len(64)
+                .map(|piece| Scan::run(piece))
+                .collect(),
+        }
+    }
+
+    /// The whole document's figure, as [`gitlab_loaded_size`] gives it.
+    pub fn total(&self) -> u64 {
+        let (bytes, entries) = self
+            .jobs
+            .iter()
+            .fold(self.head, |(b, e), (pb, pe)| (b + pb, e + pe));
+        bytes + hash_size(entries)
+    }
+}
+
 /// An upper bound of the size GitLab's loader measures for the document made of `pieces`
 /// (the document's text in order, each piece starting at a top-level entry).
 pub fn gitlab_loaded_size<S: AsRef<str> + Sync>(pieces: &[S]) -> u64 {
@@ -90,6 +130,24 @@ pub fn gitlab_loaded_size<S: AsRef<str> + Sync>(pieces: &[S]) -> u64 {
         .map(|piece| Scan::run(piece.as_ref()))
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     bytes + hash_size(entries)
+}
+
+/// What [`check_gitlab_limits`] compares with the limit for an estimate of `size`: the
+/// estimate with the headroom kept for newer Rubies.
+pub(crate) fn counted_size(size: u64) -> u64 {
+    size + (size * NEWER_RUBY_HEADROOM_PERCENT).div_ceil(100)
+}
+
+/// The parts of [`gitlab_loaded_size`] for one piece: the memory of everything below the
+/// document's top-level hash, and how many top-level entries the piece adds to that hash
+/// (whose own memory is [`root_hash_size`] of all entries).
+pub(crate) fn piece_size(piece: &str) -> (u64, usize) {
+    Scan::run(piece)
+}
+
+/// The memory of a document's top-level hash of `entries` entries.
+pub(crate) fn root_hash_size(entries: usize) -> u64 {
+    hash_size(entries)
 }
 
 /// A string's memory.

@@ -3,9 +3,13 @@
 
 use std::io::Write;
 
+use anyhow::Context as _;
+use camino::{Utf8Path, Utf8PathBuf};
+
 use crate::cli::{GenerateArgs, GlobalArgs};
 use crate::pipeline::{
-    build_pipeline, header, plan_options, select_provider, PendingChanges, PipelineRequest,
+    build_pipeline, header, plan_options, select_provider, Children, PendingChanges,
+    PipelineRequest,
 };
 use crate::workspace::{load_workspace_overlapped, project_dir};
 use terraci_db::config::find_config_file;
@@ -125,6 +129,8 @@ pub(super) fn generate(
                 )?;
             }
             write_output(io, Some(&root), args.output.as_deref(), &record.output)?;
+            // A recorded run is never split: children beside the file are stale.
+            remove_stale_children(io, args.output.as_deref(), &[])?;
             if !unasked {
                 let walked = start.layout.map(|layout| layout.module_dirs);
                 fingerprint_record(io, global, key, started, record, walked, changes.as_mut())?;
@@ -144,10 +150,31 @@ pub(super) fn generate(
         &mut stderr,
     );
     io.stderr.write_all(&stderr)?;
-    let (text, stamps, notices, used, walked) = outcome?;
+    let (text, children, stamps, notices, used, walked) = outcome?;
+    // Every child before the parent that names them, so a parent never names a child
+    // that is missing.
+    if let Some(output) = args.output.as_deref() {
+        write_children(io, &root, output, &children)?;
+    }
     // In pieces to the end: joined, the pipeline would be held twice at once.
     let parts = text.parts();
     write_output_parts(io, Some(&root), args.output.as_deref(), &parts)?;
+    let kept: Vec<&str> = children.iter().map(|c| c.file.as_str()).collect();
+    remove_stale_children(io, args.output.as_deref(), &kept)?;
+    if let (Some(output), Some(dir), false) = (
+        args.output.as_deref(),
+        args.output.as_deref().and_then(children_dir),
+        children.is_empty() || global.quiet,
+    ) {
+        writeln!(
+            io.stderr,
+            "note: over GitLab's limits as one pipeline (extensions.gitlab.max_yaml_size_bytes, \
+             max_jobs): {output} triggers {} child pipelines, written in {dir}/",
+            children.len()
+        )?;
+    }
+    // A run record replays one file: a split run is not recorded.
+    let stamps = stamps.filter(|_| children.is_empty());
     if let (Some(key), Some(stamps)) = (key, stamps) {
         // A cache notice is about this run (the fact cache it found damaged is rewritten
         // now): a replay of the run must not repeat it.
@@ -178,6 +205,101 @@ pub(super) fn generate(
         }
     }
     Ok(exit::OK)
+}
+
+/// The directory of the child pipelines of `-o FILE`: `<FILE's stem>.d` beside it.
+fn children_dir(output: &Utf8Path) -> Option<Utf8PathBuf> {
+    let stem = output.file_stem()?;
+    Some(output.with_file_name(format!("{stem}.d")))
+}
+
+/// The children's directory as the CI job that runs `generate` names it (the parent's
+/// `include: artifact:` paths): relative to the working directory when it lies below it.
+fn children_dir_for_ci(system: &dyn System, output: &Utf8Path) -> Option<String> {
+    let dir = children_dir(output)?;
+    if dir.is_relative() {
+        return Some(terraci_db::system::normalize(&dir).into_string());
+    }
+    let cwd = system.current_dir().ok()?;
+    Some(match dir.strip_prefix(&cwd) {
+        Ok(rel) => rel.as_str().to_owned(),
+        Err(_) => dir.into_string(),
+    })
+}
+
+/// Writes the child pipelines of a split into [`children_dir`] of `output`: all to
+/// temporary names first, then each renamed to its own, so a failure on the way leaves
+/// the previous children in place.
+fn write_children(
+    io: &mut Io<'_>,
+    root: &Utf8Path,
+    output: &Utf8Path,
+    children: &[terraci_render::ChildPipeline],
+) -> anyhow::Result<()> {
+    if children.is_empty() {
+        return Ok(());
+    }
+    let Some(dir) = children_dir(output) else {
+        return Ok(());
+    };
+    let dir = io.system.absolute(&dir)?;
+    if dir.starts_with(root) {
+        io.system.create_dir_beneath(root, &dir)
+    } else {
+        io.system.create_dir_all(&dir)
+    }
+    .with_context(|| format!("cannot create {dir}"))?;
+    let mut written: Vec<Utf8PathBuf> = Vec::with_capacity(children.len());
+    for child in children {
+        let temp = dir.join(format!(".{}.tmp", child.file));
+        let result = io.system.write_output(root, &temp, &child.text.parts());
+        if let Err(e) = result {
+            for written in &written {
+                let _ = io.system.remove_file(written);
+            }
+            return Err(anyhow::Error::new(e).context(format!("cannot write {temp}")));
+        }
+        written.push(temp);
+    }
+    for (temp, child) in written.iter().zip(children) {
+        let path = dir.join(&child.file);
+        io.system
+            .rename(temp, &path)
+            .with_context(|| format!("cannot write {path}"))?;
+    }
+    Ok(())
+}
+
+/// Removes from [`children_dir`] of `output` the child pipelines terraci wrote there
+/// before (`child-<n>.yml`, and temporary files of an interrupted write) that are not in
+/// `kept`. Nothing else is touched.
+fn remove_stale_children(
+    io: &mut Io<'_>,
+    output: Option<&Utf8Path>,
+    kept: &[&str],
+) -> anyhow::Result<()> {
+    let Some(dir) = output.and_then(children_dir) else {
+        return Ok(());
+    };
+    let dir = io.system.absolute(&dir)?;
+    let Ok(entries) = io.system.read_dir(&dir) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let name = entry.name.as_str();
+        let temp = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .is_some_and(terraci_render::is_child_file_name);
+        if !(terraci_render::is_child_file_name(name) || temp) || kept.contains(&name) {
+            continue;
+        }
+        let path = dir.join(name);
+        io.system
+            .remove_file(&path)
+            .with_context(|| format!("cannot remove the stale child pipeline {path}"))?;
+    }
+    Ok(())
 }
 
 /// A `--changed-only` run replayed after asking git (the record has no fingerprint, as
@@ -309,6 +431,7 @@ fn consumed(global: &GlobalArgs, args: &GenerateArgs) -> String {
 /// notices printed (which a replay leaves out) and the change set used.
 type Generated = (
     terraci_render::PipelineText,
+    Vec<terraci_render::ChildPipeline>,
     Option<Vec<(String, Option<terraci_db::system::Stamp>)>>,
     Vec<String>,
     Option<terraci_db::files::ChangeInput>,
@@ -361,6 +484,10 @@ fn generate_pipeline(
     }
     let selection = Selection::new(&ws.db, filters, options, changes.clone());
     let header = header(argv);
+    let children_ci = args
+        .output
+        .as_deref()
+        .and_then(|output| children_dir_for_ci(system, output));
     let generation = build_pipeline(
         &ws,
         diagnostics,
@@ -371,6 +498,9 @@ fn generate_pipeline(
             explain: args.explain,
             header: &header,
             job_texts: None,
+            children: children_ci
+                .as_deref()
+                .map_or(Children::NeedsOutput, Children::Into),
         },
     );
     ws.wait_for_cache();
@@ -387,5 +517,12 @@ fn generate_pipeline(
     let (stamps, notices) = ws.take_run_inputs();
     let walked = ws.walked.take();
     ws.dismiss();
-    Ok((pipeline.text, stamps, notices, changes, walked))
+    Ok((
+        pipeline.text,
+        pipeline.children,
+        stamps,
+        notices,
+        changes,
+        walked,
+    ))
 }

@@ -89,6 +89,7 @@ pub(super) fn summary(
         managed_labels: managed.map(<[String]>::to_vec),
         pipeline: context.pipeline.clone(),
         limit,
+        part: context.part.clone(),
     };
     let changes = summary.has_reportable_changes();
     let skip_new = settings.on_changes_only && !changes;

@@ -608,6 +608,14 @@ pub struct GitLab {
     /// The instance's limit of jobs in one pipeline (default: none): more jobs is an
     /// error unless `generate --force`.
     pub max_jobs: Option<usize>,
+    /// Over `max_yaml_size_bytes` or `max_jobs`, `generate -o FILE` writes a parent
+    /// pipeline that triggers child pipelines, each under the limits, beside FILE in
+    /// `<FILE's stem>.d/` (default true); `false` keeps the `pipeline-limit` error.
+    pub split_pipelines: Option<bool>,
+    /// The job of the pipeline that triggers the generated one which runs `terraci
+    /// generate` and keeps its files as artifacts (default `generate-pipeline`, the
+    /// recipe's): a split parent takes the child pipelines from it.
+    pub generate_job: Option<String>,
     /// Plan jobs only (as `--plan-only`).
     pub plan_only: bool,
     /// Per-module `.terraform/` cache (default true).

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::report::{Report, ReportStatus};
-use super::{labels, Action, ModuleResult, Status, Summary, MARKER};
+use super::{labels, Action, ModuleResult, Status, Summary};
 
 /// Resources listed per module before `... and N more`.
 const MAX_RESOURCES: usize = 100;
@@ -95,6 +95,8 @@ pub struct RenderOptions {
     pub pipeline: Option<String>,
     /// The most the comment may be (the provider's limit).
     pub limit: Limit,
+    /// The part of a split pipeline the comment is for (its own marker and title).
+    pub part: Option<String>,
 }
 
 /// What one rendering shows: the comment is rendered with less and less until it fits.
@@ -288,13 +290,17 @@ fn render_with(
     let details = shape.details;
     let mut left = Left::default();
     let mut out = String::new();
-    out.push_str(MARKER);
+    out.push_str(&super::marker(options.part.as_deref()));
     out.push('\n');
     if let Some(managed) = &options.managed_labels {
         out.push_str(&labels::encode_managed(managed));
         out.push('\n');
     }
-    out.push_str("\n## Terraform plan summary\n\n");
+    out.push_str("\n## Terraform plan summary");
+    if let Some(part) = &options.part {
+        out.push_str(&format!(" ({part})"));
+    }
+    out.push_str("\n\n");
     out.push_str(&stats_line(&summary.modules));
     out.push_str("\n\n");
     for report in &summary.reports {

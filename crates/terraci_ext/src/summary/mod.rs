@@ -28,6 +28,26 @@ pub(crate) use report::Report;
 /// The hidden first line of the comment, by which a later run finds it again.
 pub(crate) const MARKER: &str = "<!-- terraci-summary -->";
 
+/// The first line of the comment of `part` of a split pipeline (a child pipeline's
+/// summary, [`terraci_engine::contrib::SUMMARY_PART_VARIABLE`]), or [`MARKER`]: each part
+/// finds its own comment again and leaves the others alone.
+pub(crate) fn marker(part: Option<&str>) -> std::borrow::Cow<'static, str> {
+    match part {
+        Some(part) => format!("<!-- terraci-summary part={part} -->").into(),
+        None => MARKER.into(),
+    }
+}
+
+/// A part name as [`marker`] may write it: letters, digits, `.`, `_` and `-`, at most 64
+/// (nothing that could end the HTML comment).
+pub(crate) fn valid_part(part: &str) -> bool {
+    !part.is_empty()
+        && part.len() <= 64
+        && part
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
 /// What a module's plan found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Status {

@@ -1,5 +1,5 @@
 //! Posting the comment: GitLab merge-request notes and GitHub pull-request (issue)
-//! comments, found again by [`MARKER`] and edited in place, and the labels terraci
+//! comments, found again by [`super::MARKER`] and edited in place, and the labels terraci
 //! manages.
 //!
 //! Input: the CI environment (through `System`), the comment and the labels. Output: what
@@ -9,7 +9,7 @@
 use crate::http::{Client, HttpError, Method, Request};
 use terraci_db::system::System;
 
-use super::{labels, MARKER};
+use super::labels;
 
 /// Where the comment goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +27,8 @@ pub struct GitLabTarget {
     /// `(header, token)`: `PRIVATE-TOKEN` for `GITLAB_TOKEN`, `JOB-TOKEN` for
     /// `CI_JOB_TOKEN`.
     pub(crate) auth: (&'static str, String),
+    /// The part of a split pipeline, whose own comment this is ([`Context::part`]).
+    pub(crate) part: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +66,9 @@ pub struct Context {
     pub pipeline: Option<String>,
     /// `GITHUB_STEP_SUMMARY`.
     pub step_summary: Option<String>,
+    /// The part of a split GitLab pipeline this summary is for (its child pipeline,
+    /// [`terraci_engine::contrib::SUMMARY_PART_VARIABLE`]), when valid.
+    pub part: Option<String>,
 }
 
 fn var(system: &dyn System, name: &str) -> Option<String> {
@@ -95,6 +100,8 @@ pub fn detect(system: &dyn System) -> Context {
             var(system, "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"),
             var(system, "CI_COMMIT_SHA"),
         ]);
+        let part = var(system, terraci_engine::contrib::SUMMARY_PART_VARIABLE)
+            .filter(|part| super::valid_part(part));
         let target = (|| {
             let server = var(system, "CI_SERVER_URL").ok_or("CI_SERVER_URL is not set")?;
             let project = var(system, "CI_PROJECT_ID").ok_or("CI_PROJECT_ID is not set")?;
@@ -110,6 +117,7 @@ pub fn detect(system: &dyn System) -> Context {
                 project,
                 merge_request,
                 auth,
+                part: part.clone(),
             }))
         })()
         .map_err(str::to_owned);
@@ -119,6 +127,7 @@ pub fn detect(system: &dyn System) -> Context {
             commits,
             pipeline: var(system, "CI_PIPELINE_ID"),
             step_summary: None,
+            part,
         };
     }
     if github {
@@ -158,6 +167,7 @@ pub fn detect(system: &dyn System) -> Context {
             commits,
             pipeline: var(system, "GITHUB_RUN_ID"),
             step_summary: var(system, "GITHUB_STEP_SUMMARY"),
+            part: None,
         };
     }
     Context {
@@ -166,6 +176,7 @@ pub fn detect(system: &dyn System) -> Context {
         commits: Vec::new(),
         pipeline: None,
         step_summary: None,
+        part: None,
     }
 }
 
@@ -215,23 +226,25 @@ pub struct Posted {
     pub warnings: Vec<String>,
 }
 
-/// Whether `comment` looks like a summary: its body starts with [`MARKER`].
-fn is_summary(comment: &Existing) -> bool {
-    comment.body.trim_start().starts_with(MARKER)
+/// Whether `comment` looks like the summary whose first line is `marker`.
+fn is_summary(comment: &Existing, marker: &str) -> bool {
+    comment.body.trim_start().starts_with(marker)
 }
 
-/// The comment of an earlier run: the oldest one whose body starts with [`MARKER`] and
-/// that `me` (the token's own user) wrote. Anyone can write the marker, so a comment by
-/// someone else is never ours (editing it would fail on GitLab, and the labels it lists
-/// are not ours to remove); with `me` unknown no comment is.
+/// The comment of an earlier run: the oldest one whose body starts with `marker`
+/// ([`super::MARKER`], or a part's [`super::marker`]) and that `me` (the token's own user)
+/// wrote. Anyone can write the marker, so a comment by someone else is never ours
+/// (editing it would fail on GitLab, and the labels it lists are not ours to remove);
+/// with `me` unknown no comment is.
 pub(crate) fn find_existing<'c>(
     comments: &'c [Existing],
     me: Option<&User>,
+    marker: &str,
 ) -> Option<&'c Existing> {
     let me = me?;
     comments
         .iter()
-        .filter(|c| is_summary(c))
+        .filter(|c| is_summary(c, marker))
         .filter(|c| c.author.as_ref().is_some_and(|a| a.is(me)))
         .min_by_key(|c| c.id)
 }
@@ -345,11 +358,16 @@ impl<'a> Api<'a> {
     /// comments but the token's user cannot be told, none is adopted and `warnings` says
     /// so (once).
     fn ours(&self, comments: &[Existing], warnings: &mut Vec<String>) -> Option<Existing> {
-        if !comments.iter().any(is_summary) {
+        let part = match self.target {
+            Target::GitLab(target) => target.part.as_deref(),
+            Target::GitHub(_) => None,
+        };
+        let marker = super::marker(part);
+        if !comments.iter().any(|c| is_summary(c, &marker)) {
             return None;
         }
         match self.me.get_or_init(|| self.whoami()) {
-            Ok(me) => find_existing(comments, Some(me)).cloned(),
+            Ok(me) => find_existing(comments, Some(me), &marker).cloned(),
             Err(why) => {
                 let warning = format!(
                     "cannot tell which user the token is ({why}); earlier summary comments \

@@ -293,6 +293,7 @@ fn a_comment_of_thousands_of_modules_fits_the_providers_limit() {
         managed_labels: Some(vec!["terraform".into()]),
         pipeline: Some("42".into()),
         limit,
+        part: None,
     };
     let github = render(&summary, &options(Limit::Chars(GITHUB_MAX_CHARS)));
     assert!(
@@ -483,7 +484,10 @@ fn only_a_comment_that_starts_with_the_marker_is_ours() {
             author: Some(bot.clone()),
         },
     ];
-    assert_eq!(find_existing(&comments, Some(&bot)).map(|c| c.id), Some(7));
+    assert_eq!(
+        find_existing(&comments, Some(&bot), MARKER).map(|c| c.id),
+        Some(7)
+    );
 }
 
 #[test]
@@ -511,9 +515,12 @@ fn only_a_comment_by_the_tokens_own_user_is_ours() {
             author: Some(bot.clone()),
         },
     ];
-    assert_eq!(find_existing(&comments, Some(&bot)).map(|c| c.id), Some(8));
+    assert_eq!(
+        find_existing(&comments, Some(&bot), MARKER).map(|c| c.id),
+        Some(8)
+    );
     // Without the token's user, no comment is ours.
-    assert_eq!(find_existing(&comments, None), None);
+    assert_eq!(find_existing(&comments, None, MARKER), None);
     // The Actions token's user is known by its login only.
     let actions = User {
         id: None,
@@ -525,9 +532,70 @@ fn only_a_comment_by_the_tokens_own_user_is_ours() {
         author: Some(user(41898282, GITHUB_ACTIONS_LOGIN)),
     };
     assert_eq!(
-        find_existing(&[comments[0].clone(), by_actions], Some(&actions)).map(|c| c.id),
+        find_existing(&[comments[0].clone(), by_actions], Some(&actions), MARKER).map(|c| c.id),
         Some(10)
     );
+}
+
+#[test]
+fn each_child_pipelines_summary_keeps_its_own_comment() {
+    let bot = user(5, "terraci-bot");
+    let comment = |id, body: String| Existing {
+        id,
+        body,
+        author: Some(bot.clone()),
+    };
+    let comments = vec![
+        comment(3, format!("{MARKER}\nthe whole pipeline's")),
+        comment(
+            4,
+            "<!-- terraci-summary part=child-10 -->\nchild-10's".into(),
+        ),
+        comment(6, "<!-- terraci-summary part=child-1 -->\nchild-1's".into()),
+    ];
+    let of = |part| find_existing(&comments, Some(&bot), &marker(part)).map(|c| c.id);
+    assert_eq!(of(Some("child-1")), Some(6));
+    assert_eq!(of(Some("child-10")), Some(4));
+    assert_eq!(of(Some("child-2")), None);
+    assert_eq!(of(None), Some(3));
+    // The comment a child's summary writes starts with its marker and names it.
+    let summary = Summary {
+        modules: vec![module("a", Status::NoChanges, None)],
+        ..Summary::default()
+    };
+    let body = render(
+        &summary,
+        &RenderOptions {
+            part: Some("child-3".into()),
+            ..RenderOptions::default()
+        },
+    );
+    assert!(
+        body.starts_with("<!-- terraci-summary part=child-3 -->\n")
+            && body.contains("## Terraform plan summary (child-3)\n"),
+        "{body}"
+    );
+}
+
+#[test]
+fn the_part_comes_from_the_child_pipelines_variable_when_it_is_a_plain_name() {
+    let system = MemorySystem::new();
+    system.set_env("GITLAB_CI", "true");
+    system.set_env("CI_SERVER_URL", "https://gitlab.example.com");
+    system.set_env("CI_PROJECT_ID", "42");
+    system.set_env("CI_MERGE_REQUEST_IID", "7");
+    system.set_env("CI_JOB_TOKEN", "job");
+    assert_eq!(detect(&system).part, None);
+    system.set_env("TERRACI_SUMMARY_PART", "child-3");
+    let context = detect(&system);
+    assert_eq!(context.part.as_deref(), Some("child-3"));
+    let Ok(Target::GitLab(t)) = context.target else {
+        panic!("a GitLab merge request")
+    };
+    assert_eq!(t.part.as_deref(), Some("child-3"));
+    // Nothing that could end the hidden comment.
+    system.set_env("TERRACI_SUMMARY_PART", "x --> <b>");
+    assert_eq!(detect(&system).part, None);
 }
 
 /// Serves a merge request's comments in two pages and the token's user, and records
@@ -627,6 +695,7 @@ fn gitlab_target() -> Target {
         project: "group/infra".into(),
         merge_request: "7".into(),
         auth: ("JOB-TOKEN", "job-token".into()),
+        part: None,
     })
 }
 
