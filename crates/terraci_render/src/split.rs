@@ -27,7 +27,9 @@
 //! Every trigger has `strategy: depend`, so the parent waits for each child and takes its
 //! status.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 use serde_yaml::{Mapping, Value};
@@ -284,12 +286,12 @@ impl Units {
         for (i, job) in plan.jobs.iter().enumerate() {
             by_module.entry(&job.module).or_default().push(i);
         }
-        let index: std::collections::HashMap<&str, usize> = by_module
+        let index: FxHashMap<&str, usize> = by_module
             .keys()
             .enumerate()
             .map(|(i, module)| (*module, i))
             .collect();
-        let job_module: std::collections::HashMap<&str, usize> = plan
+        let job_module: FxHashMap<&str, usize> = plan
             .jobs
             .iter()
             .map(|job| (&*job.name, index[&*job.module]))
@@ -347,7 +349,7 @@ impl Units {
 
     /// The modules of `group` by rank: each after every module it reads.
     fn ranks(&self, group: &[usize]) -> Vec<Vec<usize>> {
-        let mut rank: std::collections::HashMap<usize, usize> = Default::default();
+        let mut rank: FxHashMap<usize, usize> = Default::default();
         // Kahn's order over the group: a module's rank is one more than the highest rank
         // it reads (the graph has no cycles: `generate` refuses them).
         let mut pending: Vec<usize> = group.to_vec();
@@ -495,7 +497,7 @@ fn child_plan(plan: &JobPlan, units: &Units, bin: &Bin) -> (JobPlan, Vec<Option<
         .collect();
     // The plan's order: by level, then module.
     indices.sort_unstable();
-    let inside: HashSet<&str> = indices
+    let inside: FxHashSet<&str> = indices
         .iter()
         .map(|&i| &*plan.jobs[i].name)
         .chain(plan.contributed.iter().map(|job| &*job.name))
