@@ -14,7 +14,9 @@ use gix::bstr::{BStr, ByteSlice};
 use gix::ObjectId;
 
 mod fingerprint;
+mod index;
 pub use fingerprint::{Fingerprinting, Moved};
+pub use index::{index_identities, IndexIdentities};
 
 /// The environment variables that pick the base ref, in the order they are consulted.
 pub const ENV_VARS: [&str; 2] = [MR_DIFF_BASE_SHA, GITHUB_BASE_REF];
