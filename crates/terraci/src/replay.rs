@@ -27,6 +27,13 @@
 //! it changed, git is asked and the run replays only if the answer is the recorded one.
 //! The record ends in a checksum; a damaged one is ignored with a notice. The cache
 //! notices a run prints are left out of its record: they are about that run.
+//!
+//! A fresh clone (CI) gives every file a new stamp: a recorded file also matches when
+//! git's index holds it clean with the blob id the record holds for it
+//! ([`crate::git_index`]), and the config and `--var-file`s are keyed by their bytes
+//! alone (their stamps only make sure they did not change during the run). With
+//! `TERRACI_CACHE_SECRET` set, a record must carry a MAC under it
+//! ([`terraci_db::store::unseal`]).
 
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
