@@ -237,19 +237,24 @@ pub fn save(
         .collect();
     // An entry is stale also when its stamp moved and git's index does not vouch for
     // it by its blob either: the next run reads that file. (A fresh clone of the same
-    // contents moves every stamp and keeps every blob: nothing is rewritten.)
-    let stale = cacheable
-        .iter()
-        .zip(&olds)
-        .filter(|(c, old)| {
-            !old.is_some_and(|e| e.stamp == c.4 || (e.blob.is_some() && e.blob == blob_of(c.0)))
-        })
-        .count();
-    if !worth_rewriting(
-        old.as_ref().map(|o| o.entries.len()),
-        cacheable.len(),
-        stale,
-    ) {
+    // contents moves every stamp and keeps every blob: nothing is rewritten.) The index
+    // is asked only when the stamps alone would have the cache rewritten: after an edit
+    // in a kept work tree, a few stamps moved, and reading the index is not worth it.
+    let old_len = old.as_ref().map(|o| o.entries.len());
+    let stale = |vouched: &dyn Fn(&Entry, &str) -> bool| {
+        cacheable
+            .iter()
+            .zip(&olds)
+            .filter(|(c, old)| !old.is_some_and(|e| e.stamp == c.4 || vouched(e, c.0)))
+            .count()
+    };
+    if !worth_rewriting(old_len, cacheable.len(), stale(&|_, _| false))
+        || !worth_rewriting(
+            old_len,
+            cacheable.len(),
+            stale(&|e, path| e.blob.is_some() && e.blob == blob_of(path)),
+        )
+    {
         return Ok(());
     }
     let blob = old.as_ref().map_or(&[][..], |o| &o.blob[..]);
