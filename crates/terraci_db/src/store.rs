@@ -969,3 +969,50 @@ pub fn exactly<T>(n: usize, mut item: impl FnMut() -> R<T>) -> R<Vec<T>> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::MemorySystem;
+
+    fn key(secret: &str) -> Option<CacheKey> {
+        let fs = MemorySystem::new();
+        fs.set_env(CACHE_SECRET_VAR, secret);
+        cache_key(&fs)
+    }
+
+    /// A file as the writers make one: body, checksum, and a MAC under `key` if any.
+    fn sealed_file(body: &[u8], key: Option<&CacheKey>) -> Vec<u8> {
+        let sum = seal_parts(&[body]);
+        let mut file = [body, &sum[..]].concat();
+        let mac = mac_trailer(key, &[body, &sum]);
+        file.extend_from_slice(&mac);
+        file
+    }
+
+    #[test]
+    fn a_signed_file_is_used_only_under_its_secret_and_unchanged() {
+        assert!(key("").is_none(), "an empty secret is no secret");
+        let (ours, theirs) = (key("protected"), key("fork"));
+        let signed = sealed_file(b"facts", ours.as_ref());
+        let plain = sealed_file(b"facts", None);
+        assert_eq!(signed.len(), plain.len() + 48);
+        // Without a secret, a signature is dropped unchecked; a plain file is as it is.
+        assert_eq!(unseal(None, &signed), Ok(plain.len()));
+        assert_eq!(unseal(None, &plain), Ok(plain.len()));
+        assert_eq!(unseal(ours.as_ref(), &signed), Ok(plain.len()));
+        assert_eq!(
+            unseal(ours.as_ref(), &plain),
+            Err("not signed with the secret in TERRACI_CACHE_SECRET")
+        );
+        let wrong = "its signature does not match the secret in TERRACI_CACHE_SECRET: \
+                     written without it, or changed since";
+        assert_eq!(unseal(theirs.as_ref(), &signed), Err(wrong));
+        for at in [0, 5, plain.len() + 3, signed.len() - 1] {
+            let mut changed = signed.clone();
+            changed[at] ^= 1;
+            assert!(unseal(ours.as_ref(), &changed).is_err(), "byte {at}");
+        }
+        assert_eq!(format!("{:?}", ours.expect("a key")), "CacheKey(..)");
+    }
+}
