@@ -114,6 +114,24 @@ fn a_fresh_clone_with_the_cache_restored_replays_the_base_run_byte_for_byte() {
     );
     assert_eq!(again.stdout, base.stdout);
     assert_eq!(without_verbose(&again.stdout), uncached(&p));
+
+    // Without the record, from the facts and summaries the index finds: the same bytes.
+    fresh_clone(&p, origin.path());
+    restore_cache(&p, kept.path(), &["run.bin"]);
+    let cached = p.run(&["generate", "-v"]);
+    assert_eq!(cached.code, 0, "{}", cached.stderr);
+    assert!(
+        !cached.stderr.contains("note: replayed"),
+        "{}",
+        cached.stderr
+    );
+    assert!(!cached.stderr.contains("notice:"), "{}", cached.stderr);
+    assert_eq!(without_verbose(&cached.stdout), uncached(&p));
+    assert_eq!(
+        std::fs::read(kept.path().join("facts.bin")).expect("kept"),
+        std::fs::read(p.path().join(".terraci/cache/facts.bin")).expect("restored"),
+        "every entry held by its blob: the fact cache is not rewritten"
+    );
 }
 
 /// A pipeline of `generate -v`, its header's command line as without `-v`.
