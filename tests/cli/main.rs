@@ -10,6 +10,7 @@ mod changes;
 mod commands;
 mod cost;
 mod drop_in;
+mod fresh_clone;
 mod events;
 mod generate;
 mod github_expr;

@@ -7,6 +7,7 @@
 //! `terraci_ext`, `terraci_lsp` (the language server); see `docs/architecture.md`.
 
 pub mod cli;
+pub mod git_index;
 pub mod replay;
 pub mod exec;
 pub mod parallel;

@@ -27,12 +27,19 @@
 //! it changed, git is asked and the run replays only if the answer is the recorded one.
 //! The record ends in a checksum; a damaged one is ignored with a notice. The cache
 //! notices a run prints are left out of its record: they are about that run.
+//!
+//! A fresh clone (CI) gives every file a new stamp: a recorded file also matches when
+//! git's index holds it clean with the blob id the record holds for it
+//! ([`crate::git_index`]), and the config and `--var-file`s are keyed by their bytes
+//! alone (their stamps only make sure they did not change during the run). With
+//! `TERRACI_CACHE_SECRET` set, a record must carry a MAC under it
+//! ([`terraci_db::store::unseal`]).
 
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
 use terraci_db::store::{
-    begin_file, open_file, put_bytes, put_opt, put_stamp, put_str, put_u64, seal_parts,
+    begin_file, open_file, put_blob, put_bytes, put_opt, put_stamp, put_str, put_u64, seal_parts,
     CacheSettings,
 };
 use terraci_db::system::{Stamp, System};
@@ -40,7 +47,7 @@ use terraci_engine::discover::{walk, Layout};
 
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
-const FORMAT: u64 = 6;
+const FORMAT: u64 = 7;
 pub(crate) const FILE_NAME: &str = "run.bin";
 
 /// The record file of `command`: one per command, so that a pre-commit hook's `validate`
@@ -74,13 +81,22 @@ pub(crate) const ENV_VARS: [&str; 7] = [
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RunKey {
     bytes: Vec<u8>,
-    /// Stamps of the config and `--var-file`s, which must have settled like the files.
-    inputs: Vec<Stamp>,
+    /// The config and `--var-file`s with their stamps when the key was made, which must
+    /// have settled like the files and be the same when the run is recorded (the key
+    /// holds their bytes, not their stamps: a fresh clone gives them new ones).
+    inputs: Vec<(Utf8PathBuf, Stamp)>,
     root: Utf8PathBuf,
     record: Utf8PathBuf,
     /// Where writing the record starts following no symlink ([`CacheSettings::root`]).
     write_root: Utf8PathBuf,
 }
+
+/// A file a recorded run read: path, stamp, blob ([`Record::files`]).
+pub(crate) type RecordedFile = (String, Option<Stamp>, Option<terraci_db::files::BlobId>);
+
+/// The files a run read, with the blob git's index vouched for where it was read
+/// ([`crate::git_index::LazyIndex::if_read`]): what a run record keeps.
+pub(crate) type RunFiles = Vec<RecordedFile>;
 
 /// What [`RunKey::lookup`] found.
 #[derive(Debug)]
@@ -95,8 +111,10 @@ pub(crate) enum Lookup {
 /// A recorded run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Record {
-    /// Project-relative path and stamp of every file the run read, sorted by path.
-    pub files: Vec<(String, Stamp)>,
+    /// Project-relative path of every file the run read, sorted by path, with its stamp
+    /// (if it had settled) and the blob git's index vouched for (if it was read): at
+    /// least one of them.
+    pub files: Vec<RecordedFile>,
     /// `--changed-only`: the change set the run used ([`encode_changes`]); the run
     /// replays only when git gives the same one again.
     pub changes: Option<Vec<u8>>,
@@ -184,17 +202,17 @@ impl RunKey {
                 None => bytes.push(0),
             }
         }
-        // The config and `--var-file`s are read again by the run itself: their stamps
-        // (taken before these reads) make any write after this point another key, so a
-        // run that read a newer version is never found under this one.
+        // The config and `--var-file`s are read again by the run itself: their stamps,
+        // taken before these reads, must be theirs still when the run is recorded
+        // ([`RunKey::save`]), so a run that read a newer version is never recorded
+        // under this one. The key holds their bytes, in full.
         let mut inputs = Vec::new();
         let configs = config_file.into_iter().map(|p| (p, true));
         for (path, is_config) in configs.chain(var_files.iter().map(|p| (p.as_path(), false))) {
             put_str(&mut bytes, path.as_str());
             let abs = system.absolute(path).ok()?;
             let stamp = system.stamp(&abs)?;
-            put_stamp(&mut bytes, &stamp);
-            inputs.push(stamp);
+            inputs.push((abs.clone(), stamp));
             // The config is the repository's: read only as the run itself will read it.
             let read = if is_config {
                 terraci_db::config::read_config_bytes(system, &abs)
@@ -226,6 +244,11 @@ impl RunKey {
         })
     }
 
+    /// git's index of the project, to read if stamps miss ([`RunKey::check`]).
+    pub(crate) fn index(&self) -> std::sync::Arc<crate::git_index::LazyIndex> {
+        crate::git_index::LazyIndex::new(&self.root)
+    }
+
     /// Where the record is kept.
     pub(crate) fn record_path(&self) -> &Utf8Path {
         &self.record
@@ -240,9 +263,13 @@ impl RunKey {
     /// has changed since (stamps compared on all cores); otherwise the walk of the
     /// project when one was made, for discovery to reuse. `Err` is a notice: a record was
     /// there but damaged.
-    pub(crate) fn lookup(&self, system: &dyn System) -> Result<Lookup, String> {
+    pub(crate) fn lookup(
+        &self,
+        system: &dyn System,
+        index: &crate::git_index::LazyIndex,
+    ) -> Result<Lookup, String> {
         Ok(match self.read(system)? {
-            Some(record) => self.check(system, record),
+            Some(record) => self.check(system, record, index),
             None => Lookup::Miss(None),
         })
     }
@@ -253,17 +280,31 @@ impl RunKey {
         let Ok(blob) = system.read(&self.record) else {
             return Ok(None);
         };
-        let (key, record) = decode(&blob).map_err(|why| {
+        let notice = |why| {
             format!(
                 "ignoring the run record `{}` ({why}); rebuilding it",
                 self.record
             )
-        })?;
+        };
+        let body = terraci_db::store::unseal(terraci_db::store::cache_key(system).as_ref(), &blob)
+            .map_err(notice)?;
+        let (key, record) = decode(&blob[..body]).map_err(notice)?;
         Ok((key == self.bytes).then_some(record))
     }
 
-    /// [`RunKey::lookup`] of a record already read: walks the project and compares.
-    pub(crate) fn check(&self, system: &dyn System, record: Record) -> Lookup {
+    /// [`RunKey::lookup`] of a record already read: walks the project and compares. A
+    /// file whose stamp is not the recorded one is the recorded version still when git's
+    /// index holds the recorded blob for it with its stamp now (a fresh clone); the index
+    /// is read for that only when more than a few files missed ([`LazyIndex`]: after an
+    /// edit in a kept working tree, the edit is why).
+    ///
+    /// [`LazyIndex`]: crate::git_index::LazyIndex
+    pub(crate) fn check(
+        &self,
+        system: &dyn System,
+        record: Record,
+        index: &crate::git_index::LazyIndex,
+    ) -> Lookup {
         let layout = walk(system, &self.root);
         if !layout.diagnostics.is_empty() {
             return Lookup::Miss(Some(layout));
@@ -273,13 +314,14 @@ impl RunKey {
             return Lookup::Miss(Some(layout));
         }
         paths.sort_unstable();
-        let same = paths
-            .par_iter()
-            .zip(record.files.par_iter())
-            .with_min_len(64)
-            .all(|(path, (recorded, stamp))| {
-                path == recorded && system.stamp(&self.root.join(path)).as_ref() == Some(stamp)
-            });
+        if paths
+            .iter()
+            .zip(&record.files)
+            .any(|(path, (recorded, _, _))| path != recorded)
+        {
+            return Lookup::Miss(Some(layout));
+        }
+        let same = self.same_files(system, &record.files, index);
         if same {
             Lookup::Hit(record, layout)
         } else {
@@ -296,25 +338,65 @@ impl RunKey {
             .files
             .par_iter()
             .with_min_len(64)
-            .all(|(path, stamp)| system.stamp(&self.root.join(path)).as_ref() == Some(stamp))
+            .all(|(path, stamp, _)| {
+                stamp.is_some() && system.stamp(&self.root.join(path)).as_ref() == stamp.as_ref()
+            })
+    }
+
+    /// Whether every recorded file is the version recorded: by its stamp, else by the
+    /// blob git's index vouches for (see [`RunKey::check`]).
+    fn same_files(
+        &self,
+        system: &dyn System,
+        files: &[RecordedFile],
+        index: &crate::git_index::LazyIndex,
+    ) -> bool {
+        let now: Vec<Option<Stamp>> = files
+            .par_iter()
+            .with_min_len(64)
+            .map(|(path, _, _)| system.stamp(&self.root.join(path)))
+            .collect();
+        let missed: Vec<usize> = (0..files.len())
+            .filter(|&i| now[i].is_none() || files[i].1 != now[i])
+            .collect();
+        if missed.is_empty() {
+            return true;
+        }
+        if !index.worth_reading(missed.len(), files.len()) {
+            return false;
+        }
+        missed.par_iter().all(|&i| {
+            let (path, _, blob) = &files[i];
+            match (blob, &now[i]) {
+                (Some(blob), Some(now)) => index.clean_blob(path, now) == Some(*blob),
+                _ => false,
+            }
+        })
     }
 
     /// Records a successful run. `files` are the project-relative paths the run read with
-    /// their stamps; a run with a missing or unsettled stamp is not recorded. `started`
-    /// must precede every stamp: the moment before the key was made.
+    /// their stamps and the blobs git's index vouched for; a run with a file that has
+    /// neither a settled stamp nor a blob is not recorded, nor one whose config or
+    /// `--var-file` changed since the key was made. `started` must precede every stamp:
+    /// the moment before the key was made.
     pub(crate) fn save(
         &self,
         system: &dyn System,
         started: std::time::SystemTime,
-        mut files: Vec<(String, Option<Stamp>)>,
+        mut files: RunFiles,
         changes: Option<ChangedOnly<'_>>,
         output: &[&[u8]],
         stderr: &[u8],
     ) -> std::io::Result<bool> {
         let settled = |s: &Stamp| s.settled_before(started);
-        if !files.iter().all(|(_, s)| s.as_ref().is_some_and(settled))
-            || !self.inputs.iter().all(settled)
-        {
+        for (_, stamp, _) in &mut files {
+            *stamp = stamp.filter(settled);
+        }
+        let inputs_held = self
+            .inputs
+            .iter()
+            .all(|(path, stamp)| settled(stamp) && system.stamp(path).as_ref() == Some(stamp));
+        if !files.iter().all(|(_, s, b)| s.is_some() || b.is_some()) || !inputs_held {
             return Ok(false);
         }
         files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -322,9 +404,10 @@ impl RunKey {
         let mut out = begin_file(MAGIC, FORMAT, capacity);
         put_bytes(&mut out, &self.bytes);
         put_u64(&mut out, files.len() as u64);
-        for (path, stamp) in &files {
+        for (path, stamp, blob) in &files {
             put_str(&mut out, path);
-            put_stamp(&mut out, stamp.as_ref().expect("checked above"));
+            put_opt(&mut out, stamp, put_stamp);
+            put_opt(&mut out, blob, put_blob);
         }
         match changes {
             Some(ChangedOnly {
@@ -354,6 +437,9 @@ impl RunKey {
         parts.push(&tail);
         let sum = seal_parts(&parts);
         parts.push(&sum);
+        let mac =
+            terraci_db::store::mac_trailer(terraci_db::store::cache_key(system).as_ref(), &parts);
+        parts.push(&mac);
         system.replace_beneath(&self.write_root, &self.record, &parts)?;
         Ok(true)
     }
@@ -412,7 +498,12 @@ fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
         let mut files = Vec::with_capacity(n);
         for _ in 0..n {
             let path = r.string()?;
-            files.push((path, r.stamp()?));
+            let stamp = r.opt_with(terraci_db::store::Reader::stamp)?;
+            let blob = r.opt_with(terraci_db::store::Reader::blob)?;
+            if stamp.is_none() && blob.is_none() {
+                return Err(());
+            }
+            files.push((path, stamp, blob));
         }
         let (changes, fingerprint, layout) = match r.u8()? {
             0 => (None, None, None),
@@ -488,9 +579,10 @@ mod tests {
             root: "/p".into(),
         };
         let key = generate_key(&fs, &settings, &["terraci".into()]);
+        let blob_id = terraci_db::files::BlobId([7; 20]);
         let files = vec![
-            ("b/main.tf".to_owned(), Some(stamp(2))),
-            ("a/main.tf".to_owned(), Some(stamp(1))),
+            ("b/main.tf".to_owned(), Some(stamp(2)), None),
+            ("a/main.tf".to_owned(), Some(stamp(1)), Some(blob_id)),
         ];
         let layout = vec![
             (
@@ -532,8 +624,8 @@ mod tests {
             record,
             Record {
                 files: vec![
-                    ("a/main.tf".to_owned(), stamp(1)),
-                    ("b/main.tf".to_owned(), stamp(2)),
+                    ("a/main.tf".to_owned(), Some(stamp(1)), Some(blob_id)),
+                    ("b/main.tf".to_owned(), Some(stamp(2)), None),
                 ],
                 changes: Some(b"changes".to_vec()),
                 fingerprint: Some(b"fingerprint".to_vec()),
@@ -566,7 +658,7 @@ mod tests {
             .save(
                 &fs,
                 fs.now(),
-                vec![("a.tf".into(), Some(fresh))],
+                vec![("a.tf".into(), Some(fresh), None)],
                 None,
                 &[],
                 b"",
@@ -574,7 +666,14 @@ mod tests {
             .unwrap();
         assert!(!saved, "changed a microsecond before the run began");
         let saved = key
-            .save(&fs, fs.now(), vec![("a.tf".into(), None)], None, &[], b"")
+            .save(
+                &fs,
+                fs.now(),
+                vec![("a.tf".into(), None, None)],
+                None,
+                &[],
+                b"",
+            )
             .unwrap();
         assert!(!saved, "no stamp");
         assert!(!fs.is_file("/c/run.bin".into()));
@@ -756,7 +855,7 @@ mod tests {
             let fs = project();
             assert_eq!(generate(&fs, &[]).code, 0);
             type Change<'a> = (&'a str, &'a dyn Fn(&MemorySystem));
-            let changes: [Change; 8] = [
+            let changes: [Change; 7] = [
                 ("the same bytes written again", &|fs| {
                     fs.write_file("/p/stage/vpc/main.tf", VPC)
                 }),
@@ -774,10 +873,6 @@ mod tests {
                         "/p/.terraci.yaml",
                         format!("{CONFIG}extensions:\n  gitlab:\n    image: alpine\n"),
                     )
-                }),
-                ("the config rewritten with the same bytes", &|fs| {
-                    let same = fs.read("/p/.terraci.yaml".into()).unwrap();
-                    fs.write_file("/p/.terraci.yaml", same)
                 }),
                 ("a provider from the environment", &|fs| {
                     fs.set_env("TERRACI_PROVIDER", "github")
@@ -798,6 +893,14 @@ mod tests {
             let other = generate(&fs, &["--plan-only"]);
             assert!(other.ran, "another command line is another run");
             assert_eq!(other.file, fresh(&fs, &["--plan-only"]));
+            // The key holds the config's bytes, not its stamp (a fresh clone gives it
+            // a new one): the same bytes written again are the same run.
+            assert!(generate(&fs, &[]).ran, "the record is --plan-only's");
+            let same = fs.read("/p/.terraci.yaml".into()).unwrap();
+            fs.write_file("/p/.terraci.yaml", same);
+            let rewritten = generate(&fs, &[]);
+            assert!(!rewritten.ran, "the config rewritten with the same bytes");
+            assert_eq!(rewritten.file, fresh(&fs, &[]));
         }
 
         #[test]
@@ -893,6 +996,9 @@ mod tests {
 
         #[test]
         fn every_environment_variable_a_run_reads_is_in_its_key() {
+            // The cache secret decides which records are trusted, never what a run
+            // writes, and must never be written: it is not in the key.
+            let not_in_key = [terraci_db::store::CACHE_SECRET_VAR];
             for name in terraci_vcs::ENV_VARS {
                 assert!(super::super::ENV_VARS.contains(&name), "{name}");
             }
@@ -909,7 +1015,10 @@ mod tests {
                     !read.is_empty(),
                     "{extra:?}: the provider is chosen from the environment"
                 );
-                for name in read {
+                for name in read
+                    .into_iter()
+                    .filter(|n| !not_in_key.contains(&n.as_str()))
+                {
                     assert!(
                         super::super::ENV_VARS.contains(&name.as_str()),
                         "{extra:?}: `{name}` is read but is not in the replay key"

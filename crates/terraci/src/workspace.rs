@@ -45,6 +45,8 @@ pub struct Workspace {
     /// Every file read, project-relative, with the version read where the system can
     /// stamp it (for [`crate::replay`]).
     pub(crate) stamps: Arc<FileStamps>,
+    /// git's index, read if the stores keyed on stamps missed ([`crate::git_index`]).
+    pub(crate) index: Arc<crate::git_index::LazyIndex>,
     /// The walk discovery used, when [`Start::keep_layout`] asked for it and it had no
     /// diagnostics.
     pub(crate) walked: Option<terraci_engine::discover::ModuleDirs>,
@@ -71,6 +73,8 @@ pub(crate) struct Start {
     /// which would read most files again (see [`crate::parallel::warm_up`]). They are then plain
     /// [`terraci_db::files::FileContents::Text`], not held.
     pub(crate) keep_texts: bool,
+    /// git's index as the replay check left it (read or not).
+    pub(crate) index: Option<Arc<crate::git_index::LazyIndex>>,
 }
 
 impl Start {
@@ -86,6 +90,8 @@ impl Start {
 /// Project-relative paths of the files read, with the version read where the system can
 /// stamp it.
 pub(crate) type FileStamps = Vec<(String, Option<terraci_db::system::Stamp>)>;
+
+pub(crate) use crate::replay::RunFiles;
 
 /// The project root: `-d DIR` as given; else, without `-c`, the directory holding the
 /// config file found from the current directory upward to the repository's top (as git
@@ -131,6 +137,10 @@ pub(crate) fn load_workspace_overlapped(
     };
     let mut diagnostics = config_diagnostics(&config);
     let layout = start.layout.unwrap_or_else(|| walk(system, &root));
+    let index = start
+        .index
+        .unwrap_or_else(|| crate::git_index::LazyIndex::new(&root));
+    index.expect_files(layout.files().count());
     let walked =
         (start.keep_layout && layout.diagnostics.is_empty()).then(|| layout.module_dirs.clone());
     let policy = terraci_db::system::ReadPolicy::new(system, &root, global.max_file_size);
@@ -167,11 +177,18 @@ pub(crate) fn load_workspace_overlapped(
     // A file the fingerprint check just stamped is not stamped again.
     let moved = start.moved.as_deref();
     let unread = |path: &str, kind, abs: &camino::Utf8Path| {
-        known.as_ref()?.unread(path, kind, abs, &source, || {
-            moved
-                .and_then(|m| m.link_stamp(path))
-                .or_else(|| system.link_stamp(abs))
-        })
+        known.as_ref()?.unread(
+            path,
+            kind,
+            abs,
+            &source,
+            || {
+                moved
+                    .and_then(|m| m.link_stamp(path))
+                    .or_else(|| system.link_stamp(abs))
+            },
+            |now| index.after_miss(path, now),
+        )
     };
     let discovered = discover_in(
         system,
@@ -221,6 +238,7 @@ pub(crate) fn load_workspace_overlapped(
         // 30,000 paths of a 10,000-module project (the files, the settled stamps) it
         // borrows there: nothing is copied on this thread.
         let (db, system, stamps) = (db.clone(), system.shared(), stamps.clone());
+        let index = index.clone();
         std::thread::spawn(move || {
             // Every module's files, by path (borrowed from the inputs, not copied).
             let mut files: Vec<(&str, File)> = project
@@ -236,7 +254,20 @@ pub(crate) fn load_workspace_overlapped(
                     Some((path.as_str(), stamp))
                 })
                 .collect();
-            terraci_engine::cache::save(&db, &*system, &settings, &files, &settled)
+            // The blob of the version read, for the entries written (asked only when the
+            // cache is rewritten or stamps moved: it may read git's index).
+            let read: std::sync::OnceLock<std::collections::HashMap<&str, _>> =
+                std::sync::OnceLock::new();
+            let blob_of = |path: &str| {
+                let read = read.get_or_init(|| {
+                    stamps
+                        .iter()
+                        .filter_map(|(path, stamp)| Some((path.as_str(), (*stamp)?)))
+                        .collect()
+                });
+                index.clean_blob(path, read.get(path)?)
+            };
+            terraci_engine::cache::save(&db, &*system, &settings, &files, &settled, &blob_of)
                 .and_then(|()| {
                     // What a summary read outside the modules is not in its key.
                     if db.reads_outside_modules() {
@@ -258,6 +289,7 @@ pub(crate) fn load_workspace_overlapped(
         diagnostics,
         notices,
         stamps,
+        index,
         walked,
         notes: global.verbose > 0,
         color: use_color(system, global.color),
@@ -542,13 +574,20 @@ impl Workspace {
     /// What a run record of this run needs ([`crate::replay`]): the stamps of the files
     /// read, unless a query read files outside the modules' (`file()`, `fileset()`), and
     /// the cache notices printed. Waits for the fact cache first.
-    pub(crate) fn take_run_inputs(&mut self) -> (Option<FileStamps>, Vec<String>) {
+    pub(crate) fn take_run_inputs(&mut self) -> (Option<RunFiles>, Vec<String>) {
         self.wait_for_cache();
         let replayable = !self.db.reads_outside_modules();
         // The cache writer, joined above, has let go of its handle.
         let stamps = replayable.then(|| {
             let stamps = std::mem::take(&mut self.stamps);
-            Arc::try_unwrap(stamps).unwrap_or_else(|shared| (*shared).clone())
+            let stamps = Arc::try_unwrap(stamps).unwrap_or_else(|shared| (*shared).clone());
+            stamps
+                .into_iter()
+                .map(|(path, stamp)| {
+                    let blob = stamp.and_then(|s| self.index.if_read(&path, &s));
+                    (path, stamp, blob)
+                })
+                .collect()
         });
         (stamps, std::mem::take(&mut self.notices))
     }

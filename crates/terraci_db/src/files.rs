@@ -216,6 +216,24 @@ impl FileContents {
     }
 }
 
+/// A file's content identity as git knows it: the id of the blob git's index holds for a
+/// tracked file whose index entry is clean (its stat data matches the file's and the
+/// entry is not racy, `terraci_vcs::IndexIdentities`). A run takes it from the index
+/// without reading the file; the fact cache and the run record keep it beside the
+/// length and hash of the text, so a fresh clone (new stamps, same contents) finds
+/// them. SHA-1 repositories only: a SHA-256 one gives no blob ids.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BlobId(pub [u8; 20]);
+
+impl std::fmt::Debug for BlobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The 64-bit hash of a file's bytes that the fact cache keys on (and checksums its
 /// own files with).
 pub fn content_hash(bytes: &[u8]) -> u64 {

@@ -286,22 +286,29 @@ pub struct Stream<'a> {
     emit: &'a mut crate::system::Sink<'a>,
     buffer: Vec<u8>,
     sum: crc32fast::Hasher,
+    /// With a [`CacheKey`]: the MAC of everything emitted.
+    mac: Option<ring::hmac::Context>,
 }
 
 impl<'a> Stream<'a> {
     const BUFFER: usize = 1 << 20;
 
-    pub fn new(emit: &'a mut crate::system::Sink<'a>) -> Self {
+    /// A stream that ends in a MAC under `key` too, when there is one ([`mac_trailer`]).
+    pub fn new(emit: &'a mut crate::system::Sink<'a>, key: Option<&CacheKey>) -> Self {
         Stream {
             emit,
             buffer: Vec::with_capacity(Self::BUFFER + Self::BUFFER / 4),
             sum: crc32fast::Hasher::new(),
+            mac: key.map(|k| ring::hmac::Context::with_key(&k.0)),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         if !self.buffer.is_empty() {
             self.sum.update(&self.buffer);
+            if let Some(mac) = &mut self.mac {
+                mac.update(&self.buffer);
+            }
             (self.emit)(&self.buffer)?;
             self.buffer.clear();
         }
@@ -321,7 +328,84 @@ impl<'a> Stream<'a> {
     pub fn finish(mut self) -> std::io::Result<()> {
         self.flush()?;
         let sum = sealed(self.sum);
-        (self.emit)(&sum)
+        (self.emit)(&sum)?;
+        if let Some(mut mac) = self.mac {
+            mac.update(&sum);
+            mac.update(MAC_MAGIC);
+            (self.emit)(MAC_MAGIC)?;
+            (self.emit)(mac.sign().as_ref())?;
+        }
+        Ok(())
+    }
+}
+
+/// The environment variable holding the secret that cache files and run records are
+/// signed with: when it is set, a file without a valid MAC under it is ignored (with a
+/// notice) and rewritten. A protected CI variable: a merge request from a fork does not
+/// get it, so what its pipeline wrote to a shared cache cannot reach a protected
+/// pipeline (docs/security.md). Read through the `System`, never printed nor written.
+pub const CACHE_SECRET_VAR: &str = "TERRACI_CACHE_SECRET";
+
+/// Marks a MAC at the end of a file, after its checksum: 16 bytes, then the 32 of an
+/// HMAC-SHA256 of everything before the MAC.
+const MAC_MAGIC: &[u8; 16] = b"terraci-hmac-256";
+const MAC_LEN: usize = 32;
+
+/// The key of [`CACHE_SECRET_VAR`].
+pub struct CacheKey(ring::hmac::Key);
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheKey(..)")
+    }
+}
+
+/// The key cache files are signed with, when [`CACHE_SECRET_VAR`] is set and not empty.
+pub fn cache_key(system: &dyn System) -> Option<CacheKey> {
+    let secret = system.env_var(CACHE_SECRET_VAR).filter(|s| !s.is_empty())?;
+    Some(CacheKey(ring::hmac::Key::new(
+        ring::hmac::HMAC_SHA256,
+        secret.as_bytes(),
+    )))
+}
+
+/// What to write after `parts` (a whole file, checksum included) to sign it with `key`:
+/// nothing without one.
+pub fn mac_trailer(key: Option<&CacheKey>, parts: &[&[u8]]) -> Vec<u8> {
+    let Some(key) = key else {
+        return Vec::new();
+    };
+    let mut mac = ring::hmac::Context::with_key(&key.0);
+    for part in parts {
+        mac.update(part);
+    }
+    mac.update(MAC_MAGIC);
+    let mut out = MAC_MAGIC.to_vec();
+    out.extend_from_slice(mac.sign().as_ref());
+    out
+}
+
+/// The length of a cache file's bytes without its MAC, checked against `key`: with a
+/// key, the file must end in a MAC under it; without one, a MAC is dropped unchecked
+/// (the checksum still is). `Err` says why the file is not used.
+pub fn unseal(key: Option<&CacheKey>, blob: &[u8]) -> Result<usize, &'static str> {
+    let n = blob.len();
+    let signed = n >= MAC_MAGIC.len() + MAC_LEN
+        && &blob[n - MAC_LEN - MAC_MAGIC.len()..n - MAC_LEN] == MAC_MAGIC;
+    let body = if signed {
+        n - MAC_LEN - MAC_MAGIC.len()
+    } else {
+        n
+    };
+    match key {
+        None => Ok(body),
+        Some(_) if !signed => Err("not signed with the secret in TERRACI_CACHE_SECRET"),
+        Some(key) => ring::hmac::verify(&key.0, &blob[..n - MAC_LEN], &blob[n - MAC_LEN..])
+            .map(|()| body)
+            .map_err(|_| {
+                "its signature does not match the secret in TERRACI_CACHE_SECRET: \
+                 written without it, or changed since"
+            }),
     }
 }
 
@@ -361,6 +445,11 @@ pub fn put_strs(out: &mut Vec<u8>, items: &[Name]) {
 }
 
 /// A file's stamp, as the run record and the repository's fingerprint hold it.
+/// A [`crate::files::BlobId`], as [`Reader::blob`] reads it.
+pub fn put_blob(out: &mut Vec<u8>, b: &crate::files::BlobId) {
+    out.extend_from_slice(&b.0);
+}
+
 pub fn put_stamp(out: &mut Vec<u8>, s: &crate::system::Stamp) {
     for v in [s.dev, s.ino, s.len, s.mtime_ns as u64, s.ctime_ns as u64] {
         put_u64(out, v);
@@ -640,6 +729,13 @@ impl<F> Reader<'_, F> {
         u32::try_from(self.u64()?).map_err(|_| ())
     }
 
+    /// What [`put_blob`] wrote.
+    pub fn blob(&mut self) -> R<crate::files::BlobId> {
+        let bytes = self.b.get(self.i..self.i + 20).ok_or(())?;
+        self.i += 20;
+        Ok(crate::files::BlobId(bytes.try_into().map_err(|_| ())?))
+    }
+
     pub fn fixed_u64(&mut self) -> R<u64> {
         let bytes = self.b.get(self.i..self.i + 8).ok_or(())?;
         self.i += 8;
@@ -872,4 +968,51 @@ pub fn exactly<T>(n: usize, mut item: impl FnMut() -> R<T>) -> R<Vec<T>> {
         out.push(item()?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::MemorySystem;
+
+    fn key(secret: &str) -> Option<CacheKey> {
+        let fs = MemorySystem::new();
+        fs.set_env(CACHE_SECRET_VAR, secret);
+        cache_key(&fs)
+    }
+
+    /// A file as the writers make one: body, checksum, and a MAC under `key` if any.
+    fn sealed_file(body: &[u8], key: Option<&CacheKey>) -> Vec<u8> {
+        let sum = seal_parts(&[body]);
+        let mut file = [body, &sum[..]].concat();
+        let mac = mac_trailer(key, &[body, &sum]);
+        file.extend_from_slice(&mac);
+        file
+    }
+
+    #[test]
+    fn a_signed_file_is_used_only_under_its_secret_and_unchanged() {
+        assert!(key("").is_none(), "an empty secret is no secret");
+        let (ours, theirs) = (key("protected"), key("fork"));
+        let signed = sealed_file(b"facts", ours.as_ref());
+        let plain = sealed_file(b"facts", None);
+        assert_eq!(signed.len(), plain.len() + 48);
+        // Without a secret, a signature is dropped unchecked; a plain file is as it is.
+        assert_eq!(unseal(None, &signed), Ok(plain.len()));
+        assert_eq!(unseal(None, &plain), Ok(plain.len()));
+        assert_eq!(unseal(ours.as_ref(), &signed), Ok(plain.len()));
+        assert_eq!(
+            unseal(ours.as_ref(), &plain),
+            Err("not signed with the secret in TERRACI_CACHE_SECRET")
+        );
+        let wrong = "its signature does not match the secret in TERRACI_CACHE_SECRET: \
+                     written without it, or changed since";
+        assert_eq!(unseal(theirs.as_ref(), &signed), Err(wrong));
+        for at in [0, 5, plain.len() + 3, signed.len() - 1] {
+            let mut changed = signed.clone();
+            changed[at] ^= 1;
+            assert!(unseal(ours.as_ref(), &changed).is_err(), "byte {at}");
+        }
+        assert_eq!(format!("{:?}", ours.expect("a key")), "CacheKey(..)");
+    }
 }

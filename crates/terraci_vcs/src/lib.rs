@@ -14,7 +14,9 @@ use gix::bstr::{BStr, ByteSlice};
 use gix::ObjectId;
 
 mod fingerprint;
+mod index;
 pub use fingerprint::{Fingerprinting, Moved};
+pub use index::{index_identities, IndexIdentities};
 
 /// The environment variables that pick the base ref, in the order they are consulted.
 pub const ENV_VARS: [&str; 2] = [MR_DIFF_BASE_SHA, GITHUB_BASE_REF];
@@ -1477,5 +1479,68 @@ mod tests {
         })
         .expect_err("no repository");
         assert!(matches!(err, VcsError::NotARepository { .. }), "{err:?}");
+    }
+
+    /// git's rules for an index entry that vouches for its file (`index.rs`): only a
+    /// clean, settled regular file below the project, as its stat data is now.
+    #[test]
+    fn the_index_vouches_only_for_clean_settled_regular_files_of_the_project() {
+        use terraci_db::system::System as _;
+        let repo = Repo::new(&[
+            ("p/a.tf", "a = 1\n"),
+            ("p/b.tf", "b = 1\n"),
+            ("p/c.tf", "c = 1\n"),
+            ("p/hidden.tf", "d = 1\n"),
+            ("other/x.tf", "x = 1\n"),
+        ]);
+        std::os::unix::fs::symlink("a.tf", repo.root.join("p/link.tf")).expect("symlink");
+        repo.commit_all("link");
+        repo.git(&["update-index", "--skip-worktree", "p/hidden.tf"]);
+        // The last files a command writes share the clock tick of the index it writes
+        // (racy); git rewrites the index once it has looked at them.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        repo.git(&["status", "--porcelain"]);
+        let stamp = |rel: &str| {
+            terraci_db::system::OsSystem
+                .link_stamp(&repo.root.join(rel))
+                .expect("stamp")
+        };
+        let blob = |rel: &str| {
+            let hex = repo.rev(&format!("HEAD:{rel}"));
+            let bytes: Vec<u8> = (0..40)
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+                .collect();
+            terraci_db::files::BlobId(bytes.try_into().expect("20 bytes"))
+        };
+        let index = index_identities(&repo.root.join("p")).expect("a repository");
+        assert_eq!(
+            index.clean_blob("a.tf", &stamp("p/a.tf")),
+            Some(blob("p/a.tf"))
+        );
+        assert_eq!(
+            index.clean_blob("c.tf", &stamp("p/c.tf")),
+            Some(blob("p/c.tf"))
+        );
+        // Not below the project, not a regular file, not trusted by git.
+        assert_eq!(
+            index.clean_blob("../other/x.tf", &stamp("other/x.tf")),
+            None
+        );
+        assert_eq!(index.clean_blob("link.tf", &stamp("p/link.tf")), None);
+        assert_eq!(index.clean_blob("hidden.tf", &stamp("p/hidden.tf")), None);
+        // A same-length edit: its stat data is not the entry's.
+        repo.write("p/b.tf", "b = 2\n");
+        assert_eq!(index.clean_blob("b.tf", &stamp("p/b.tf")), None);
+        // Racy: every entry written at or after the index's own time proves nothing.
+        let file = std::fs::File::options()
+            .write(true)
+            .open(repo.root.join(".git/index"))
+            .expect("index");
+        file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
+            .expect("set the index's mtime");
+        drop(file);
+        let racy = index_identities(&repo.root.join("p")).expect("a repository");
+        assert!(racy.is_empty(), "{} entries vouched for", racy.len());
     }
 }

@@ -76,7 +76,7 @@ pub(super) fn generate(
                 let read = |path: &str| {
                     record
                         .files
-                        .binary_search_by(|(recorded, _)| recorded.as_str().cmp(path))
+                        .binary_search_by(|(recorded, _, _)| recorded.as_str().cmp(path))
                         .is_ok()
                 };
                 moved.changed().any(read).then(|| moved.clone())
@@ -101,7 +101,9 @@ pub(super) fn generate(
             if unasked {
                 Some((record, true))
             } else {
-                match key.check(io.system, record) {
+                let index = key.index();
+                start.index = Some(index.clone());
+                match key.check(io.system, record, &index) {
                     crate::replay::Lookup::Hit(record, walked) => {
                         let same = record.changes == current_changes(&mut changes, key);
                         start.layout = Some(walked);
@@ -325,15 +327,10 @@ fn fingerprint_record(
     if record.fingerprint.as_ref() == Some(&fingerprint) {
         return Ok(());
     }
-    let files = record
-        .files
-        .into_iter()
-        .map(|(path, stamp)| (path, Some(stamp)))
-        .collect();
     if let Err(e) = key.save(
         io.system,
         started,
-        files,
+        record.files,
         Some(crate::replay::ChangedOnly {
             changes: used,
             fingerprint: Some(&fingerprint),
@@ -432,7 +429,7 @@ fn consumed(global: &GlobalArgs, args: &GenerateArgs) -> String {
 type Generated = (
     terraci_render::PipelineText,
     Vec<terraci_render::ChildPipeline>,
-    Option<Vec<(String, Option<terraci_db::system::Stamp>)>>,
+    Option<crate::workspace::RunFiles>,
     Vec<String>,
     Option<terraci_db::files::ChangeInput>,
     Option<terraci_engine::discover::ModuleDirs>,

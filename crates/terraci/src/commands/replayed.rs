@@ -5,7 +5,7 @@
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::cli::GlobalArgs;
-use crate::workspace::{project_dir, use_color, FileStamps};
+use crate::workspace::{project_dir, use_color, RunFiles};
 use terraci_db::config::find_config_file;
 use terraci_db::exit;
 use terraci_db::system::System;
@@ -21,7 +21,7 @@ pub(super) struct Produced {
     pub(crate) code: u8,
     /// The stamps of the files read, when the run may be recorded (it read nothing
     /// outside the modules' files).
-    pub(crate) stamps: Option<FileStamps>,
+    pub(crate) stamps: Option<RunFiles>,
     /// Cache notices printed, which a replay leaves out.
     pub(crate) notices: Vec<String>,
 }
@@ -66,7 +66,7 @@ pub(super) fn replayed(
     let key = run_key(io.system, global, &inputs, &io.argv);
     let mut layout = None;
     if let Some(key) = &key {
-        match key.lookup(io.system) {
+        match key.lookup(io.system, &key.index()) {
             // A record of this key never holds a change set (`--changed-only` has no
             // key here; `generate` replays those itself).
             Ok(crate::replay::Lookup::Hit(record, _)) if record.changes.is_none() => {

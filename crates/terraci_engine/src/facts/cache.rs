@@ -25,7 +25,10 @@
 //! ([`Entries::unread`]), and its input is the entry's length and hash
 //! ([`terraci_db::files::UnreadText`]). A write to the file moves its change time, so an
 //! equal stamp is the version the facts were made from; a symlink put in its place has
-//! its own inode. A corrupt, truncated or foreign
+//! its own inode. An entry also holds the blob id git's index had for the version read
+//! when its index entry was clean (`terraci_vcs::IndexIdentities`: stat data matching,
+//! not racy), which costs no hashing: a fresh clone, where no stamp matches, does not
+//! read a file whose clean index entry names the entry's blob. A corrupt, truncated or foreign
 //! file is ignored with a notice and rewritten. Writes go to a temp file that is renamed
 //! over the old one, so concurrent runs each leave a complete cache (the last one wins).
 
@@ -38,11 +41,11 @@ use crate::facts::{
 };
 use terraci_db::db::Db;
 use terraci_db::diagnostic::Anchor;
-use terraci_db::files::{File, FileContents, FileKind};
+use terraci_db::files::{BlobId, File, FileContents, FileKind};
 use terraci_db::store::{
-    begin_file, binary_id, exactly, open_file, put_bytes, put_opt, put_stamp, put_str, put_u64,
-    read_entries, worth_rewriting, write_diagnostic_head, write_expr, write_item, CacheSettings,
-    Reader, Stream, R,
+    begin_file, binary_id, exactly, open_file, put_blob, put_bytes, put_opt, put_stamp, put_str,
+    put_u64, read_entries, worth_rewriting, write_diagnostic_head, write_expr, write_item,
+    CacheSettings, Reader, Stream, R,
 };
 use terraci_db::syntax::{Name, NodeId};
 use terraci_db::system::System;
@@ -50,7 +53,7 @@ use terraci_db::system::System;
 const MAGIC: &[u8; 16] = b"terraci-facts\0\0\0";
 /// Bump when the encoding of [`FileFacts`] changes, or the facts a text gives (a parser
 /// that accepts more).
-const FORMAT: u32 = 6;
+const FORMAT: u32 = 7;
 /// One cached file: what it was, and where its path and encoded facts are in the blob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
@@ -60,6 +63,9 @@ struct Entry {
     hash: u64,
     /// The stamp of the version read, if it had settled before that run began.
     stamp: Option<terraci_db::system::Stamp>,
+    /// The blob git's index held for the version read, if its entry was clean then
+    /// (`terraci_vcs::IndexIdentities`).
+    blob: Option<BlobId>,
     payload: std::ops::Range<usize>,
 }
 
@@ -82,9 +88,11 @@ impl Entries {
     }
 
     /// The contents of the file at `path` (project-relative; `abs` absolute) as an
-    /// [`terraci_db::files::UnreadText`] read from `source` if needed, if the entry for it
-    /// has a stamp and the file's `lstat` stamp now (`now`, asked only then) is that
-    /// stamp still, with the stamp: its text need not be read.
+    /// [`terraci_db::files::UnreadText`] read from `source` if needed, with the file's
+    /// `lstat` stamp now (`now`, asked only if there is an entry): its text need not be
+    /// read when the entry's stamp is that stamp still, or when git's index holds the
+    /// entry's blob for the file with that stamp (`blob_of`, asked only if the stamps
+    /// differ: a fresh clone of the same contents).
     pub fn unread(
         &self,
         path: &str,
@@ -92,10 +100,16 @@ impl Entries {
         abs: &Utf8Path,
         source: &Arc<terraci_db::files::TextSource>,
         now: impl FnOnce() -> Option<terraci_db::system::Stamp>,
+        blob_of: impl FnOnce(&terraci_db::system::Stamp) -> Option<BlobId>,
     ) -> Option<(FileContents, terraci_db::system::Stamp)> {
         let entry = self.get(path)?;
-        let stamp = entry.stamp?;
-        if entry.kind != kind_code(kind) || now() != Some(stamp) {
+        if entry.kind != kind_code(kind) || (entry.stamp.is_none() && entry.blob.is_none()) {
+            return None;
+        }
+        let stamp = now()?;
+        let same = entry.stamp == Some(stamp)
+            || entry.blob.is_some_and(|blob| blob_of(&stamp) == Some(blob));
+        if !same {
             return None;
         }
         let text = terraci_db::files::UnreadText::new(
@@ -132,12 +146,15 @@ pub(crate) fn cached_facts(db: &dyn Db, file: File) -> Option<FileFacts> {
 /// Reads the cache file. `Err` is a notice for the user: the file was there but unusable.
 pub fn load(system: &dyn System, settings: &CacheSettings) -> Result<Entries, String> {
     let path = settings.file();
-    let Ok(bytes) = system.read(&path) else {
+    let Ok(mut bytes) = system.read(&path) else {
         // No cache yet: nothing to say.
         return Ok(Entries::default());
     };
-    parse(bytes, &binary_id(system))
-        .map_err(|why| format!("ignoring the fact cache `{path}` ({why}); rebuilding it"))
+    let notice = |why| format!("ignoring the fact cache `{path}` ({why}); rebuilding it");
+    let body = terraci_db::store::unseal(terraci_db::store::cache_key(system).as_ref(), &bytes)
+        .map_err(notice)?;
+    bytes.truncate(body);
+    parse(bytes, &binary_id(system)).map_err(notice)
 }
 
 fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
@@ -151,6 +168,7 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
         let len = r.u64()?;
         let hash = r.fixed_u64()?;
         let stamp = r.opt_with(Reader::stamp)?;
+        let blob = r.opt_with(Reader::blob)?;
         let payload = r.range()?;
         Ok(Entry {
             path,
@@ -158,6 +176,7 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
             len,
             hash,
             stamp,
+            blob,
             payload,
         })
     })?;
@@ -165,9 +184,12 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
 }
 
 /// Writes the facts of `files` (project-relative path and input, sorted by path) unless
-/// the cache already holds exactly these files with these contents and stamps; `settled`
-/// holds the stamps of the versions read that had settled before the run began (the
-/// others are stored without one, and are read again next time).
+/// the cache already holds exactly these files with these contents and stamps or blobs;
+/// `settled` holds the stamps of the versions read that had settled before the run began
+/// (the others are stored without one, and are read again next time), `blob_of` the
+/// blob git's index holds for a file's version read when its entry was clean (asked
+/// only for a file whose stamp is not the entry's, and for every file when the cache is
+/// rewritten).
 ///
 /// Written as it is made: an entry whose file is unchanged is the old cache's bytes, and
 /// everything goes through a buffer of about a megabyte. The cache (13 MB at 10,000
@@ -178,6 +200,7 @@ pub fn save(
     settings: &CacheSettings,
     files: &[(&str, File)],
     settled: &rustc_hash::FxHashMap<&str, terraci_db::system::Stamp>,
+    blob_of: &(dyn Fn(&str) -> Option<BlobId> + Sync),
 ) -> std::io::Result<()> {
     debug_assert!(files.is_sorted_by(|a, b| a.0 < b.0), "files sorted by path");
     let old = FactCache::try_get(db).map(|c| c.entries(db).clone());
@@ -212,25 +235,35 @@ pub fn save(
             (e.kind == kind_code(file.kind(db)) && e.len == len && e.hash == hash).then_some(e)
         })
         .collect();
-    // An entry is stale also when only its stamp moved: the next run reads that file.
-    let stale = cacheable
-        .iter()
-        .zip(&olds)
-        .filter(|(c, old)| !old.is_some_and(|e| e.stamp == c.4))
-        .count();
-    if !worth_rewriting(
-        old.as_ref().map(|o| o.entries.len()),
-        cacheable.len(),
-        stale,
-    ) {
+    // An entry is stale also when its stamp moved and git's index does not vouch for
+    // it by its blob either: the next run reads that file. (A fresh clone of the same
+    // contents moves every stamp and keeps every blob: nothing is rewritten.) The index
+    // is asked only when the stamps alone would have the cache rewritten: after an edit
+    // in a kept work tree, a few stamps moved, and reading the index is not worth it.
+    let old_len = old.as_ref().map(|o| o.entries.len());
+    let stale = |vouched: &dyn Fn(&Entry, &str) -> bool| {
+        cacheable
+            .iter()
+            .zip(&olds)
+            .filter(|(c, old)| !old.is_some_and(|e| e.stamp == c.4 || vouched(e, c.0)))
+            .count()
+    };
+    if !worth_rewriting(old_len, cacheable.len(), stale(&|_, _| false))
+        || !worth_rewriting(
+            old_len,
+            cacheable.len(),
+            stale(&|e, path| e.blob.is_some() && e.blob == blob_of(path)),
+        )
+    {
         return Ok(());
     }
     let blob = old.as_ref().map_or(&[][..], |o| &o.blob[..]);
+    let key = terraci_db::store::cache_key(system);
     // A `.gitignore` of `*` keeps the cache out of `git status` and so out of
     // `--changed-only` (as pytest and ruff do with their caches).
     settings.write(system, ".gitignore", b"*\n")?;
     settings.replace_streamed(system, terraci_db::store::FACTS_FILE_NAME, &mut |emit| {
-        let mut out = Stream::new(emit);
+        let mut out = Stream::new(emit, key.as_ref());
         out.own(|head| {
             head.extend_from_slice(&begin_file(MAGIC, u64::from(FORMAT), 64));
             put_bytes(head, &binary_id(system));
@@ -250,6 +283,7 @@ pub fn save(
                 put_u64(b, len);
                 b.extend_from_slice(&hash.to_le_bytes());
                 put_opt(b, &stamp, put_stamp);
+                put_opt(b, &blob_of(path), put_blob);
                 put_u64(b, facts.len() as u64);
                 b.extend_from_slice(facts);
             })?;
@@ -529,6 +563,7 @@ mod tests {
                 put_u64(&mut blob, 0);
                 blob.extend_from_slice(&0u64.to_le_bytes());
                 blob.push(0); // no stamp
+                blob.push(0); // no blob
                 put_bytes(&mut blob, b"");
             }
             blob.extend_from_slice(&seal_parts(&[&blob]));
@@ -610,7 +645,7 @@ mod tests {
         }
         assert_eq!(
             (FORMAT, bytes.len(), content_hash(&bytes)),
-            (6, 874, 2603916788371675767),
+            (7, 874, 2603916788371675767),
             "the encoded facts changed: bump FORMAT and pin the new length and hash"
         );
     }

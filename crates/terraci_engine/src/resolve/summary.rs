@@ -433,11 +433,14 @@ pub fn load(
     settings: &terraci_db::store::CacheSettings,
 ) -> Result<Summaries, String> {
     let path = settings.dir.join(FILE_NAME);
-    let Ok(bytes) = system.read(&path) else {
+    let Ok(mut bytes) = system.read(&path) else {
         return Ok(Summaries::default());
     };
-    parse(bytes, &terraci_db::store::binary_id(system))
-        .map_err(|why| format!("ignoring the summary cache `{path}` ({why}); rebuilding it"))
+    let notice = |why| format!("ignoring the summary cache `{path}` ({why}); rebuilding it");
+    let body = terraci_db::store::unseal(terraci_db::store::cache_key(system).as_ref(), &bytes)
+        .map_err(notice)?;
+    bytes.truncate(body);
+    parse(bytes, &terraci_db::store::binary_id(system)).map_err(notice)
 }
 
 fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Summaries, &'static str> {
@@ -534,8 +537,9 @@ pub fn save(
         return Ok(());
     }
     // Written as it is made, as the fact cache is: never held whole.
+    let mac_key = terraci_db::store::cache_key(system);
     settings.replace_streamed(system, FILE_NAME, &mut |emit| {
-        let mut out = Stream::new(emit);
+        let mut out = Stream::new(emit, mac_key.as_ref());
         out.own(|head| {
             head.extend_from_slice(&begin_file(MAGIC, FORMAT, 64));
             put_bytes(head, &terraci_db::store::binary_id(system));
