@@ -18,6 +18,9 @@ directory every time; the run record's key holds the working directory):
   full      `generate` on main, the kept cache copied in
   changed   `generate --changed-only --base-ref main` on `feature`, the kept cache
             copied in (its record is of another command line: facts and summaries only)
+  committed the same with `--committed-only` (what the GitHub workflow's
+            `terraci-affected` job runs: a CI checkout has no uncommitted change, and git's
+            status of the work tree is not asked)
 Clone and copy are not timed. Prints the medians, the ratios to the cold run, and the
 command lines.
 """
@@ -143,26 +146,28 @@ def main():
     kept = os.path.join(WORK, "kept-cache")
     shutil.rmtree(kept, ignore_errors=True)
     shutil.copytree(os.path.join(base, ".terraci", "cache"), kept)
-    rows = {"cold": [], "full": [], "changed": [], "cold-changed": []}
+    rows = {"cold": [], "full": [], "changed": [], "cold-changed": [], "committed": []}
     for _ in range(runs):
         for label, branch, cache, cmd in [
             ("cold", "main", None, generate + ["--no-cache"]),
             ("full", "main", kept, generate),
             ("cold-changed", "feature", None, changed + ["--no-cache"]),
             ("changed", "feature", kept, changed),
+            ("committed", "feature", kept, changed + ["--committed-only"]),
         ]:
             dest = fresh_clone(repo, branch, cache)
             rows[label].append(timed(cmd, dest))
     cold = statistics.median(rows["cold"])
     print(f"{n} modules, {runs} fresh clones per row, interleaved; binary {binary}")
-    for label in ["cold", "full", "cold-changed", "changed"]:
+    for label in ["cold", "full", "cold-changed", "changed", "committed"]:
         med = statistics.median(rows[label])
         print(f"  {label:<13} median {med:7.1f} ms  {med / cold:5.2f}x cold  "
               f"(min {min(rows[label]):.1f}, max {max(rows[label]):.1f})")
     print("commands: cold = `generate -o OUT --force --no-cache` on main; full = "
           "`generate -o OUT --force` on main with the cache restored; changed = "
           "`generate -o OUT --force --changed-only --base-ref main` on feature with the "
-          "cache restored (cold-changed: the same with --no-cache)")
+          "cache restored (cold-changed: the same with --no-cache; committed: with "
+          "--committed-only)")
 
 
 if __name__ == "__main__":

@@ -443,19 +443,38 @@ fn trigger_order(split: &Split) -> Vec<String> {
     ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
 )]
 fn child_pipelines_run_in_the_triggers_order_apply_every_module_after_those_it_reads() {
-    // Eleven modules with real terraform (the 200-module workload would take most of an
-    // hour under gitlab-ci-local's one build directory per job): a chain of six, over the
-    // limit alone, split into two links; chains of three and two packed beside it.
+    // Eleven modules with real terraform: a chain of six, over the limit alone, split
+    // into two links; chains of three and two packed beside it.
+    split_pipelines_apply_in_order(&[("a", 6), ("b", 3), ("c", 2)], 30000);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "runs a CI client or terraform: the clients tier (bash .ci/test)"
+)]
+fn two_hundred_modules_split_into_child_pipelines_apply_every_module_after_those_it_reads() {
+    // 200 modules, 400 jobs (about four minutes on two cores): twenty chains of ten, each
+    // over the limit alone (a chain of children), the chains packed beside each other.
+    let groups: Vec<(String, usize)> = (0..20).map(|g| (format!("g{g:02}"), 10)).collect();
+    let groups: Vec<(&str, usize)> = groups.iter().map(|(g, n)| (g.as_str(), *n)).collect();
+    split_pipelines_apply_in_order(&groups, 60000);
+}
+
+/// Chains of `groups` (name, length) of real-terraform modules, generated over a
+/// `budget` small enough to split, each child run with gitlab-ci-local in an order the
+/// parent's triggers allow: every module must have applied after the one it reads.
+fn split_pipelines_apply_in_order(groups: &[(&str, usize)], budget: u64) {
     let work = tempfile::tempdir().expect("temp dir");
     let state = work.path().join("state");
     std::fs::create_dir_all(&state).expect("mkdir state");
     let p = Project::empty();
-    for (group, len) in [("a", 6), ("b", 3), ("c", 2)] {
+    for &(group, len) in groups {
         chain(&p, &state, group, len);
     }
     p.write(
         ".terraci.yaml",
-        "structure:\n  pattern: \"{env}/{module}\"\nextensions:\n  gitlab:\n    max_yaml_size_bytes: 30000\n",
+        format!("structure:\n  pattern: \"{{env}}/{{module}}\"\nextensions:\n  gitlab:\n    max_yaml_size_bytes: {budget}\n"),
     );
     p.write(
         ".gitignore",
@@ -479,7 +498,7 @@ fn child_pipelines_run_in_the_triggers_order_apply_every_module_after_those_it_r
         assert!(ok, "{trigger} ({file}) failed:\n{output}");
     }
     // Each module applied what it read from the one before it: applied after it.
-    for (group, len) in [("a", 6), ("b", 3), ("c", 2)] {
+    for &(group, len) in groups {
         let mut expected = format!("{group}/m0");
         for k in 0..len {
             if k > 0 {
