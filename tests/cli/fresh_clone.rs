@@ -317,3 +317,53 @@ fn with_the_cache_secret_set_a_poisoned_or_unsigned_cache_is_ignored_with_a_noti
         "the secret was written"
     );
 }
+
+/// Each CI job runs its own copy of terraci (an image's layer, a download, a `cargo
+/// install`): a new file, with a new stamp. The cache and the record know the build by
+/// its content (the linker's build ID), so the copy replays the run and reads the facts.
+#[test]
+fn another_copy_of_the_same_binary_finds_the_cache_a_rebuild_would_not() {
+    let origin = origin(EKS);
+    let p = Project::empty();
+    fresh_clone(&p, origin.path());
+    let base = p.run(&["generate", "-v"]);
+    assert_eq!(base.code, 0, "{}", base.stderr);
+    let kept = keep_cache(&p);
+
+    let bin = tempfile::tempdir().expect("temp dir");
+    let copy = bin.path().join("terraci");
+    std::fs::copy(env!("CARGO_BIN_EXE_terraci"), &copy).expect("copy the binary");
+    let run_copy = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(&copy);
+        cmd.args(args)
+            .current_dir(p.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", p.path())
+            .env("TERRACI_CACHE_HOME", p.cache_home());
+        let out = cmd.output().expect("run the copy");
+        (
+            out.status.code(),
+            p.redact(&out.stdout),
+            p.redact(&out.stderr),
+        )
+    };
+
+    fresh_clone(&p, origin.path());
+    restore_cache(&p, kept.path(), &[]);
+    let (code, stdout, stderr) = run_copy(&["generate", "-v"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("note: replayed the last run"),
+        "the copy is the same build: {stderr}"
+    );
+    assert_eq!(stdout, base.stdout);
+
+    // Without the record: the facts and summaries are this build's too.
+    fresh_clone(&p, origin.path());
+    restore_cache(&p, kept.path(), &["run.bin"]);
+    let (code, stdout, stderr) = run_copy(&["generate", "-v"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("notice:"), "{stderr}");
+    assert_eq!(without_verbose(&stdout), uncached(&p));
+}

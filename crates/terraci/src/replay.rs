@@ -3,7 +3,7 @@
 //!
 //! Input: the command line, the working directory, the environment variables `generate`
 //! consults, the config file's and the `--var-file` files' stamps and bytes, the running
-//! binary's stamp (together the run's *key*), and the walk of the project with a [`Stamp`] for
+//! build's identity (together the run's *key*), and the walk of the project with a [`Stamp`] for
 //! every file terraci would read. Output: `run.bin` in the cache directory, one record
 //! of the last successful run (key, file stamps, output text, stderr text), and on a later
 //! run with the same key and the same stamps, that run's output replayed byte for byte.
@@ -177,7 +177,7 @@ impl RunKey {
         max_file_size: u64,
     ) -> Option<RunKey> {
         let mut bytes = Vec::new();
-        put_stamp(&mut bytes, &system.program_stamp()?);
+        put_bytes(&mut bytes, &system.program_id()?);
         put_str(&mut bytes, command);
         put_u64(&mut bytes, extra.len() as u64);
         for e in extra {

@@ -237,14 +237,11 @@ pub fn open_file<'a>(
 
 /// The running binary, as the cache's key: facts are what this build's parser and
 /// lowering make of a text, and a rebuilt binary (another lowering under the same version
-/// and format number) must not read an older build's facts. The stamp of the executable,
-/// as the run record keys on it; empty where the system cannot stamp it.
-pub fn binary_id(system: &dyn System) -> Vec<u8> {
-    let mut out = Vec::new();
-    if let Some(s) = system.program_stamp() {
-        put_stamp(&mut out, &s);
-    }
-    out
+/// and format number) must not read an older build's facts. The build's identity
+/// ([`System::program_id`]: its ELF build ID, else the executable's stamp), as the run
+/// record keys on it; `None` where it cannot be told (no cache is then read).
+pub fn binary_id(system: &dyn System) -> Option<Vec<u8>> {
+    system.program_id()
 }
 
 /// How many stale entries a cache may keep rather than be rewritten.

@@ -200,8 +200,10 @@ pub trait System: Send + Sync {
     fn link_stamp(&self, path: &Utf8Path) -> Option<Stamp> {
         self.stamp(path)
     }
-    /// The stamp of the running program: a rebuilt binary never replays an older one's run.
-    fn program_stamp(&self) -> Option<Stamp> {
+    /// The identity of the running program's build, for cache and run-record keys: a
+    /// rebuilt binary never replays an older one's run nor reads its facts. `None` when
+    /// it cannot be told (nothing keyed on it is then read or written).
+    fn program_id(&self) -> Option<Vec<u8>> {
         None
     }
     /// The path of the running program (`None` in memory, or when it cannot be told).

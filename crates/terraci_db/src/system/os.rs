@@ -123,6 +123,91 @@ fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
     }
 }
 
+/// The running build's identity: the ELF build ID the linker wrote (a hash of the
+/// linked binary: the same in every copy of one build, whatever file holds it, so a
+/// cache written in one CI job is found by the next job's fresh copy of the binary),
+/// else the executable's stamp (a copy of the binary then misses, never a rebuild
+/// hits).
+fn program_id() -> Option<Vec<u8>> {
+    let exe = std::env::current_exe().ok()?;
+    let mut file = std::fs::File::open(&exe).ok()?;
+    if let Some(id) = elf_build_id(&mut file) {
+        let mut out = b"build-id:".to_vec();
+        out.extend_from_slice(&id);
+        return Some(out);
+    }
+    let stamp = stamp_of(&file.metadata().ok()?);
+    let mut out = b"stamp:".to_vec();
+    for field in [stamp.dev, stamp.ino, stamp.len] {
+        out.extend_from_slice(&field.to_le_bytes());
+    }
+    for time in [stamp.mtime_ns, stamp.ctime_ns] {
+        out.extend_from_slice(&time.to_le_bytes());
+    }
+    Some(out)
+}
+
+/// The `NT_GNU_BUILD_ID` note of a 64-bit little-endian ELF file, from its program
+/// headers' `PT_NOTE` segments; `None` for anything else.
+fn elf_build_id(file: &mut (impl Read + std::io::Seek)) -> Option<Vec<u8>> {
+    use std::io::SeekFrom;
+    const PT_NOTE: u32 = 4;
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let u16_at =
+        |b: &[u8], at: usize| Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?));
+    let u32_at =
+        |b: &[u8], at: usize| Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    let u64_at =
+        |b: &[u8], at: usize| Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?));
+    let mut read_at = |offset: u64, len: usize| -> Option<Vec<u8>> {
+        let mut buf = vec![0; len];
+        file.seek(SeekFrom::Start(offset)).ok()?;
+        file.read_exact(&mut buf).ok()?;
+        Some(buf)
+    };
+    let header = read_at(0, 64)?;
+    // Magic, 64-bit class, little-endian data.
+    if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    let (phoff, phentsize, phnum) = (
+        u64_at(&header, 0x20)?,
+        usize::from(u16_at(&header, 0x36)?),
+        usize::from(u16_at(&header, 0x38)?),
+    );
+    if phentsize < 56 || phnum > 256 {
+        return None;
+    }
+    let table = read_at(phoff, phentsize * phnum)?;
+    for ph in table.chunks_exact(phentsize) {
+        if u32_at(ph, 0)? != PT_NOTE {
+            continue;
+        }
+        let (offset, size) = (u64_at(ph, 8)?, u64_at(ph, 32)?);
+        if size > 1 << 16 {
+            continue;
+        }
+        let notes = read_at(offset, usize::try_from(size).ok()?)?;
+        let mut at = 0;
+        while at + 12 <= notes.len() {
+            let namesz = u32_at(&notes, at)? as usize;
+            let descsz = u32_at(&notes, at + 4)? as usize;
+            let kind = u32_at(&notes, at + 8)?;
+            let name = at + 12;
+            let desc = name + namesz.div_ceil(4) * 4;
+            let end = desc + descsz.div_ceil(4) * 4;
+            if end > notes.len() {
+                break;
+            }
+            if kind == NT_GNU_BUILD_ID && notes[name..name + namesz] == *b"GNU\0" && descsz > 0 {
+                return Some(notes[desc..desc + descsz].to_vec());
+            }
+            at = end;
+        }
+    }
+    None
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OsSystem;
 
@@ -220,9 +305,9 @@ impl System for OsSystem {
         std::fs::symlink_metadata(path).ok().map(|m| stamp_of(&m))
     }
 
-    fn program_stamp(&self) -> Option<Stamp> {
-        let exe = std::env::current_exe().ok()?;
-        std::fs::metadata(exe).ok().map(|m| stamp_of(&m))
+    fn program_id(&self) -> Option<Vec<u8>> {
+        static ID: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+        ID.get_or_init(program_id).clone()
     }
 
     fn current_exe(&self) -> Option<String> {
@@ -955,5 +1040,68 @@ mod tests {
         assert_eq!(reader.join().unwrap(), b"jobs\n");
         let meta = std::fs::symlink_metadata(&fifo).unwrap();
         assert!(meta.file_type().is_fifo(), "the FIFO is still a FIFO");
+    }
+
+    /// A 64-bit little-endian ELF header with one program header, of type `kind`, over
+    /// `notes` (which follow it).
+    fn elf_with_notes(kind: u32, notes: &[u8]) -> Vec<u8> {
+        let mut elf = vec![0u8; 64];
+        elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        elf[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
+        elf[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        elf[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes());
+        let mut ph = vec![0u8; 56];
+        ph[..4].copy_from_slice(&kind.to_le_bytes());
+        ph[8..16].copy_from_slice(&120u64.to_le_bytes());
+        ph[32..40].copy_from_slice(&(notes.len() as u64).to_le_bytes());
+        elf.extend(ph);
+        elf.extend_from_slice(notes);
+        elf
+    }
+
+    fn note(name: &[u8], kind: u32, desc: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend((name.len() as u32).to_le_bytes());
+        out.extend((desc.len() as u32).to_le_bytes());
+        out.extend(kind.to_le_bytes());
+        out.extend_from_slice(name);
+        out.resize(out.len().next_multiple_of(4), 0);
+        out.extend_from_slice(desc);
+        out.resize(out.len().next_multiple_of(4), 0);
+        out
+    }
+
+    #[test]
+    fn the_build_id_is_the_gnu_note_of_the_elf_file_and_nothing_else_is() {
+        let id = [0xab; 20];
+        let mut notes = note(b"GNU\0", 1, &[0, 0, 0, 0, 3, 0, 0, 0]);
+        notes.extend(note(b"GNU\0", 3, &id));
+        let elf = elf_with_notes(4, &notes);
+        let found = elf_build_id(&mut std::io::Cursor::new(&elf));
+        assert_eq!(found.as_deref(), Some(&id[..]), "after the ABI tag note");
+        // Not a note segment, another owner's note, not ELF, cut short.
+        assert_eq!(
+            elf_build_id(&mut std::io::Cursor::new(elf_with_notes(1, &notes))),
+            None
+        );
+        let foreign = elf_with_notes(4, &note(b"Xen\0", 3, &id));
+        assert_eq!(elf_build_id(&mut std::io::Cursor::new(foreign)), None);
+        assert_eq!(
+            elf_build_id(&mut std::io::Cursor::new(b"#!/bin/sh\n".repeat(20))),
+            None
+        );
+        assert_eq!(elf_build_id(&mut std::io::Cursor::new(&elf[..130])), None);
+    }
+
+    #[test]
+    fn the_running_program_is_identified_by_content_not_by_its_file() {
+        let id = OsSystem
+            .program_id()
+            .expect("the test binary is identified");
+        assert!(
+            id.starts_with(b"build-id:"),
+            "this toolchain's linker writes a build ID: {:?}",
+            String::from_utf8_lossy(&id)
+        );
     }
 }

@@ -154,7 +154,10 @@ pub fn load(system: &dyn System, settings: &CacheSettings) -> Result<Entries, St
     let body = terraci_db::store::unseal(terraci_db::store::cache_key(system).as_ref(), &bytes)
         .map_err(notice)?;
     bytes.truncate(body);
-    parse(bytes, &binary_id(system)).map_err(notice)
+    let binary = binary_id(system).ok_or("the running binary cannot be identified");
+    binary
+        .and_then(|binary| parse(bytes, &binary))
+        .map_err(notice)
 }
 
 fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
@@ -258,6 +261,10 @@ pub fn save(
         return Ok(());
     }
     let blob = old.as_ref().map_or(&[][..], |o| &o.blob[..]);
+    // A build that cannot be told from another writes nothing another could read.
+    let Some(binary) = binary_id(system) else {
+        return Ok(());
+    };
     let key = terraci_db::store::cache_key(system);
     // A `.gitignore` of `*` keeps the cache out of `git status` and so out of
     // `--changed-only` (as pytest and ruff do with their caches).
@@ -266,7 +273,7 @@ pub fn save(
         let mut out = Stream::new(emit, key.as_ref());
         out.own(|head| {
             head.extend_from_slice(&begin_file(MAGIC, u64::from(FORMAT), 64));
-            put_bytes(head, &binary_id(system));
+            put_bytes(head, &binary);
             put_u64(head, cacheable.len() as u64);
         })?;
         let mut payload = Vec::new();
@@ -623,7 +630,7 @@ mod tests {
     fn a_cache_written_by_another_build_of_the_same_version_is_refused() {
         // A rebuilt binary may lower the same text into other facts (the format number
         // is bumped by hand and was not, more than once): the cache is keyed on the
-        // executable's stamp as the run record is.
+        // build's identity as the run record is.
         let cache = empty_cache(env!("CARGO_PKG_VERSION"), b"old build");
         assert_eq!(
             parse(cache, b"new build").err(),

@@ -440,7 +440,11 @@ pub fn load(
     let body = terraci_db::store::unseal(terraci_db::store::cache_key(system).as_ref(), &bytes)
         .map_err(notice)?;
     bytes.truncate(body);
-    parse(bytes, &terraci_db::store::binary_id(system)).map_err(notice)
+    let binary =
+        terraci_db::store::binary_id(system).ok_or("the running binary cannot be identified");
+    binary
+        .and_then(|binary| parse(bytes, &binary))
+        .map_err(notice)
 }
 
 fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Summaries, &'static str> {
@@ -536,13 +540,17 @@ pub fn save(
     if !terraci_db::store::worth_rewriting(old_len, fresh.len(), stale) {
         return Ok(());
     }
+    // A build that cannot be told from another writes nothing another could read.
+    let Some(binary) = terraci_db::store::binary_id(system) else {
+        return Ok(());
+    };
     // Written as it is made, as the fact cache is: never held whole.
     let mac_key = terraci_db::store::cache_key(system);
     settings.replace_streamed(system, FILE_NAME, &mut |emit| {
         let mut out = Stream::new(emit, mac_key.as_ref());
         out.own(|head| {
             head.extend_from_slice(&begin_file(MAGIC, FORMAT, 64));
-            put_bytes(head, &terraci_db::store::binary_id(system));
+            put_bytes(head, &binary);
             head.extend_from_slice(&summary_context(db, project).to_le_bytes());
             put_u64(head, fresh.len() as u64);
         })?;
