@@ -82,7 +82,7 @@ pub struct Fingerprinting {
 
 /// One entry of the tree: project-relative path and what it must still be.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Entry {
+pub(super) enum Entry {
     /// A directory with its stamp.
     Dir(Stamp),
     /// The directory the output is written to: its names (the output's left out).
@@ -94,15 +94,15 @@ enum Entry {
 }
 
 /// The tree below the project by project-relative path (`""` is the project itself).
-type Tree = std::collections::BTreeMap<String, Entry>;
+pub(super) type Tree = std::collections::BTreeMap<String, Entry>;
 
 /// What [`check`] found.
 pub(super) enum Check {
     /// The recorded fingerprint is the repository's.
     Same,
-    /// It is not; the fingerprint now, when one can be taken, and what moved when only
-    /// files' contents did.
-    Changed(Option<Vec<u8>>, Option<Moved>),
+    /// It is not; the fingerprint now, when one can be taken, what moved when only
+    /// files' contents did, and the tree the fingerprint holds when it was walked.
+    Changed(Option<Vec<u8>>, Option<Moved>, Option<Tree>),
 }
 
 /// A check that found only files' contents changed: the same git state, the same
@@ -148,11 +148,11 @@ pub(super) fn take(
     header: &Header<'_>,
     project: &Utf8Path,
     how: &Fingerprinting,
-) -> Option<Vec<u8>> {
+) -> Option<(Vec<u8>, Tree)> {
     let head = encode_header(header, project, how)?;
     let mut tree = Tree::new();
     walk_into(project, "", how, &mut tree)?;
-    Some(encode(&head, &tree))
+    Some((encode(&head, &tree), tree))
 }
 
 /// Whether `recorded` is still the fingerprint of the repository, and if not, the
@@ -168,7 +168,8 @@ pub(super) fn check(
 ) -> Check {
     let now = encode_header(header, project, how);
     let Some((head, entries)) = decode(recorded) else {
-        return Check::Changed(now.and_then(|_| take(header, project, how)), None);
+        let (now, tree) = now.and_then(|_| take(header, project, how)).unzip();
+        return Check::Changed(now, None, tree);
     };
     let system = &*how.system;
     let fresh: Vec<bool> = entries
@@ -177,7 +178,7 @@ pub(super) fn check(
         .map(|(rel, entry)| same(system, project, how, rel, entry))
         .collect();
     let Some(now) = now else {
-        return Check::Changed(None, None);
+        return Check::Changed(None, None, None);
     };
     if now == head && fresh.iter().all(|&f| f) {
         return Check::Same;
@@ -216,7 +217,7 @@ pub(super) fn check(
                 });
             encode(&now, tree)
         });
-        return Check::Changed(encoded, Some(moved));
+        return Check::Changed(encoded, Some(moved), None);
     }
     let mut relist = std::collections::BTreeSet::new();
     for ((rel, entry), &unchanged) in entries.iter().zip(&fresh) {
@@ -243,10 +244,10 @@ pub(super) fn check(
             continue;
         }
         if relisted(project, &dir, how, &fresh, &mut tree, &mut rewalked).is_none() {
-            return Check::Changed(None, None);
+            return Check::Changed(None, None, None);
         }
     }
-    Check::Changed(Some(encode(&now, &tree)), None)
+    Check::Changed(Some(encode(&now, &tree)), None, Some(tree))
 }
 
 /// Lists `dir` again into `tree`: its own entry, its children kept when unchanged,
@@ -665,7 +666,9 @@ mod tests {
         }
 
         fn take(&self) -> Vec<u8> {
-            take(&self.header(), &self.root, &self.how()).expect("a fingerprint")
+            take(&self.header(), &self.root, &self.how())
+                .expect("a fingerprint")
+                .0
         }
 
         fn check(&self, recorded: &[u8]) -> Check {
@@ -681,7 +684,7 @@ mod tests {
         // The output (in the project's directory) and the cache are the run's own.
         s.write("pipeline.yml", "jobs\n");
         s.write(".terraci/cache/run.bin", "record\n");
-        let Check::Changed(Some(now), _) = s.check(&first) else {
+        let Check::Changed(Some(now), _, _) = s.check(&first) else {
             panic!("creating `.terraci` changes the project directory's names");
         };
         assert!(matches!(s.check(&now), Check::Same));
@@ -709,7 +712,7 @@ mod tests {
         std::fs::remove_dir_all(s.root.join("gone")).expect("remove");
         std::fs::remove_file(s.root.join("file-then-dir")).expect("remove");
         s.write("file-then-dir/inside.tf", "i\n");
-        let Check::Changed(Some(now), _) = s.check(&first) else {
+        let Check::Changed(Some(now), _, _) = s.check(&first) else {
             panic!("the tree changed");
         };
         assert_eq!(now, s.take(), "refreshed != walked");
@@ -740,7 +743,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         s.write("a/main.tf", "edited\n");
         s.write("README.md", "edited too\n");
-        let Check::Changed(Some(now), Some(moved)) = s.check(&first) else {
+        let Check::Changed(Some(now), Some(moved), _) = s.check(&first) else {
             panic!("only contents changed: a fingerprint and what moved");
         };
         assert_eq!(now, s.take(), "stamped in place != walked");
@@ -769,7 +772,7 @@ mod tests {
             let before = s.take();
             std::thread::sleep(std::time::Duration::from_millis(20));
             change(&s);
-            let Check::Changed(Some(now), None) = s.check(&before) else {
+            let Check::Changed(Some(now), None, _) = s.check(&before) else {
                 panic!("a change of the walk: refingerprinted, nothing moved");
             };
             assert_eq!(now, s.take());
@@ -779,7 +782,8 @@ mod tests {
         let mut how = s.how();
         how.started = std::time::SystemTime::now();
         s.write("b/main.tf", "just now\n");
-        let Check::Changed(None, Some(moved)) = check(&s.header(), &s.root, &how, &before) else {
+        let Check::Changed(None, Some(moved), _) = check(&s.header(), &s.root, &how, &before)
+        else {
             panic!("an unsettled changed file: no fingerprint, but what moved");
         };
         assert_eq!(moved.changed().collect::<Vec<_>>(), ["b/main.tf"]);

@@ -37,7 +37,7 @@ pub struct IndexIdentities {
 }
 
 /// How stat data is compared: every field git compares by default, nanoseconds included.
-const COMPARE: gix::index::entry::stat::Options = gix::index::entry::stat::Options {
+pub(crate) const COMPARE: gix::index::entry::stat::Options = gix::index::entry::stat::Options {
     trust_ctime: true,
     check_stat: true,
     use_nsec: true,
@@ -67,7 +67,7 @@ impl IndexIdentities {
 }
 
 /// `now` as index stat data; owner, group and device (not in a stamp) are the entry's.
-fn stat_of(now: &Stamp, entry: &gix::index::entry::Stat) -> gix::index::entry::Stat {
+pub(crate) fn stat_of(now: &Stamp, entry: &gix::index::entry::Stat) -> gix::index::entry::Stat {
     let time = |ns: i64| gix::index::entry::stat::Time {
         secs: ns.div_euclid(1_000_000_000) as u32,
         nsecs: ns.rem_euclid(1_000_000_000) as u32,
@@ -83,19 +83,28 @@ fn stat_of(now: &Stamp, entry: &gix::index::entry::Stat) -> gix::index::entry::S
     }
 }
 
+/// Whether git's rules let the stat data of the entry `e` vouch for its file (the list
+/// above), an entry of `index`.
+pub(crate) fn trusted(e: &gix::index::Entry, index: &gix::index::State) -> bool {
+    use gix::index::entry::{Flags, Mode, Stage};
+    let untrusted = Flags::SKIP_WORKTREE | Flags::ASSUME_VALID | Flags::INTENT_TO_ADD;
+    matches!(e.mode, Mode::FILE | Mode::FILE_EXECUTABLE)
+        && e.stage() == Stage::Unconflicted
+        && !e.flags.intersects(untrusted)
+        && e.stat.size != 0
+        && !e.stat.is_racy(index.timestamp(), COMPARE)
+}
+
 /// The index of the repository holding `project_dir`, reduced to the entries below it
 /// that can be clean; `None` outside a repository, for a SHA-256 one, or when the index
 /// cannot be read (every file is then read and hashed, as without git).
 pub fn index_identities(project_dir: &Utf8Path) -> Option<IndexIdentities> {
-    use gix::index::entry::{Flags, Mode, Stage};
     let repo = gix::discover(project_dir.as_std_path()).ok()?;
     if repo.object_hash() != gix::hash::Kind::Sha1 {
         return None;
     }
     let prefix = crate::project_prefix(&repo, project_dir).ok()?;
     let index = repo.index_or_empty().ok()?;
-    let timestamp = index.timestamp();
-    let untrusted = Flags::SKIP_WORKTREE | Flags::ASSUME_VALID | Flags::INTENT_TO_ADD;
     let strip = |path: &str| -> Option<String> {
         if prefix.is_empty() {
             return Some(path.to_owned());
@@ -107,13 +116,7 @@ pub fn index_identities(project_dir: &Utf8Path) -> Option<IndexIdentities> {
     let entries = index
         .entries()
         .iter()
-        .filter(|e| {
-            matches!(e.mode, Mode::FILE | Mode::FILE_EXECUTABLE)
-                && e.stage() == Stage::Unconflicted
-                && !e.flags.intersects(untrusted)
-                && e.stat.size != 0
-                && !e.stat.is_racy(timestamp, COMPARE)
-        })
+        .filter(|e| trusted(e, &index))
         .filter_map(|e| {
             let path = std::str::from_utf8(e.path(&index)).ok()?;
             let blob = BlobId(e.id.as_slice().try_into().ok()?);

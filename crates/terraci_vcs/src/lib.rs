@@ -15,6 +15,7 @@ use gix::ObjectId;
 
 mod fingerprint;
 mod index;
+use fingerprint::Tree;
 pub use fingerprint::{Fingerprinting, Moved};
 pub use index::{index_identities, IndexIdentities};
 
@@ -206,20 +207,26 @@ pub fn changed_files_unless(
     // Taken before git looks: a change after this point leaves a newer stamp than the
     // fingerprint holds.
     let mut told = Verdict::Other;
+    // The tree the fingerprint walked, when it did: it may show the work tree clean.
+    let mut walked = None;
     let fingerprint = opened.header(req).and_then(|header| match expected {
         Some((expected, _)) => match fingerprint::check(&header, &req.project_dir, how, expected) {
             fingerprint::Check::Same => {
                 told = Verdict::Same;
                 Some(None)
             }
-            fingerprint::Check::Changed(now, moved) => {
+            fingerprint::Check::Changed(now, moved, tree) => {
                 if let Some(moved) = moved {
                     told = Verdict::Moved(std::sync::Arc::new(moved));
                 }
+                walked = tree;
                 now.map(Some)
             }
         },
-        None => fingerprint::take(&header, &req.project_dir, how).map(Some),
+        None => fingerprint::take(&header, &req.project_dir, how).map(|(now, tree)| {
+            walked = Some(tree);
+            Some(now)
+        }),
     });
     let moved = match &told {
         Verdict::Moved(moved) => Some(moved.clone()),
@@ -238,7 +245,14 @@ pub fn changed_files_unless(
     }
     match fingerprint {
         Some(None) => Ok(Answer::Unchanged),
-        Some(Some(now)) => opened.change_set(req, Some(now)).map(Answer::Changed),
+        Some(Some(now)) => {
+            // Only a tree walked for this fingerprint (settled, before git looked) counts.
+            let clean = !req.committed_only
+                && walked.is_some_and(|tree| opened.clean_below_project(req, how, &tree));
+            opened
+                .change_set_with(req, Some(now), clean)
+                .map(Answer::Changed)
+        }
         None => opened.change_set(req, None).map(Answer::Changed),
     }
 }
@@ -310,6 +324,18 @@ impl Opened {
         req: &ChangeRequest,
         fingerprint: Option<Vec<u8>>,
     ) -> Result<ChangeSet, VcsError> {
+        self.change_set_with(req, fingerprint, false)
+    }
+
+    /// [`Opened::change_set`]; with `clean`, the work tree below the project is known
+    /// to hold what the index and HEAD do ([`Opened::clean_below_project`]) and git's
+    /// status of it is not asked.
+    fn change_set_with(
+        self,
+        req: &ChangeRequest,
+        fingerprint: Option<Vec<u8>>,
+        clean: bool,
+    ) -> Result<ChangeSet, VcsError> {
         let repo = &self.repo;
         // The index is read by the tree diff too (for attributes), so a damaged one is
         // named here rather than as a failure of whichever step met it first.
@@ -321,7 +347,7 @@ impl Opened {
         }
         let mut paths = Paths::default();
         let (base, base_commit, merge_base) = self.committed(&mut paths)?;
-        if !req.committed_only {
+        if !req.committed_only && !clean {
             worktree_changes(repo, &mut paths)?;
         }
 
@@ -420,6 +446,66 @@ impl Opened {
             submodules: Vec::new(),
             fingerprint,
         })
+    }
+}
+
+impl Opened {
+    /// Whether git's status would find nothing below the project, told from the tree the
+    /// fingerprint just walked (every entry below the project but `.git` and what the run
+    /// writes, each with a stamp that settled before the run began, taken before git is
+    /// asked) and the index, so that a fresh clone is not walked a second time:
+    /// - the index holds exactly HEAD's tree ([`index_matches_head`]): nothing is staged;
+    /// - every index entry below the project is one whose stat data git trusts to vouch
+    ///   for its file ([`index::trusted`]: a regular file, not racy, ...) and that stat
+    ///   data is the stamp the walk found: git's own test, the file is clean unread;
+    /// - every file the walk found is one of those entries: nothing is untracked (nor
+    ///   ignored: telling those apart takes git's rules, and any doubt asks git);
+    /// - the output file the walk leaves out is not there (a leftover is untracked).
+    ///
+    /// Anything else (a racy entry, a symlink, a submodule, a conflict, a file written
+    /// since checkout) asks git's status, as without the walk.
+    fn clean_below_project(&self, req: &ChangeRequest, how: &Fingerprinting, tree: &Tree) -> bool {
+        if let Some(output) = &how.output {
+            if output.starts_with(&req.project_dir) && how.system.link_stamp(output).is_some() {
+                return false;
+            }
+        }
+        if !index_matches_head(&self.repo).unwrap_or(false) {
+            return false;
+        }
+        let Ok(index) = self.repo.index_or_empty() else {
+            return false;
+        };
+        let mut vouched = 0usize;
+        for entry in index.entries() {
+            let Ok(path) = std::str::from_utf8(entry.path(&index)) else {
+                return false;
+            };
+            let Some(rel) = rebase(path, &self.prefix) else {
+                continue;
+            };
+            let Some(fingerprint::Entry::File(stamp)) = tree.get(&rel) else {
+                return false;
+            };
+            if !index::trusted(entry, &index)
+                || !entry
+                    .stat
+                    .matches(&index::stat_of(stamp, &entry.stat), index::COMPARE)
+            {
+                return false;
+            }
+            vouched += 1;
+        }
+        let files = tree
+            .values()
+            .filter(|e| {
+                !matches!(
+                    e,
+                    fingerprint::Entry::Dir(_) | fingerprint::Entry::Listed(_)
+                )
+            })
+            .count();
+        files == vouched
     }
 }
 
@@ -1483,6 +1569,81 @@ mod tests {
 
     /// git's rules for an index entry that vouches for its file (`index.rs`): only a
     /// clean, settled regular file below the project, as its stat data is now.
+    /// A fresh checkout: the fingerprint's walk and the index tell its work tree clean, and
+    /// git's status is not asked; every kind of change below the project makes it ask,
+    /// and the answer is git's whole answer each time.
+    #[test]
+    fn a_clean_work_tree_is_told_from_the_walk_and_any_change_asks_git() {
+        let repo = Repo::new(&[
+            (".gitignore", "*.tfstate\n"),
+            ("a/main.tf", "a\n"),
+            ("b/main.tf", "b\n"),
+            ("c/main.tf", "c\n"),
+        ]);
+        repo.git(&["checkout", "-q", "-b", "feature"]);
+        repo.write("b/main.tf", "b2\n");
+        repo.commit_all("b");
+        let req = ChangeRequest {
+            base_ref: Some("main".into()),
+            ..repo.request()
+        };
+        let output = repo.root.join("pipeline.yml");
+        let how = Fingerprinting {
+            system: std::sync::Arc::new(terraci_db::system::OsSystem),
+            started: std::time::SystemTime::now() + std::time::Duration::from_secs(60),
+            skip: Vec::new(),
+            output: Some(output.clone()),
+        };
+        // What the walk and the index tell, and the change set the run gets.
+        let told = || {
+            // As a job's first git command does: racy entries checked and rewritten.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            repo.git(&["status", "--porcelain"]);
+            let opened = Opened::open(&req).expect("open");
+            let header = opened.header(&req).expect("a work tree");
+            let (_, tree) = fingerprint::take(&header, &req.project_dir, &how).expect("walked");
+            let clean = opened.clean_below_project(&req, &how, &tree);
+            let answer = changed_files_unless(&req, &how, None, &mut |_| {});
+            let Ok(Answer::Changed(set)) = answer else {
+                panic!("no fingerprint was expected: {answer:?}");
+            };
+            (clean, set.changed_files)
+        };
+        assert_eq!(
+            told(),
+            (true, vec!["b/main.tf".to_owned()]),
+            "a fresh checkout"
+        );
+        type Step = (&'static str, fn(&Repo));
+        let steps: [Step; 7] = [
+            ("same size, new content", |r| r.write("c/main.tf", "C\n")),
+            ("untracked", |r| r.write("d/main.tf", "d\n")),
+            ("ignored", |r| r.write("a/x.tfstate", "{}\n")),
+            ("staged", |r| {
+                r.write("a/main.tf", "a2\n");
+                r.git(&["add", "a/main.tf"]);
+            }),
+            ("deleted", |r| {
+                std::fs::remove_file(r.root.join("c/main.tf")).expect("rm");
+            }),
+            ("a leftover output file", |r| {
+                r.write("pipeline.yml", "{}\n")
+            }),
+            ("a symlink", |r| {
+                std::os::unix::fs::symlink("main.tf", r.root.join("a/link.tf")).expect("ln");
+            }),
+        ];
+        for (step, change) in steps {
+            change(&repo);
+            let (clean, files) = told();
+            assert!(!clean, "{step}");
+            assert_eq!(files, changed(&req), "{step}: git's whole answer");
+            repo.git(&["reset", "-q", "--hard"]);
+            repo.git(&["clean", "-q", "-fdx"]);
+            assert_eq!(told(), (true, vec!["b/main.tf".to_owned()]), "after {step}");
+        }
+    }
+
     #[test]
     fn the_index_vouches_only_for_clean_settled_regular_files_of_the_project() {
         use terraci_db::system::System as _;
