@@ -577,6 +577,60 @@ fn a_split_run_is_generated_again_rather_than_replayed() {
 }
 
 #[test]
+fn a_child_pipeline_that_would_not_change_is_left_as_it_is() {
+    use std::os::unix::fs::MetadataExt as _;
+    let (p, _) = synthetic_monorepo(30);
+    configure(&p, "    max_yaml_size_bytes: 60000\n");
+    // Each child's file as it is on disk: a rewrite puts a new file in its place.
+    let files = |p: &Project| -> BTreeMap<String, (u64, String)> {
+        std::fs::read_dir(p.path().join(CHILDREN))
+            .expect("the directory")
+            .map(|e| {
+                let e = e.expect("entry");
+                let text = std::fs::read_to_string(e.path()).expect("a child");
+                let inode = e.metadata().expect("metadata").ino();
+                (e.file_name().to_string_lossy().into_owned(), (inode, text))
+            })
+            .collect()
+    };
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let first = files(&p);
+    assert!(first.len() > 1, "{first:?}");
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let inodes = |files: &BTreeMap<String, (u64, String)>| -> BTreeMap<String, u64> {
+        files
+            .iter()
+            .map(|(name, (inode, _))| (name.clone(), *inode))
+            .collect()
+    };
+    let second = files(&p);
+    assert_eq!(
+        inodes(&second),
+        inodes(&first),
+        "the children were rewritten"
+    );
+    assert!(second == first, "the children changed");
+
+    // A child changed since is written again; the others are still left alone.
+    p.write(&format!("{CHILDREN}/child-1.yml"), "damaged: true\n");
+    let out = p.run(&["generate", "-o", OUTPUT]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let again = files(&p);
+    assert!(
+        again["child-1.yml"].1 == first["child-1.yml"].1,
+        "child-1 was not restored"
+    );
+    for (name, (inode, text)) in &again {
+        if name != "child-1.yml" {
+            assert_eq!(*inode, first[name].0, "{name} was rewritten");
+            assert!(*text == first[name].1, "{name} changed");
+        }
+    }
+}
+
+#[test]
 fn a_limit_one_module_alone_is_over_is_an_error_and_nothing_is_written() {
     let (p, _) = synthetic_monorepo(30);
     configure(&p, "    max_yaml_size_bytes: 8000\n");

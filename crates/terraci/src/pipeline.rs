@@ -236,7 +236,7 @@ fn render_pipeline(
                         plan,
                         config,
                         request.header,
-                        &text,
+                        text,
                         &sizes,
                         dir,
                     )

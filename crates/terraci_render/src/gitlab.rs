@@ -84,9 +84,21 @@ pub(crate) fn render_gitlab_keeping(
     plan: &JobPlan,
     config: &Config,
     header: &Header,
-    kept: &[Option<JobPiece>],
+    kept: Vec<Option<JobPiece>>,
 ) -> Result<PipelineText, RenderError> {
     render_gitlab_text(plan, config, header, None, Some(kept)).map(|(text, _)| text)
+}
+
+/// A contributed job's piece as a pipeline of `plan` holds it (after its blank line).
+pub(crate) fn contributed_piece(job: &ContributedJob, gitlab: &GitLab, plan: &JobPlan) -> String {
+    let prefix = gitlab
+        .stages_prefix
+        .as_deref()
+        .unwrap_or(DEFAULT_STAGES_PREFIX);
+    format!(
+        "\n{}",
+        contributed_job_text(job, gitlab, prefix, &plan.service_dir)
+    )
 }
 
 fn render_gitlab_text(
@@ -94,7 +106,7 @@ fn render_gitlab_text(
     config: &Config,
     header: &Header,
     texts: Option<&JobTexts>,
-    kept: Option<&[Option<JobPiece>]>,
+    kept: Option<Vec<Option<JobPiece>>>,
 ) -> Result<(PipelineText, Vec<Diagnostic>), RenderError> {
     let gitlab = config.extensions.gitlab.clone().unwrap_or_default();
     let mut warnings = ignored_keys(&gitlab);
@@ -157,7 +169,7 @@ fn render_gitlab_text(
                     .zip(kept)
                     .with_min_len(64)
                     .map(|(job, kept)| match kept {
-                        Some(piece) => piece.clone(),
+                        Some(piece) => piece,
                         None => JobPiece::Owned(render(job, &mut Vec::new())),
                     })
                     .collect();
@@ -184,11 +196,7 @@ fn render_gitlab_text(
             if job.needs.len() > limit && !last {
                 warnings.push(needs_limit_warning(&job.name, None, job.needs.len(), limit));
             }
-            let job_text = format!(
-                "\n{}",
-                contributed_job_text(job, &gitlab, &prefix, &plan.service_dir)
-            );
-            text.jobs.push(job_text.into());
+            text.jobs.push(contributed_piece(job, &gitlab, plan).into());
         }
     }
     warnings.extend(super::unknown_overwrite_types(

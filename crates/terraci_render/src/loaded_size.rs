@@ -179,7 +179,7 @@ fn hash_size(entries: usize) -> u64 {
 }
 
 /// An array's memory (without its elements).
-fn array_size(items: usize) -> u64 {
+pub(crate) fn array_size(items: usize) -> u64 {
     if items <= 3 {
         40
     } else {

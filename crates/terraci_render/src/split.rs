@@ -29,13 +29,15 @@
 
 use std::collections::BTreeSet;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use serde_yaml::{Mapping, Value};
 
-use super::gitlab::{default_entry, pipeline_image, render_gitlab_keeping, STYLE};
-use super::loaded_size::{counted_size, piece_size, root_hash_size, LoadedSizes};
+use super::gitlab::{
+    contributed_piece, default_entry, pipeline_image, render_gitlab_keeping, STYLE,
+};
+use super::loaded_size::{array_size, counted_size, piece_size, root_hash_size, LoadedSizes};
 use super::yaml::write_document;
 use super::{gitlab_loaded_size, string, Header, JobPiece, PipelineText, RenderError};
 use terraci_db::config::{Config, GitLab};
@@ -49,9 +51,10 @@ pub const DEFAULT_GENERATE_JOB: &str = "generate-pipeline";
 /// The variable the recipe's trigger sets to its pipeline's id.
 pub const PARENT_PIPELINE_VARIABLE: &str = "PARENT_PIPELINE_ID";
 
-/// How many times the packing is tightened when a rendered child comes out over the
-/// budget (the packing's figures are the whole pipeline's, a child's stages and
-/// contributed jobs differ).
+/// How many times the packing is tightened when a child measures over the budget (the
+/// packing's figures are the whole pipeline's, a child's stages and contributed jobs
+/// differ). Each packing's children are measured before any is rendered whole: only the
+/// one that holds is.
 const PACKING_ROUNDS: usize = 8;
 
 /// A pipeline split into a parent and its children.
@@ -95,15 +98,15 @@ pub fn split_enabled(config: &Config) -> bool {
         .unwrap_or(true)
 }
 
-/// Splits `plan` (rendered whole as `whole`) into child pipelines written in `dir` (the
-/// directory as the CI job that generates them sees it, relative to its working
-/// directory) and their parent. An error when one module's jobs alone are over the
-/// limits.
+/// Splits `plan` (rendered whole as `whole`, whose job texts the children take over)
+/// into child pipelines written in `dir` (the directory as the CI job that generates
+/// them sees it, relative to its working directory) and their parent. An error when one
+/// module's jobs alone are over the limits.
 pub fn split_gitlab(
     plan: &JobPlan,
     config: &Config,
     header: &Header,
-    whole: &PipelineText,
+    whole: PipelineText,
     sizes: &LoadedSizes,
     dir: &str,
 ) -> Result<SplitPipeline, RenderError> {
@@ -111,11 +114,13 @@ pub fn split_gitlab(
     let limit = gitlab
         .max_yaml_size_bytes
         .unwrap_or(super::DEFAULT_MAX_YAML_SIZE_BYTES);
-    let units = Units::new(plan, sizes);
-    // Shared, so that each child takes a job's text without a copy.
-    let texts: Vec<JobPiece> = whole.jobs[..plan.jobs.len()]
-        .iter()
-        .map(|piece| JobPiece::Shared(Arc::from(&**piece)))
+    let units = Units::new(plan, &gitlab, sizes);
+    // Each job's text moves to the one child that keeps it unchanged: no copy.
+    let mut texts: Vec<Option<JobPiece>> = whole
+        .jobs
+        .into_iter()
+        .take(plan.jobs.len())
+        .map(Some)
         .collect();
     let (head_bytes, head_entries) = sizes.head;
     let contributed: u64 = sizes.jobs[plan.jobs.len()..]
@@ -133,81 +138,47 @@ pub fn split_gitlab(
         jobs: gitlab.max_jobs,
     };
     let mut rounds = 0;
+    let needs_limit = gitlab.needs_limit.unwrap_or(super::DEFAULT_NEEDS_LIMIT);
     loop {
         let bins = units.pack(&budget);
-        let mut children = Vec::with_capacity(bins.len());
-        let mut largest = 0;
-        for (n, bin) in bins.iter().enumerate() {
-            let (sub, kept) = child_plan(plan, &units, bin);
-            let pieces: Vec<Option<JobPiece>> =
-                kept.iter().map(|i| i.map(|i| texts[i].clone())).collect();
-            let text = render_gitlab_keeping(&sub, config, header, &pieces)?;
-            // The kept jobs' parts are the whole pipeline's: only the rest is read.
-            let size = LoadedSizes {
-                head: piece_size(&text.head),
-                jobs: text
-                    .jobs
-                    .iter()
-                    .enumerate()
-                    .map(|(j, piece)| match kept.get(j).copied().flatten() {
-                        Some(i) => sizes.jobs[i],
-                        None => piece_size(piece),
-                    })
-                    .collect(),
-            }
-            .total();
-            largest = largest.max(size);
-            children.push(ChildPipeline {
-                file: child_file_name(n + 1),
-                text,
-                size,
-                jobs: sub.jobs.len() + sub.contributed.len(),
-            });
-        }
+        let subs = units.child_plans(plan, &bins);
         // One module's jobs and the contributed jobs are more than `max_jobs`: no
         // packing helps.
-        if let Some((max, child)) = gitlab
-            .max_jobs
-            .and_then(|max| Some(max).zip(children.iter().find(|c| c.jobs > max)))
-        {
-            return Err(RenderError::GitlabTooManyJobs {
-                jobs: child.jobs,
-                limit: max,
-            });
+        if let Some((max, jobs)) = gitlab.max_jobs.and_then(|max| {
+            subs.iter()
+                .map(|(sub, _)| sub.jobs.len() + sub.contributed.len())
+                .find(|&jobs| jobs > max)
+                .map(|jobs| (max, jobs))
+        }) {
+            return Err(RenderError::GitlabTooManyJobs { jobs, limit: max });
         }
-        let over = children.iter().position(|c| counted_size(c.size) > limit);
-        match over {
-            None => {
-                // A link after a rank spread over many children waits for each of them.
-                let needs_limit = gitlab.needs_limit.unwrap_or(super::DEFAULT_NEEDS_LIMIT);
-                if let Some((n, bin)) = bins
-                    .iter()
-                    .enumerate()
-                    .find(|(_, bin)| bin.after.len() + 1 > needs_limit)
-                {
-                    return Err(RenderError::Config(format!(
-                        "extensions.gitlab.needs_limit: the trigger of child pipeline {} \
-                         would need {} jobs, over the limit of {needs_limit}: too many \
-                         modules of one dependency rank for max_yaml_size_bytes ({limit})",
-                        n + 1,
-                        bin.after.len() + 1
-                    )));
-                }
-                let parent = parent_text(plan, &gitlab, header, dir, &bins, &children);
-                // A trigger per child: only a limit far below GitLab's default makes
-                // them too many.
-                let size = gitlab_loaded_size(&[&parent]);
-                if counted_size(size) > limit {
-                    return Err(RenderError::GitlabTooLarge {
-                        size,
-                        counted: counted_size(size),
-                        limit,
-                    });
-                }
-                return Ok(SplitPipeline { parent, children });
+        // The children that decide whether this packing holds, measured before any is
+        // rendered whole: the largest and every one the estimate puts over the limit.
+        let estimates: Vec<u64> = bins
+            .iter()
+            .map(|bin| units.size(&bin.load, sizes.head))
+            .collect();
+        let mut by_estimate: Vec<usize> = (0..bins.len()).collect();
+        by_estimate.sort_by_key(|&b| std::cmp::Reverse(estimates[b]));
+        let mut largest = 0;
+        let mut over: Option<(usize, u64)> = None;
+        for b in by_estimate {
+            if estimates[b] < largest && counted_size(estimates[b]) <= limit {
+                break;
             }
-            Some(i) if bins[i].modules.len() == 1 || rounds == PACKING_ROUNDS => {
-                let size = children[i].size;
+            let (sub, kept) = &subs[b];
+            let unread = kept
+                .iter()
+                .map(|i| i.map(|_| JobPiece::Owned(String::new())));
+            let text = render_gitlab_keeping(sub, config, header, unread.collect())?;
+            let size = child_size(&text, kept, sizes);
+            largest = largest.max(size);
+            if counted_size(size) > limit && over.is_none_or(|(first, _)| b < first) {
+                over = Some((b, size));
+            }
+        }
+        match over {
+            Some((b, size)) if bins[b].modules.len() == 1 || rounds == PACKING_ROUNDS => {
                 return Err(RenderError::GitlabTooLarge {
                     size,
                     counted: counted_size(size),
@@ -215,13 +186,70 @@ pub fn split_gitlab(
                 });
             }
             Some(_) => {
-                // Tighten by the overshoot, and a little more.
-                let target = budget.bytes as u128 * budget.bytes as u128 / largest as u128;
-                budget.bytes = (target as u64).saturating_sub(budget.bytes / 50);
+                budget.tighten(largest);
                 rounds += 1;
+                continue;
             }
+            None => {}
         }
+        let mut children = Vec::with_capacity(bins.len());
+        for (n, (sub, kept)) in subs.into_iter().enumerate() {
+            // Each job's text moves to the one child that keeps it unchanged: no copy.
+            let pieces = kept.iter().map(|i| i.and_then(|i| texts[i].take()));
+            let text = render_gitlab_keeping(&sub, config, header, pieces.collect())?;
+            let size = child_size(&text, &kept, sizes);
+            children.push(ChildPipeline {
+                file: child_file_name(n + 1),
+                text,
+                size,
+                jobs: sub.jobs.len() + sub.contributed.len(),
+            });
+        }
+        // A link after a rank spread over many children waits for each of them.
+        if let Some((n, bin)) = bins
+            .iter()
+            .enumerate()
+            .find(|(_, bin)| bin.after.len() + 1 > needs_limit)
+        {
+            return Err(RenderError::Config(format!(
+                "extensions.gitlab.needs_limit: the trigger of child pipeline {} \
+                 would need {} jobs, over the limit of {needs_limit}: too many \
+                 modules of one dependency rank for max_yaml_size_bytes ({limit})",
+                n + 1,
+                bin.after.len() + 1
+            )));
+        }
+        let parent = parent_text(plan, &gitlab, header, dir, &bins, &children);
+        // A trigger per child: only a limit far below GitLab's default makes them too
+        // many.
+        let size = gitlab_loaded_size(&[&parent]);
+        if counted_size(size) > limit {
+            return Err(RenderError::GitlabTooLarge {
+                size,
+                counted: counted_size(size),
+                limit,
+            });
+        }
+        return Ok(SplitPipeline { parent, children });
     }
+}
+
+/// The estimate of a child's `text`: its jobs kept from the whole pipeline (`kept`) are
+/// the whole pipeline's figures, only the rest is read.
+fn child_size(text: &PipelineText, kept: &[Option<usize>], sizes: &LoadedSizes) -> u64 {
+    LoadedSizes {
+        head: piece_size(&text.head),
+        jobs: text
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(j, piece)| match kept.get(j).copied().flatten() {
+                Some(i) => sizes.jobs[i],
+                None => piece_size(piece),
+            })
+            .collect(),
+    }
+    .total()
 }
 
 /// The largest estimate whose counted size is at most `limit`.
@@ -248,9 +276,72 @@ struct Budget {
 }
 
 impl Budget {
-    fn fits(&self, bytes: u64, entries: usize, contributed: usize) -> bool {
-        let size = self.base + bytes + root_hash_size(self.base_entries + entries);
-        size <= self.bytes && self.jobs.is_none_or(|max| entries + contributed <= max)
+    fn fits(&self, load: &Load, contributed: usize) -> bool {
+        let size = self.base
+            + load.bytes
+            + self.share * load.modules as u64
+            + root_hash_size(self.base_entries + load.entries);
+        size <= self.bytes
+            && self
+                .jobs
+                .is_none_or(|max| load.entries + contributed <= max)
+    }
+
+    /// Tightens by the overshoot of a child of `largest`, and a little more.
+    fn tighten(&mut self, largest: u64) {
+        let target = self.bytes as u128 * self.bytes as u128 / largest as u128;
+        self.bytes = (target as u64).saturating_sub(self.bytes / 50);
+    }
+}
+
+/// What some modules' jobs put in a child.
+#[derive(Debug, Default, Clone)]
+struct Load {
+    /// Their texts' sizes, as in the whole pipeline (a job that loses `needs` in a
+    /// child only gets smaller).
+    bytes: u64,
+    /// Their jobs (each one top-level entry).
+    entries: usize,
+    modules: usize,
+    /// For each contributed job, how many of its `needs` they hold.
+    needed: Vec<usize>,
+}
+
+impl Load {
+    fn add(&mut self, other: &Load) {
+        self.bytes += other.bytes;
+        self.entries += other.entries;
+        self.modules += other.modules;
+        for (n, o) in self.needed.iter_mut().zip(&other.needed) {
+            *n += o;
+        }
+    }
+}
+
+/// A contributed job's size in a child, by how many of its `needs` the child holds: it
+/// lists them when there are some and no more than the limit.
+struct Contributed {
+    /// Without `needs`.
+    bare: u64,
+    /// What a list of one need adds.
+    first: u64,
+    /// What each further need adds (its longest-named need's entry), besides the list's
+    /// own growth.
+    each: u64,
+    /// Its needs on other contributed jobs: in every child.
+    fixed: usize,
+    limit: usize,
+}
+
+impl Contributed {
+    fn size(&self, needs: usize) -> u64 {
+        if needs == 0 || needs > self.limit {
+            return self.bare;
+        }
+        self.bare
+            + self.first
+            + (needs as u64 - 1) * self.each
+            + (array_size(needs) - array_size(1))
     }
 }
 
@@ -258,67 +349,174 @@ impl Budget {
 struct Module {
     /// Indices in the plan's jobs, in order.
     jobs: Vec<usize>,
-    /// Their texts' sizes, and the module's share of the contributed jobs.
-    bytes: u64,
+    load: Load,
 }
 
 /// The plan's modules and how they depend on each other.
-struct Units {
+struct Units<'a> {
     /// In module id order.
     modules: Vec<Module>,
     /// Module index -> the modules it reads (its jobs need theirs), sorted.
     reads: Vec<Vec<usize>>,
-    contributed: usize,
+    /// Plan job index -> its module.
+    job_module: Vec<usize>,
+    /// Plan job name -> its index.
+    job_index: FxHashMap<&'a str, usize>,
+    /// The names of the contributed jobs, which every child has.
+    contributed_names: Vec<&'a str>,
+    contributed: Vec<Contributed>,
 }
 
 /// The modules of one child and the children its trigger waits for.
 #[derive(Debug, Default)]
 struct Bin {
     modules: Vec<usize>,
-    bytes: u64,
-    entries: usize,
+    load: Load,
     after: Vec<usize>,
 }
 
-impl Units {
-    fn new(plan: &JobPlan, sizes: &LoadedSizes) -> Units {
-        let mut by_module: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
-        for (i, job) in plan.jobs.iter().enumerate() {
-            by_module.entry(&job.module).or_default().push(i);
-        }
-        let index: FxHashMap<&str, usize> = by_module
-            .keys()
-            .enumerate()
-            .map(|(i, module)| (*module, i))
-            .collect();
-        let job_module: FxHashMap<&str, usize> = plan
-            .jobs
+/// Where the job a `need` names is.
+enum Place {
+    /// A plan job, in the child of this index.
+    Child(usize),
+    /// A contributed job: in every child.
+    Every,
+    Nowhere,
+}
+
+impl<'a> Units<'a> {
+    fn new(plan: &'a JobPlan, gitlab: &GitLab, sizes: &LoadedSizes) -> Units<'a> {
+        let jobs = &plan.jobs;
+        // Modules numbered as first met, then renumbered in id order.
+        let mut seen: FxHashMap<&str, usize> = FxHashMap::default();
+        let mut names: Vec<&str> = Vec::new();
+        let met: Vec<usize> = jobs
             .iter()
-            .map(|job| (&*job.name, index[&*job.module]))
+            .map(|job| {
+                *seen.entry(&*job.module).or_insert_with(|| {
+                    names.push(&job.module);
+                    names.len() - 1
+                })
+            })
             .collect();
-        let mut reads = vec![BTreeSet::new(); by_module.len()];
-        for job in plan.jobs.iter() {
-            let me = index[&*job.module];
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        order.sort_unstable_by_key(|&m| names[m]);
+        let mut rank = vec![0; names.len()];
+        for (r, &m) in order.iter().enumerate() {
+            rank[m] = r;
+        }
+        let job_module: Vec<usize> = met.iter().map(|&m| rank[m]).collect();
+        let job_index: FxHashMap<&str, usize> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, job)| (&*job.name, i))
+            .collect();
+        let contributed_names: Vec<&str> = plan.contributed.iter().map(|j| &*j.name).collect();
+        let empty = Load {
+            needed: vec![0; plan.contributed.len()],
+            ..Load::default()
+        };
+        let mut modules: Vec<Module> = (0..names.len())
+            .map(|_| Module {
+                jobs: Vec::new(),
+                load: empty.clone(),
+            })
+            .collect();
+        let mut reads = vec![Vec::new(); names.len()];
+        for (i, job) in jobs.iter().enumerate() {
+            let me = job_module[i];
+            let module = &mut modules[me];
+            module.jobs.push(i);
+            module.load.bytes += sizes.jobs[i].0;
+            module.load.entries += 1;
+            module.load.modules = 1;
             for need in &job.needs {
-                if let Some(&other) = job_module.get(&*need.job) {
-                    if other != me {
-                        reads[me].insert(other);
+                if let Some(&other) = job_index.get(&*need.job) {
+                    if job_module[other] != me {
+                        reads[me].push(job_module[other]);
                     }
                 }
             }
         }
-        let modules = by_module
-            .into_values()
-            .map(|jobs| Module {
-                bytes: jobs.iter().map(|&j| sizes.jobs[j].0).sum(),
-                jobs,
-            })
-            .collect();
+        for reads in &mut reads {
+            reads.sort_unstable();
+            reads.dedup();
+        }
+        let limit = gitlab.needs_limit.unwrap_or(super::DEFAULT_NEEDS_LIMIT);
+        let mut contributed = Vec::with_capacity(plan.contributed.len());
+        for (c, job) in plan.contributed.iter().enumerate() {
+            let mut fixed = 0;
+            for need in &job.needs {
+                if let Some(&i) = job_index.get(&*need.job) {
+                    modules[job_module[i]].load.needed[c] += 1;
+                } else if contributed_names.contains(&&*need.job) {
+                    fixed += 1;
+                }
+            }
+            let size = |needs: Vec<Need>| {
+                let job = ContributedJob {
+                    name: job.name.clone(),
+                    needs,
+                    level: job.level,
+                    spec: job.spec.clone(),
+                };
+                piece_size(&contributed_piece(&job, gitlab, plan)).0
+            };
+            let bare = size(Vec::new());
+            let (first, each) = match job.needs.iter().max_by_key(|n| n.job.len()) {
+                Some(longest) => {
+                    let one = size(vec![longest.clone()]);
+                    let two = size(vec![longest.clone(), longest.clone()]);
+                    (one.saturating_sub(bare), two.saturating_sub(one))
+                }
+                None => (0, 0),
+            };
+            contributed.push(Contributed {
+                bare,
+                first,
+                each,
+                fixed,
+                limit,
+            });
+        }
         Units {
             modules,
-            reads: reads.into_iter().map(|r| r.into_iter().collect()).collect(),
-            contributed: plan.contributed.len(),
+            reads,
+            job_module,
+            job_index,
+            contributed_names,
+            contributed,
         }
+    }
+
+    /// What a child holds before any module: every contributed job's needs on the others.
+    fn empty(&self) -> Load {
+        Load {
+            needed: self.contributed.iter().map(|c| c.fixed).collect(),
+            ..Load::default()
+        }
+    }
+
+    /// Whether a child holding `bin` and `more` stays within `budget`.
+    fn fits(&self, bin: &Load, more: &Load, budget: &Budget) -> bool {
+        let mut load = bin.clone();
+        load.add(more);
+        budget.fits(&load, self.contributed.len())
+    }
+
+    /// The estimate of a child holding `load` below a head of `head` (the whole
+    /// pipeline's, which has the same stages and at least the same templates): never
+    /// below the rendered child's, as a job that loses `needs` only gets smaller.
+    fn size(&self, load: &Load, (head, head_entries): (u64, usize)) -> u64 {
+        let contributed: u64 = self
+            .contributed
+            .iter()
+            .zip(&load.needed)
+            .map(|(c, &needs)| c.size(needs))
+            .sum();
+        head + load.bytes
+            + contributed
+            + root_hash_size(head_entries + self.contributed.len() + load.entries)
     }
 
     /// The independent groups, each sorted, in the order of their first module.
@@ -386,23 +584,26 @@ impl Units {
         ranks
     }
 
-    fn cost(&self, modules: &[usize], budget: &Budget) -> (u64, usize) {
-        modules.iter().fold((0, 0), |(bytes, entries), &m| {
-            (
-                bytes + self.modules[m].bytes + budget.share,
-                entries + self.modules[m].jobs.len(),
-            )
-        })
+    fn cost(&self, modules: &[usize]) -> Load {
+        let mut load = Load {
+            needed: vec![0; self.contributed.len()],
+            ..Load::default()
+        };
+        for &m in modules {
+            load.add(&self.modules[m].load);
+        }
+        load
     }
 
     /// The children, each as its modules and the children it waits for (always children
     /// made before it, so the triggers' order has no cycle).
     fn pack(&self, budget: &Budget) -> Vec<Bin> {
         let mut bins: Vec<Bin> = Vec::new();
+        let empty = self.empty();
         for group in self.groups() {
-            let cost = self.cost(&group, budget);
-            if budget.fits(cost.0, cost.1, self.contributed) {
-                self.place(&mut bins, budget, &group, &[]);
+            let cost = self.cost(&group);
+            if self.fits(&empty, &cost, budget) {
+                self.place(&mut bins, budget, &group, cost, &[]);
                 continue;
             }
             // Over the budget alone: a chain of links by rank, each link in a child after
@@ -411,23 +612,24 @@ impl Units {
             // The child of the last link, while the link is one child.
             let mut current: Option<usize> = None;
             for rank in self.ranks(&group) {
-                let cost = self.cost(&rank, budget);
+                let cost = self.cost(&rank);
                 if let Some(c) = current {
-                    if self.fits(&bins[c], budget, cost) {
-                        add(&mut bins[c], &rank, cost);
+                    if self.fits(&bins[c].load, &cost, budget) {
+                        add(&mut bins[c], &rank, &cost);
                         continue;
                     }
                     before = vec![c];
                 }
-                if budget.fits(cost.0, cost.1, self.contributed) {
-                    current = Some(self.place(&mut bins, budget, &rank, &before));
+                if self.fits(&empty, &cost, budget) {
+                    current = Some(self.place(&mut bins, budget, &rank, cost, &before));
                     continue;
                 }
                 // A rank over the budget alone: its modules read none of each other, so
                 // they are spread over children after the same link.
                 let mut used: BTreeSet<usize> = BTreeSet::new();
                 for &m in &rank {
-                    used.insert(self.place(&mut bins, budget, &[m], &before));
+                    let cost = self.modules[m].load.clone();
+                    used.insert(self.place(&mut bins, budget, &[m], cost, &before));
                 }
                 before = used.into_iter().collect();
                 current = None;
@@ -436,11 +638,7 @@ impl Units {
         bins
     }
 
-    fn fits(&self, bin: &Bin, budget: &Budget, (bytes, entries): (u64, usize)) -> bool {
-        budget.fits(bin.bytes + bytes, bin.entries + entries, self.contributed)
-    }
-
-    /// Puts `modules` (whose cost fits an empty child) in the first child made after
+    /// Puts `modules` (whose `cost` fits an empty child) in the first child made after
     /// every child of `before` that has room (with no `before`, one that waits for
     /// nothing first), or a new one; returns its index.
     fn place(
@@ -448,11 +646,11 @@ impl Units {
         bins: &mut Vec<Bin>,
         budget: &Budget,
         modules: &[usize],
+        cost: Load,
         before: &[usize],
     ) -> usize {
-        let cost = self.cost(modules, budget);
         let first = before.iter().max().map_or(0, |b| b + 1);
-        let room = |b: &usize| self.fits(&bins[*b], budget, cost);
+        let room = |b: &usize| self.fits(&bins[*b].load, &cost, budget);
         // Modules that wait for nothing go first where nothing is waited for.
         let free = before
             .is_empty()
@@ -465,11 +663,14 @@ impl Units {
         let at = free
             .or_else(|| (first..bins.len()).find(room))
             .unwrap_or_else(|| {
-                bins.push(Bin::default());
+                bins.push(Bin {
+                    load: self.empty(),
+                    ..Bin::default()
+                });
                 bins.len() - 1
             });
         let bin = &mut bins[at];
-        add(bin, modules, cost);
+        add(bin, modules, &cost);
         for &b in before {
             if !bin.after.contains(&b) {
                 bin.after.push(b);
@@ -478,64 +679,106 @@ impl Units {
         bin.after.sort_unstable();
         at
     }
-}
 
-fn add(bin: &mut Bin, modules: &[usize], (bytes, entries): (u64, usize)) {
-    bin.modules.extend_from_slice(modules);
-    bin.bytes += bytes;
-    bin.entries += entries;
-}
-
-/// The job plan of one child: its modules' jobs and every contributed job, `needs`
-/// outside it dropped, each job at its level (stage) of the whole pipeline; and for each
-/// of its jobs, its index in the whole plan when it is unchanged.
-fn child_plan(plan: &JobPlan, units: &Units, bin: &Bin) -> (JobPlan, Vec<Option<usize>>) {
-    let mut indices: Vec<usize> = bin
-        .modules
-        .iter()
-        .flat_map(|&m| units.modules[m].jobs.iter().copied())
-        .collect();
-    // The plan's order: by level, then module.
-    indices.sort_unstable();
-    let inside: FxHashSet<&str> = indices
-        .iter()
-        .map(|&i| &*plan.jobs[i].name)
-        .chain(plan.contributed.iter().map(|job| &*job.name))
-        .collect();
-    let within = |needs: &[Need]| -> Vec<Need> {
-        needs
-            .iter()
-            .filter(|need| inside.contains(&*need.job))
-            .cloned()
-            .collect()
-    };
-    let mut kept = Vec::with_capacity(indices.len());
-    let jobs: Vec<Job> = indices
-        .iter()
-        .map(|&i| {
-            let job = &plan.jobs[i];
-            let needs = within(&job.needs);
-            kept.push((needs.len() == job.needs.len()).then_some(i));
-            Job {
-                needs,
-                ..job.clone()
+    /// The job plan of each child: its modules' jobs and every contributed job, `needs`
+    /// outside it dropped, each job at its level (stage) of the whole pipeline; and for
+    /// each of its jobs, its index in the whole plan when it is unchanged.
+    fn child_plans(&self, plan: &JobPlan, bins: &[Bin]) -> Vec<(JobPlan, Vec<Option<usize>>)> {
+        let mut child_of = vec![0; self.modules.len()];
+        for (b, bin) in bins.iter().enumerate() {
+            for &m in &bin.modules {
+                child_of[m] = b;
             }
-        })
-        .collect();
-    let contributed = plan
-        .contributed
-        .iter()
-        .map(|job| ContributedJob {
-            needs: within(&job.needs),
-            ..job.clone()
-        })
-        .collect();
-    let plan = JobPlan {
-        jobs: Arc::new(jobs),
-        contributed,
-        ..plan.clone()
-    };
-    (plan, kept)
+        }
+        let place = |need: &Need| match self.job_index.get(&*need.job) {
+            Some(&i) => Place::Child(child_of[self.job_module[i]]),
+            None if self.contributed_names.contains(&&*need.job) => Place::Every,
+            None => Place::Nowhere,
+        };
+        // Each contributed job's needs, dealt to the children once rather than looked up
+        // again for each child.
+        let mut contributed_needs: Vec<Vec<Vec<Need>>> =
+            vec![vec![Vec::new(); plan.contributed.len()]; bins.len()];
+        for (c, job) in plan.contributed.iter().enumerate() {
+            for need in &job.needs {
+                match place(need) {
+                    Place::Child(b) => contributed_needs[b][c].push(need.clone()),
+                    Place::Every => {
+                        for needs in &mut contributed_needs {
+                            needs[c].push(need.clone());
+                        }
+                    }
+                    Place::Nowhere => {}
+                }
+            }
+        }
+        let base = JobPlan {
+            jobs: Arc::new(Vec::new()),
+            contributed: Vec::new(),
+            ..plan.clone()
+        };
+        bins.iter()
+            .zip(contributed_needs)
+            .enumerate()
+            .map(|(b, (bin, contributed_needs))| {
+                let mut indices: Vec<usize> = bin
+                    .modules
+                    .iter()
+                    .flat_map(|&m| self.modules[m].jobs.iter().copied())
+                    .collect();
+                // The plan's order: by level, then module.
+                indices.sort_unstable();
+                let mut kept = Vec::with_capacity(indices.len());
+                let jobs: Vec<Job> = indices
+                    .iter()
+                    .map(|&i| {
+                        let job = &plan.jobs[i];
+                        let needs: Vec<Need> = job
+                            .needs
+                            .iter()
+                            .filter(|need| match place(need) {
+                                Place::Child(c) => c == b,
+                                Place::Every => true,
+                                Place::Nowhere => false,
+                            })
+                            .cloned()
+                            .collect();
+                        kept.push((needs.len() == job.needs.len()).then_some(i));
+                        Job {
+                            name: job.name.clone(),
+                            kind: job.kind,
+                            module: job.module.clone(),
+                            components: job.components.clone(),
+                            needs,
+                            level: job.level,
+                        }
+                    })
+                    .collect();
+                let contributed = plan
+                    .contributed
+                    .iter()
+                    .zip(contributed_needs)
+                    .map(|(job, needs)| ContributedJob {
+                        name: job.name.clone(),
+                        needs,
+                        level: job.level,
+                        spec: job.spec.clone(),
+                    })
+                    .collect();
+                let sub = JobPlan {
+                    jobs: Arc::new(jobs),
+                    contributed,
+                    ..base.clone()
+                };
+                (sub, kept)
+            })
+            .collect()
+    }
+}
+
+fn add(bin: &mut Bin, modules: &[usize], cost: &Load) {
+    bin.modules.extend_from_slice(modules);
+    bin.load.add(cost);
 }
 
 /// The parent: the job that publishes the children, then one trigger per child.

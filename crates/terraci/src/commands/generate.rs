@@ -231,7 +231,8 @@ fn children_dir_for_ci(system: &dyn System, output: &Utf8Path) -> Option<String>
 
 /// Writes the child pipelines of a split into [`children_dir`] of `output`: all to
 /// temporary names first, then each renamed to its own, so a failure on the way leaves
-/// the previous children in place.
+/// the previous children in place. A child whose file holds its bytes already is left as
+/// it is (as the parent is): a repeated run rewrites nothing.
 fn write_children(
     io: &mut Io<'_>,
     root: &Utf8Path,
@@ -251,22 +252,27 @@ fn write_children(
         io.system.create_dir_all(&dir)
     }
     .with_context(|| format!("cannot create {dir}"))?;
-    let mut written: Vec<Utf8PathBuf> = Vec::with_capacity(children.len());
+    let mut written: Vec<(Utf8PathBuf, Utf8PathBuf)> = Vec::with_capacity(children.len());
     for child in children {
+        let path = dir.join(&child.file);
+        let parts = child.text.parts();
+        // A child that holds these bytes already is left as it is, as the parent is.
+        if io.system.holds(&path, &parts) {
+            continue;
+        }
         let temp = dir.join(format!(".{}.tmp", child.file));
-        let result = io.system.write_output(root, &temp, &child.text.parts());
+        let result = io.system.write_output(root, &temp, &parts);
         if let Err(e) = result {
-            for written in &written {
+            for (written, _) in &written {
                 let _ = io.system.remove_file(written);
             }
             return Err(anyhow::Error::new(e).context(format!("cannot write {temp}")));
         }
-        written.push(temp);
+        written.push((temp, path));
     }
-    for (temp, child) in written.iter().zip(children) {
-        let path = dir.join(&child.file);
+    for (temp, path) in &written {
         io.system
-            .rename(temp, &path)
+            .rename(temp, path)
             .with_context(|| format!("cannot write {path}"))?;
     }
     Ok(())

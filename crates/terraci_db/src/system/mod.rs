@@ -237,6 +237,20 @@ pub trait System: Send + Sync {
         let _ = path;
         Ok(())
     }
+    /// Whether `path` is a regular file (not a link) holding exactly the concatenation
+    /// of `parts`: a write of them would change nothing.
+    fn holds(&self, path: &Utf8Path, parts: &[&[u8]]) -> bool {
+        self.read(path).is_ok_and(|bytes| {
+            let mut rest = bytes.as_slice();
+            parts.iter().all(|part| match rest.strip_prefix(*part) {
+                Some(after) => {
+                    rest = after;
+                    true
+                }
+                None => false,
+            }) && rest.is_empty()
+        })
+    }
     /// Removes the file at `path`.
     fn remove_file(&self, path: &Utf8Path) -> io::Result<()>;
     /// Renames `from` to `to`, replacing `to` (a link at `to` is replaced, not followed).

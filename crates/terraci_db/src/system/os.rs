@@ -229,6 +229,14 @@ impl System for OsSystem {
         std::fs::read(path)
     }
 
+    fn holds(&self, path: &Utf8Path, parts: &[&[u8]]) -> bool {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        // A link is replaced by a write, so it never holds what the write would make.
+        let regular = std::fs::symlink_metadata(path)
+            .is_ok_and(|meta| meta.is_file() && meta.len() == len as u64);
+        regular && std::fs::File::open(path).is_ok_and(|mut file| holds(&mut file, parts))
+    }
+
     fn read_stamped(&self, path: &Utf8Path) -> io::Result<(Vec<u8>, Option<Stamp>)> {
         use std::io::Read as _;
         let mut file = std::fs::File::open(path)?;
