@@ -197,7 +197,7 @@ pub(super) fn check(
         };
         let restamped: Option<Vec<Entry>> = moved
             .changed()
-            .map(|rel| leaf(system, &project.join(rel), &EntryKind::File, how))
+            .map(|rel| leaf(system, &project.join(rel), &EntryKind::File, how, None))
             .collect();
         let encoded = restamped.map(|restamped| {
             let mut restamped = restamped.iter();
@@ -268,10 +268,10 @@ fn relisted(
         tree.remove(dir);
         return Some(());
     };
-    tree.insert(dir.to_owned(), dir_entry(system, &abs, how, names)?);
+    tree.insert(dir.to_owned(), dir_entry(system, &abs, how, names, None)?);
     let children: std::collections::BTreeSet<String> = entries
         .iter()
-        .map(|(name, _)| child_of(dir, name))
+        .map(|(name, _, _)| child_of(dir, name))
         .collect();
     let gone: Vec<String> = below(tree, dir)
         .filter(|k| parent(k) == dir && !children.contains(k.as_str()))
@@ -281,7 +281,7 @@ fn relisted(
         remove_below(tree, &child);
         tree.remove(&child);
     }
-    for (name, kind) in entries {
+    for (name, kind, stamp) in entries {
         let child = child_of(dir, &name);
         let kept = fresh.get(child.as_str()) == Some(&true)
             && tree.get(&child).is_some_and(|e| kind_matches(e, &kind));
@@ -294,7 +294,7 @@ fn relisted(
             walk_into(project, &child, how, tree)?;
             rewalked.push(child);
         } else {
-            let entry = leaf(system, &project.join(&child), &kind, how)?;
+            let entry = leaf(system, &project.join(&child), &kind, how, stamp)?;
             tree.insert(child, entry);
         }
     }
@@ -454,17 +454,18 @@ fn encode_header(header: &Header<'_>, project: &Utf8Path, how: &Fingerprinting) 
 /// of it cannot be trusted (see [`take`]).
 fn walk_into(project: &Utf8Path, rel: &str, how: &Fingerprinting, tree: &mut Tree) -> Option<()> {
     let system = &*how.system;
-    let mut stack = vec![rel.to_owned()];
-    while let Some(rel) = stack.pop() {
+    // Each directory with its stamp as its parent's listing took it (the first's own).
+    let mut stack = vec![(rel.to_owned(), None)];
+    while let Some((rel, stamp)) = stack.pop() {
         let abs = join(project, &rel);
         let (entries, names) = list(system, &abs, how)?;
-        tree.insert(rel.clone(), dir_entry(system, &abs, how, names)?);
-        for (name, kind) in entries {
+        tree.insert(rel.clone(), dir_entry(system, &abs, how, names, stamp)?);
+        for (name, kind, stamp) in entries {
             let child = child_of(&rel, &name);
             if kind == EntryKind::Dir {
-                stack.push(child);
+                stack.push((child, stamp));
             } else {
-                let entry = leaf(system, &project.join(&child), &kind, how)?;
+                let entry = leaf(system, &project.join(&child), &kind, how, stamp)?;
                 tree.insert(child, entry);
             }
         }
@@ -472,18 +473,21 @@ fn walk_into(project: &Utf8Path, rel: &str, how: &Fingerprinting, tree: &mut Tre
     Some(())
 }
 
-/// A directory's own entry: by its names when it holds the output, else its stamp.
+/// A directory's own entry: by its names when it holds the output, else its stamp
+/// (`listed`, when its parent's listing took it).
 fn dir_entry(
     system: &dyn System,
     abs: &Utf8Path,
     how: &Fingerprinting,
     names: Vec<String>,
+    listed: Option<Stamp>,
 ) -> Option<Entry> {
     let output_dir = how.output.as_deref().and_then(Utf8Path::parent);
     if output_dir == Some(abs) {
         Some(Entry::Listed(names))
     } else {
-        Some(Entry::Dir(settled(how, system.link_stamp(abs)?)?))
+        let stamp = listed.or_else(|| system.link_stamp(abs))?;
+        Some(Entry::Dir(settled(how, stamp)?))
     }
 }
 
@@ -494,20 +498,20 @@ fn leaf(
     path: &Utf8Path,
     kind: &EntryKind,
     how: &Fingerprinting,
+    listed: Option<Stamp>,
 ) -> Option<Entry> {
+    let own = || listed.or_else(|| system.link_stamp(path));
     match kind {
         EntryKind::Dir | EntryKind::Symlink { to_dir: true } | EntryKind::NotUtf8 => None,
         EntryKind::Symlink { to_dir: false } => {
-            let own = settled(how, system.link_stamp(path)?)?;
+            let own = settled(how, own()?)?;
             let target = match system.stamp(path) {
                 Some(s) => Some(settled(how, s)?),
                 None => None,
             };
             Some(Entry::Link(own, target))
         }
-        EntryKind::File | EntryKind::Special { .. } => {
-            Some(Entry::File(settled(how, system.link_stamp(path)?)?))
-        }
+        EntryKind::File | EntryKind::Special { .. } => Some(Entry::File(settled(how, own()?)?)),
     }
 }
 
@@ -515,25 +519,27 @@ fn settled(how: &Fingerprinting, stamp: Stamp) -> Option<Stamp> {
     stamp.settled_before(how.started).then_some(stamp)
 }
 
-/// A directory's entries that the fingerprint covers, and their names.
-type Listing = (Vec<(String, EntryKind)>, Vec<String>);
+/// A directory's entries that the fingerprint covers, each with its `lstat` stamp as
+/// the listing took it, and their names.
+type Listing = (Vec<(String, EntryKind, Option<Stamp>)>, Vec<String>);
 
 /// The entries of `dir` that the fingerprint covers (everything but `.git` and what
 /// the run writes), with their names.
 fn list(system: &dyn System, dir: &Utf8Path, how: &Fingerprinting) -> Option<Listing> {
-    let entries: Vec<(String, EntryKind)> = system
-        .read_dir(dir)
+    let covered = |name: &str| {
+        let path = dir.join(name);
+        name != ".git"
+            && !how.skip.iter().any(|s| path.starts_with(s))
+            && how.output.as_deref() != Some(path.as_path())
+    };
+    let entries: Vec<(String, EntryKind, Option<Stamp>)> = system
+        .read_dir_stamped(dir, &|e| covered(&e.name))
         .ok()?
         .into_iter()
-        .filter(|e| e.name != ".git")
-        .filter(|e| {
-            let path = dir.join(&e.name);
-            !how.skip.iter().any(|s| path.starts_with(s))
-                && how.output.as_deref() != Some(path.as_path())
-        })
-        .map(|e| (e.name, e.kind))
+        .filter(|(e, _)| covered(&e.name))
+        .map(|(e, stamp)| (e.name, e.kind, stamp))
         .collect();
-    let names = entries.iter().map(|(n, _)| n.clone()).collect();
+    let names = entries.iter().map(|(n, _, _)| n.clone()).collect();
     Some((entries, names))
 }
 

@@ -215,6 +215,28 @@ pub trait System: Send + Sync {
     /// Entries of a directory, sorted by name (byte order). Names that are not UTF-8 are
     /// reported as an error entry by the caller's walk, so they are skipped here.
     fn read_dir(&self, path: &Utf8Path) -> io::Result<Vec<DirEntry>>;
+    /// [`System::read_dir`], with the `lstat` stamp ([`System::link_stamp`]) of each entry
+    /// `wanted` says to stamp (`None` for the others, and where a stamp cannot be taken).
+    /// One listing that stamps its entries costs less than a `stat` of each path after
+    /// it: the real system stamps them relative to the open directory.
+    fn read_dir_stamped(
+        &self,
+        path: &Utf8Path,
+        wanted: &dyn Fn(&DirEntry) -> bool,
+    ) -> io::Result<Vec<(DirEntry, Option<Stamp>)>> {
+        Ok(self
+            .read_dir(path)?
+            .into_iter()
+            .map(|entry| {
+                let stamp = if wanted(&entry) {
+                    self.link_stamp(&path.join(&entry.name))
+                } else {
+                    None
+                };
+                (entry, stamp)
+            })
+            .collect())
+    }
     fn is_file(&self, path: &Utf8Path) -> bool;
     fn is_dir(&self, path: &Utf8Path) -> bool;
     fn env_var(&self, name: &str) -> Option<String>;

@@ -208,6 +208,54 @@ fn elf_build_id(file: &mut (impl Read + std::io::Seek)) -> Option<Vec<u8>> {
     None
 }
 
+/// The entries of the directory `path`, sorted by name, each `wanted` says to stamp
+/// stamped relative to the open directory (`statx` of the name, not of the whole path).
+fn list_dir(
+    path: &Utf8Path,
+    wanted: &dyn Fn(&DirEntry) -> bool,
+) -> io::Result<Vec<(DirEntry, Option<Stamp>)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        let ft = entry.file_type()?;
+        let name = match entry.file_name().into_string() {
+            Ok(name) => name,
+            Err(raw) => {
+                let name = raw.to_string_lossy().into_owned();
+                out.push((
+                    DirEntry {
+                        name,
+                        kind: EntryKind::NotUtf8,
+                    },
+                    None,
+                ));
+                continue;
+            }
+        };
+        let kind = if ft.is_symlink() {
+            EntryKind::Symlink {
+                to_dir: std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
+            }
+        } else if ft.is_dir() {
+            EntryKind::Dir
+        } else if let Some(what) = special_kind(&ft) {
+            EntryKind::Special { what }
+        } else {
+            EntryKind::File
+        };
+        let listed = DirEntry { name, kind };
+        // `DirEntry::metadata` is an `lstat` relative to the directory.
+        let stamp = if wanted(&listed) {
+            entry.metadata().ok().map(|m| stamp_of(&m))
+        } else {
+            None
+        };
+        out.push((listed, stamp));
+    }
+    out.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    Ok(out)
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OsSystem;
 
@@ -329,35 +377,18 @@ impl System for OsSystem {
     }
 
     fn read_dir(&self, path: &Utf8Path) -> io::Result<Vec<DirEntry>> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(path)? {
-            let entry = entry?;
-            let ft = entry.file_type()?;
-            let name = match entry.file_name().into_string() {
-                Ok(name) => name,
-                Err(raw) => {
-                    out.push(DirEntry {
-                        name: raw.to_string_lossy().into_owned(),
-                        kind: EntryKind::NotUtf8,
-                    });
-                    continue;
-                }
-            };
-            let kind = if ft.is_symlink() {
-                EntryKind::Symlink {
-                    to_dir: std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()),
-                }
-            } else if ft.is_dir() {
-                EntryKind::Dir
-            } else if let Some(what) = special_kind(&ft) {
-                EntryKind::Special { what }
-            } else {
-                EntryKind::File
-            };
-            out.push(DirEntry { name, kind });
-        }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        Ok(list_dir(path, &|_| false)?
+            .into_iter()
+            .map(|(entry, _)| entry)
+            .collect())
+    }
+
+    fn read_dir_stamped(
+        &self,
+        path: &Utf8Path,
+        wanted: &dyn Fn(&DirEntry) -> bool,
+    ) -> io::Result<Vec<(DirEntry, Option<Stamp>)>> {
+        list_dir(path, wanted)
     }
 
     fn is_file(&self, path: &Utf8Path) -> bool {
