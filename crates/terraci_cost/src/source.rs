@@ -62,8 +62,21 @@ impl<'a> Prices<'a> {
         }
     }
 
-    /// The index of `service` in `region`.
+    /// The index of `service` in `region`. Both name a file below the price directory or
+    /// the per-user cache and a URL path: a name that is not a service's or a region's
+    /// (a plan is the checkout's: `../..` in its region) is refused before anything is
+    /// read, fetched or written. (`global`: the list of a service without regions.)
     pub fn index(&mut self, service: &str, region: &str) -> Result<&PriceIndex, String> {
+        let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric());
+        let region_name =
+            region == crate::resources::GLOBAL || crate::plan::looks_like_region(region);
+        if !plain(service) || !region_name {
+            return Err(format!(
+                "`{}` in `{}` names no price list: not a service and an AWS region name",
+                terraci_db::escape::printable(service),
+                terraci_db::escape::printable(region)
+            ));
+        }
         let key = (service.to_owned(), region.to_owned());
         if !self.read.contains_key(&key) {
             let (result, from) = self.load(service, region);
@@ -160,4 +173,37 @@ impl<'a> Prices<'a> {
 /// The cache file of one price list under the cache directory.
 pub fn cache_file(cache: &Utf8Path, service: &str, region: &str) -> Utf8PathBuf {
     cache.join(service).join(format!("{region}.json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_or_service_that_is_not_a_name_reads_and_fetches_nothing() {
+        let system = terraci_db::system::MemorySystem::new();
+        let mut prices = Prices::new(&system, Origin::Dir("/prices".into()));
+        for (service, region) in [
+            ("AmazonEC2", "../../etc"),
+            ("AmazonEC2", "eu-west-1/../../x"),
+            ("../AmazonEC2", "eu-west-1"),
+            ("AmazonEC2", ""),
+        ] {
+            let err = prices.index(service, region).err().expect("refused");
+            assert!(err.contains("names no price list"), "{err}");
+        }
+        assert_eq!(
+            system.take_reads(),
+            Vec::<Utf8PathBuf>::new(),
+            "nothing read"
+        );
+        let err = prices
+            .index("AmazonEC2", "eu-west-1")
+            .err()
+            .expect("no such file");
+        assert!(
+            err.contains("/prices/offers/v1.0/aws/AmazonEC2/current/eu-west-1/index.json"),
+            "{err}"
+        );
+    }
 }
