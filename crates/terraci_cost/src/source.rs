@@ -189,7 +189,10 @@ mod tests {
             ("../AmazonEC2", "eu-west-1"),
             ("AmazonEC2", ""),
         ] {
-            let err = prices.index(service, region).err().expect("refused");
+            let err = prices
+                .index(service, region)
+                .map(|_| ())
+                .expect_err("refused");
             assert!(err.contains("names no price list"), "{err}");
         }
         assert_eq!(
@@ -199,8 +202,8 @@ mod tests {
         );
         let err = prices
             .index("AmazonEC2", "eu-west-1")
-            .err()
-            .expect("no such file");
+            .map(|_| ())
+            .expect_err("no such file");
         assert!(
             err.contains("/prices/offers/v1.0/aws/AmazonEC2/current/eu-west-1/index.json"),
             "{err}"
