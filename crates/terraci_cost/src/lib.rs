@@ -10,7 +10,7 @@
 
 pub mod offer;
 pub mod resources;
-pub mod source;
 pub mod plan;
+pub mod source;
 pub mod estimate;
 pub mod output;
