@@ -64,6 +64,15 @@ fn fresh_clone(p: &Project, origin: &Path) {
     std::thread::sleep(Duration::from_millis(120));
 }
 
+/// The run on the base commit CI restores the cache of: `generate -v` in a fresh clone
+/// of `origin`, its pipeline, and the cache it wrote kept aside.
+fn base_run(p: &Project, origin: &Path) -> (String, tempfile::TempDir) {
+    fresh_clone(p, origin);
+    let base = p.run(&["generate", "-v"]);
+    assert_eq!(base.code, 0, "{}", base.stderr);
+    (base.stdout, keep_cache(p))
+}
+
 /// The cache directory of the project, copied aside (`cache:` saving it at a job's end).
 fn keep_cache(p: &Project) -> tempfile::TempDir {
     let kept = tempfile::tempdir().expect("temp dir");
@@ -98,10 +107,7 @@ fn uncached(p: &Project) -> String {
 fn a_fresh_clone_with_the_cache_restored_replays_the_base_run_byte_for_byte() {
     let origin = origin(EKS);
     let p = Project::empty();
-    fresh_clone(&p, origin.path());
-    let base = p.run(&["generate", "-v"]);
-    assert_eq!(base.code, 0, "{}", base.stderr);
-    let kept = keep_cache(&p);
+    let (base, kept) = base_run(&p, origin.path());
 
     fresh_clone(&p, origin.path());
     restore_cache(&p, kept.path(), &[]);
@@ -112,7 +118,7 @@ fn a_fresh_clone_with_the_cache_restored_replays_the_base_run_byte_for_byte() {
         "every stamp is new, but git's index vouches for every file: {}",
         again.stderr
     );
-    assert_eq!(again.stdout, base.stdout);
+    assert_eq!(again.stdout, base);
     assert_eq!(without_verbose(&again.stdout), uncached(&p));
 
     // Without the record, from the facts and summaries the index finds: the same bytes.
@@ -322,13 +328,10 @@ fn with_the_cache_secret_set_a_poisoned_or_unsigned_cache_is_ignored_with_a_noti
 /// install`): a new file, with a new stamp. The cache and the record know the build by
 /// its content (the linker's build ID), so the copy replays the run and reads the facts.
 #[test]
-fn another_copy_of_the_same_binary_finds_the_cache_a_rebuild_would_not() {
+fn another_copy_of_the_same_binary_finds_the_cache() {
     let origin = origin(EKS);
     let p = Project::empty();
-    fresh_clone(&p, origin.path());
-    let base = p.run(&["generate", "-v"]);
-    assert_eq!(base.code, 0, "{}", base.stderr);
-    let kept = keep_cache(&p);
+    let (base, kept) = base_run(&p, origin.path());
 
     let bin = tempfile::tempdir().expect("temp dir");
     let copy = bin.path().join("terraci");
@@ -357,7 +360,7 @@ fn another_copy_of_the_same_binary_finds_the_cache_a_rebuild_would_not() {
         stderr.contains("note: replayed the last run"),
         "the copy is the same build: {stderr}"
     );
-    assert_eq!(stdout, base.stdout);
+    assert_eq!(stdout, base);
 
     // Without the record: the facts and summaries are this build's too.
     fresh_clone(&p, origin.path());

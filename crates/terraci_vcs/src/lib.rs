@@ -1088,6 +1088,17 @@ mod tests {
             .to_owned()
     }
 
+    /// Fingerprinting on the real system for a run that began after everything the test
+    /// writes had settled, writing `output`.
+    fn settled_fingerprinting(output: Option<Utf8PathBuf>) -> Fingerprinting {
+        Fingerprinting {
+            system: std::sync::Arc::new(terraci_db::system::OsSystem),
+            started: std::time::SystemTime::now() + std::time::Duration::from_secs(60),
+            skip: Vec::new(),
+            output,
+        }
+    }
+
     fn changed(req: &ChangeRequest) -> Vec<String> {
         changed_files(req).expect("changed files").changed_files
     }
@@ -1119,13 +1130,7 @@ mod tests {
             base_ref: Some("main".into()),
             ..repo.request()
         };
-        let how = Fingerprinting {
-            system: std::sync::Arc::new(terraci_db::system::OsSystem),
-            // Everything the test writes has settled by then.
-            started: std::time::SystemTime::now() + std::time::Duration::from_secs(60),
-            skip: Vec::new(),
-            output: None,
-        };
+        let how = settled_fingerprinting(None);
         let answer = |recorded: Option<(&[u8], &[String])>| {
             let mut told = Verdict::Other;
             let answer = changed_files_unless(&req, &how, recorded, &mut |v| told = v);
@@ -1567,8 +1572,6 @@ mod tests {
         assert!(matches!(err, VcsError::NotARepository { .. }), "{err:?}");
     }
 
-    /// git's rules for an index entry that vouches for its file (`index.rs`): only a
-    /// clean, settled regular file below the project, as its stat data is now.
     /// A fresh checkout: the fingerprint's walk and the index tell its work tree clean, and
     /// git's status is not asked; every kind of change below the project makes it ask,
     /// and the answer is git's whole answer each time.
@@ -1588,12 +1591,7 @@ mod tests {
             ..repo.request()
         };
         let output = repo.root.join("pipeline.yml");
-        let how = Fingerprinting {
-            system: std::sync::Arc::new(terraci_db::system::OsSystem),
-            started: std::time::SystemTime::now() + std::time::Duration::from_secs(60),
-            skip: Vec::new(),
-            output: Some(output.clone()),
-        };
+        let how = settled_fingerprinting(Some(output.clone()));
         // What the walk and the index tell, and the change set the run gets.
         let told = || {
             // As a job's first git command does: racy entries checked and rewritten.
@@ -1644,6 +1642,8 @@ mod tests {
         }
     }
 
+    /// git's rules for an index entry that vouches for its file (`index.rs`): only a
+    /// clean, settled regular file below the project, as its stat data is now.
     #[test]
     fn the_index_vouches_only_for_clean_settled_regular_files_of_the_project() {
         use terraci_db::system::System as _;
