@@ -43,7 +43,7 @@ use terraci_db::store::{
     CacheSettings,
 };
 use terraci_db::system::{Stamp, System};
-use terraci_engine::discover::{walk_stamped, Layout};
+use terraci_engine::discover::{walk, Layout};
 
 const MAGIC: &[u8; 16] = b"terraci-run\0\0\0\0\0";
 /// Bump when the layout of the record changes.
@@ -305,7 +305,7 @@ impl RunKey {
         record: Record,
         index: &crate::git_index::LazyIndex,
     ) -> Lookup {
-        let layout = walk_stamped(system, &self.root);
+        let layout = walk(system, &self.root);
         if !layout.diagnostics.is_empty() {
             return Lookup::Miss(Some(layout));
         }
@@ -321,7 +321,7 @@ impl RunKey {
         {
             return Lookup::Miss(Some(layout));
         }
-        let same = self.same_files(system, &record.files, &layout.stamps, index);
+        let same = self.same_files(system, &record.files, index);
         if same {
             Lookup::Hit(record, layout)
         } else {
@@ -349,19 +349,12 @@ impl RunKey {
         &self,
         system: &dyn System,
         files: &[RecordedFile],
-        listed: &std::collections::HashMap<String, Stamp>,
         index: &crate::git_index::LazyIndex,
     ) -> bool {
-        // A regular file's `lstat` as the walk listed it is its stamp; a symlink's is not.
         let now: Vec<Option<Stamp>> = files
             .par_iter()
             .with_min_len(64)
-            .map(|(path, _, _)| {
-                listed
-                    .get(path)
-                    .copied()
-                    .or_else(|| system.stamp(&self.root.join(path)))
-            })
+            .map(|(path, _, _)| system.stamp(&self.root.join(path)))
             .collect();
         let missed: Vec<usize> = (0..files.len())
             .filter(|&i| now[i].is_none() || files[i].1 != now[i])

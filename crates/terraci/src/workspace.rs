@@ -136,15 +136,7 @@ pub(crate) fn load_workspace_overlapped(
         }
     };
     let mut diagnostics = config_diagnostics(&config);
-    // With a cache, every file's stamp is compared: taken as the walk lists it.
-    let mut layout = start.layout.unwrap_or_else(|| {
-        if global.no_cache {
-            walk(system, &root)
-        } else {
-            terraci_engine::discover::walk_stamped(system, &root)
-        }
-    });
-    let listed = std::mem::take(&mut layout.stamps);
+    let layout = start.layout.unwrap_or_else(|| walk(system, &root));
     let index = start
         .index
         .unwrap_or_else(|| crate::git_index::LazyIndex::new(&root));
@@ -193,7 +185,6 @@ pub(crate) fn load_workspace_overlapped(
             || {
                 moved
                     .and_then(|m| m.link_stamp(path))
-                    .or_else(|| listed.get(path).copied())
                     .or_else(|| system.link_stamp(abs))
             },
             |now| index.after_miss(path, now),

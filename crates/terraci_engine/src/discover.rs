@@ -156,9 +156,6 @@ pub(crate) fn read_diagnostic(err: &ReadError) -> Diagnostic {
 pub struct Layout {
     pub module_dirs: ModuleDirs,
     pub diagnostics: Vec<Diagnostic>,
-    /// The `lstat` stamps of the regular files of `module_dirs` as the walk listed
-    /// them, by path ([`walk_stamped`]; empty from [`walk`]).
-    pub stamps: std::collections::HashMap<String, terraci_db::system::Stamp>,
 }
 
 impl Layout {
@@ -175,28 +172,14 @@ impl Layout {
 pub type ModuleDirs = Vec<(String, Vec<(String, FileKind)>)>;
 
 /// A directory's entries and its `.gitignore`'s bytes.
-type Listing = (
-    io::Result<Vec<(DirEntry, Option<terraci_db::system::Stamp>)>>,
-    Option<Vec<u8>>,
-);
+type Listing = (io::Result<Vec<DirEntry>>, Option<Vec<u8>>);
 
 /// Lists the directories below `root` level by level (each level's directories on all
 /// cores), applying `.gitignore` files and skipping hidden entries, without reading any
 /// Terraform file. A `.gitignore` only ever applies below its own directory, so visiting
 /// breadth-first applies the same rules in the same precedence as a depth-first walk.
 pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
-    walk_with(system, root, false)
-}
-
-/// [`walk`], stamping the regular files it finds as it lists them ([`Layout::stamps`]):
-/// for the caches and the run record, which compare every file's stamp.
-pub fn walk_stamped(system: &dyn System, root: &Utf8Path) -> Layout {
-    walk_with(system, root, true)
-}
-
-fn walk_with(system: &dyn System, root: &Utf8Path, stamped: bool) -> Layout {
     let mut out = Layout::default();
-    let wanted = |e: &DirEntry| e.kind == EntryKind::File && FileKind::of(&e.name).is_some();
     let mut ignores = IgnoreRules::new(system, root);
     let policy = ReadPolicy::new(system, root, terraci_db::system::DEFAULT_MAX_FILE_SIZE);
     let mut level: Vec<String> = vec![String::new()];
@@ -210,20 +193,12 @@ fn walk_with(system: &dyn System, root: &Utf8Path, stamped: bool) -> Layout {
                 } else {
                     root.join(rel)
                 };
-                let listed = if stamped {
-                    system.read_dir_stamped(&abs, &wanted)
-                } else {
-                    system
-                        .read_dir(&abs)
-                        .map(|entries| entries.into_iter().map(|e| (e, None)).collect())
-                };
-                match listed {
+                match system.read_dir(&abs) {
                     Ok(entries) => {
                         // Read as a Terraform file is: a FIFO or a link out of the project
                         // named `.gitignore` is not opened (and then ignores nothing).
                         let gitignore = entries
                             .iter()
-                            .map(|(e, _)| e)
                             .any(|e| {
                                 e.name == ".gitignore"
                                     && matches!(
@@ -261,7 +236,7 @@ fn walk_with(system: &dyn System, root: &Utf8Path, stamped: bool) -> Layout {
                 ignores.add(&rel, &bytes);
             }
             let mut files: Vec<(String, FileKind)> = Vec::new();
-            for (entry, stamp) in entries {
+            for entry in entries {
                 if entry.name.starts_with('.') {
                     continue;
                 }
@@ -319,9 +294,6 @@ fn walk_with(system: &dyn System, root: &Utf8Path, stamped: bool) -> Layout {
                     | EntryKind::NotUtf8 => {}
                     EntryKind::File | EntryKind::Symlink { to_dir: false } => {
                         if let Some(kind) = FileKind::of(&entry.name) {
-                            if let Some(stamp) = stamp {
-                                out.stamps.insert(child.clone(), stamp);
-                            }
                             files.push((child, kind));
                         }
                     }

@@ -91,7 +91,6 @@ pub(super) fn generate(
                     .map(|module_dirs| terraci_engine::discover::Layout {
                         module_dirs,
                         diagnostics: Vec::new(),
-                        stamps: Default::default(),
                     });
             start.moved = Some(moved);
             None
