@@ -227,6 +227,10 @@ pub struct GenerateArgs {
     pub(crate) output: Option<Utf8PathBuf>,
     #[command(flatten)]
     pub changes: ChangeArgs,
+    /// Read the project from HEAD's commit, not the working tree: what a CI job checked
+    /// out, with caches that hold in any fresh clone (implies --committed-only)
+    #[arg(long)]
+    pub(crate) from_commit: bool,
     /// Say why each module is in the pipeline
     #[arg(long)]
     pub(crate) explain: bool,

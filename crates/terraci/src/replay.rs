@@ -81,6 +81,8 @@ pub(crate) const ENV_VARS: [&str; 7] = [
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RunKey {
     bytes: Vec<u8>,
+    /// The key holds the id of the project's whole contents ([`System::contents_id`]).
+    contents: bool,
     /// The config and `--var-file`s with their stamps when the key was made, which must
     /// have settled like the files and be the same when the run is recorded (the key
     /// holds their bytes, not their stamps: a fresh clone gives them new ones).
@@ -102,8 +104,8 @@ pub(crate) type RunFiles = Vec<RecordedFile>;
 #[derive(Debug)]
 pub(crate) enum Lookup {
     /// The run to replay, if its change set (`--changed-only`) is the current one; the
-    /// walk of the project, for discovery when it is not.
-    Hit(Record, Layout),
+    /// walk of the project if one was made, for discovery when it is not.
+    Hit(Record, Option<Layout>),
     /// Nothing to replay; the walk of the project if one was made.
     Miss(Option<Layout>),
 }
@@ -185,6 +187,8 @@ impl RunKey {
         }
         put_str(&mut bytes, system.current_dir().ok()?.as_str());
         put_str(&mut bytes, root.as_str());
+        let contents = system.contents_id();
+        put_opt(&mut bytes, &contents, |out, id| put_str(out, id));
         put_u64(&mut bytes, argv.len() as u64);
         for arg in argv {
             put_str(&mut bytes, arg);
@@ -237,6 +241,7 @@ impl RunKey {
         }
         Some(RunKey {
             bytes,
+            contents: contents.is_some(),
             inputs,
             root: root.to_owned(),
             record: settings.dir.join(record_name(command)),
@@ -305,6 +310,16 @@ impl RunKey {
         record: Record,
         index: &crate::git_index::LazyIndex,
     ) -> Lookup {
+        // The key holds the id of every file the project holds, and the run read only
+        // such files (their stamps are object ids): nothing to walk or compare.
+        if self.contents
+            && record
+                .files
+                .iter()
+                .all(|(_, stamp, _)| stamp.is_some_and(|s| s.object().is_some()))
+        {
+            return Lookup::Hit(record, None);
+        }
         let layout = walk(system, &self.root);
         if !layout.diagnostics.is_empty() {
             return Lookup::Miss(Some(layout));
@@ -323,7 +338,7 @@ impl RunKey {
         }
         let same = self.same_files(system, &record.files, index);
         if same {
-            Lookup::Hit(record, layout)
+            Lookup::Hit(record, Some(layout))
         } else {
             Lookup::Miss(Some(layout))
         }

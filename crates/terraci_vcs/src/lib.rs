@@ -13,8 +13,10 @@ use camino::{Utf8Path, Utf8PathBuf};
 use gix::bstr::{BStr, ByteSlice};
 use gix::ObjectId;
 
+mod commit;
 mod fingerprint;
 mod index;
+pub use commit::CommitSystem;
 use fingerprint::Tree;
 pub use fingerprint::{Fingerprinting, Moved};
 pub use index::{index_identities, IndexIdentities};

@@ -25,6 +25,48 @@ pub(super) fn generate(
     args: &GenerateArgs,
     io: &mut Io<'_>,
 ) -> anyhow::Result<u8> {
+    if !args.from_commit {
+        return generate_from(global, args, io);
+    }
+    // `--from-commit`: the project as HEAD's commit holds it ([`terraci_vcs::CommitSystem`]);
+    // the caches, the output and what the commit does not hold stay the disk's.
+    let root = project_dir(io.system, global)?;
+    // What the command line names is the disk's: the caches, the output and its
+    // children, `--config` and the `--var-file`s.
+    let cache =
+        terraci_db::store::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
+    let output = args
+        .output
+        .iter()
+        .flat_map(|o| [Some(o.clone()), children_dir(o)])
+        .flatten();
+    let named = global
+        .config
+        .iter()
+        .chain(&args.pipeline.eval.var_file)
+        .cloned();
+    let mut disk = cache
+        .into_iter()
+        .map(|settings| settings.dir)
+        .collect::<Vec<_>>();
+    for path in output.chain(named) {
+        disk.push(io.system.absolute(&path)?);
+    }
+    let system = terraci_vcs::CommitSystem::open(io.system.shared(), &root, disk)
+        .map_err(|err| exit::coded(crate::pipeline::PipelineError::Changes(err)))?;
+    let mut args = args.clone();
+    args.changes.committed_only = args.changes.changed_only;
+    let mut io = Io {
+        system: &system,
+        stdout: &mut *io.stdout,
+        stderr: &mut *io.stderr,
+        argv: io.argv.clone(),
+    };
+    generate_from(global, &args, &mut io)
+}
+
+/// [`generate`] through `io`'s system.
+fn generate_from(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
     if args.pipeline.format.is_report_only() && !args.pipeline.dry_run {
         return Err(terraci_db::exit::coded(
             crate::pipeline::PipelineError::ModulesWithoutDryRun,
@@ -53,7 +95,9 @@ pub(super) fn generate(
         io.system,
         &root,
         &args.changes,
+        // A commit's change set needs no fingerprint of the work tree.
         key.as_ref()
+            .filter(|_| !args.from_commit)
             .map(|key| fingerprinting(io.system, started, key, args)),
         recorded,
     )?;
@@ -106,7 +150,7 @@ pub(super) fn generate(
                 match key.check(io.system, record, &index) {
                     crate::replay::Lookup::Hit(record, walked) => {
                         let same = record.changes == current_changes(&mut changes, key);
-                        start.layout = Some(walked);
+                        start.layout = walked;
                         same.then_some((record, false))
                     }
                     crate::replay::Lookup::Miss(walked) => {

@@ -74,7 +74,7 @@ pub(super) fn replayed(
                 write_output(io, project.as_deref(), output, &record.output)?;
                 return Ok(exit::OK);
             }
-            Ok(crate::replay::Lookup::Hit(_, walked)) => layout = Some(walked),
+            Ok(crate::replay::Lookup::Hit(_, walked)) => layout = walked,
             Ok(crate::replay::Lookup::Miss(walked)) => layout = walked,
             Err(notice) if !global.quiet => writeln!(io.stderr, "notice: {notice}")?,
             Err(_) => {}

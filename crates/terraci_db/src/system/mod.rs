@@ -88,8 +88,13 @@ impl ReadPolicy {
         }
     }
 
+    /// The most bytes a file read under this policy may hold.
+    pub fn max_len(&self) -> u64 {
+        self.max_len
+    }
+
     /// `TooLarge` when `len` bytes are over the bound.
-    pub(crate) fn check_len(&self, len: u64) -> Result<(), ReadError> {
+    pub fn check_len(&self, len: u64) -> Result<(), ReadError> {
         if len > self.max_len {
             return Err(ReadError::TooLarge {
                 limit: self.max_len,
@@ -99,7 +104,7 @@ impl ReadPolicy {
     }
 
     /// Whether `path` (absolute, normalised) names something inside the root as written.
-    pub(crate) fn lexically_inside(&self, path: &Utf8Path) -> bool {
+    pub fn lexically_inside(&self, path: &Utf8Path) -> bool {
         path.starts_with(&self.root) || path.starts_with(&self.canonical_root)
     }
 }
@@ -131,7 +136,39 @@ pub struct Stamp {
     pub ctime_ns: i64,
 }
 
+/// The device number of [`Stamp::of_object`]'s stamps, which no file system gives.
+const OBJECT_DEV: u64 = u64::MAX;
+
 impl Stamp {
+    /// The stamp of a git object (a blob or a tree), made of its id: what a file read
+    /// from a commit rather than the disk has (`--from-commit`). Equal ids are equal
+    /// contents, in any clone, so stores keyed on stamps find the same entry in every
+    /// fresh clone; the times lie in 1970, so such a stamp has always settled.
+    pub fn of_object(id: &[u8; 20]) -> Stamp {
+        let word = |at: usize| u64::from_be_bytes(id[at..at + 8].try_into().expect("8 bytes"));
+        let tail = u32::from_be_bytes(id[16..20].try_into().expect("4 bytes"));
+        Stamp {
+            dev: OBJECT_DEV,
+            ino: word(0),
+            len: word(8),
+            mtime_ns: i64::from(tail) + 1,
+            ctime_ns: 1,
+        }
+    }
+
+    /// The object id of a stamp made by [`Stamp::of_object`].
+    pub fn object(&self) -> Option<crate::files::BlobId> {
+        if self.dev != OBJECT_DEV || self.ctime_ns != 1 {
+            return None;
+        }
+        let tail = u32::try_from(self.mtime_ns - 1).ok()?;
+        let mut id = [0; 20];
+        id[0..8].copy_from_slice(&self.ino.to_be_bytes());
+        id[8..16].copy_from_slice(&self.len.to_be_bytes());
+        id[16..20].copy_from_slice(&tail.to_be_bytes());
+        Some(crate::files::BlobId(id))
+    }
+
     /// Whether any write after `read_started` would give the file a different stamp: its
     /// last change lies clearly before that moment. File times come from a coarse clock
     /// (a few ms behind the real one), hence the 50 ms margin; on file systems that keep
@@ -204,6 +241,12 @@ pub trait System: Send + Sync {
     /// rebuilt binary never replays an older one's run nor reads its facts. `None` when
     /// it cannot be told (nothing keyed on it is then read or written).
     fn program_id(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// An id of everything the project holds, when the system knows one without
+    /// reading it: the tree of a commit (`--from-commit`), where the same id is the same
+    /// files in any clone. `None` for a file system.
+    fn contents_id(&self) -> Option<String> {
         None
     }
     /// The path of the running program (`None` in memory, or when it cannot be told).

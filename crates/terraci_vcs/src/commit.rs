@@ -1,0 +1,717 @@
+//! `--from-commit`: the project as HEAD's commit holds it, not as the working tree does.
+//!
+//! Input: the project directory, the [`System`] of the disk, and the paths that always
+//! belong to the disk (the cache directory). Output: a [`System`] whose listings of the
+//! project are HEAD's trees and whose files in the project are HEAD's blobs, each
+//! stamped with its object id ([`Stamp::of_object`]). Every path the commit does not
+//! hold (the cache, an output file, a `--config` outside the repository, the checkout of
+//! a submodule) is the disk's, and so is every write.
+//!
+//! Why: in CI every job starts from a fresh clone, where no file stamp is one an earlier
+//! run saw. Telling that the work tree still holds what a restored cache describes costs
+//! a listing of every directory and a `stat` of every file, which on a repository of
+//! 10,000 modules is as long as the rest of a cached run together. A commit's trees are
+//! read from the object store in one pass, and their ids name contents in every clone:
+//! the run record and the fact cache, keyed on stamps, find their entries in any fresh
+//! clone of the same contents, and nothing is listed or `stat`ed on the disk. What a job
+//! wrote into its work tree before terraci ran, and any edit not committed, is not seen:
+//! that is the choice the flag makes, so it is asked for, never assumed.
+//!
+//! A symlink in the commit is followed inside the commit, lexically from the link's
+//! directory (at most [`MAX_LINKS`] links per path); one whose target leaves the project
+//! is a link out of it, as on the disk. A tree entry git itself would refuse to check
+//! out (named `.`, `..` or `.git` in any letter case, or holding a `/`) is not listed.
+
+use std::borrow::Cow;
+use std::io;
+use std::sync::{Arc, OnceLock};
+
+use rustc_hash::FxHashMap;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use gix::objs::FindExt as _;
+use gix::ObjectId;
+
+use terraci_db::system::{
+    normalize, ChangeEvents, DirEntry, EntryKind, ReadError, ReadPolicy, Sink, Stamp, System,
+};
+
+use crate::VcsError;
+
+/// Symlinks followed in one path before it counts as a loop (the kernel's limit).
+const MAX_LINKS: usize = 40;
+
+/// One entry of the commit below the project.
+#[derive(Debug)]
+enum Node {
+    /// A tree: its id and its entries, sorted by name (byte order).
+    Dir(ObjectId, Vec<(String, Kind)>),
+    File(ObjectId),
+    /// A symlink: its blob's id and its target.
+    Link(ObjectId, String),
+    /// A submodule: what lies below it is the disk's (its own checkout).
+    Gitlink,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dir,
+    File,
+    Link,
+    Gitlink,
+    NotUtf8,
+}
+
+/// Where a path leads in the commit.
+enum Found<'a> {
+    /// The project-relative path of the node it resolved to, and the node.
+    Node(String, &'a Node),
+    /// Below a submodule: the disk's (the submodule's own checkout).
+    Disk,
+    /// Not in the commit, through a link out of the project or a loop of links, or the
+    /// commit's trees could not be read.
+    Not(ReadError),
+}
+
+/// The project as HEAD's commit holds it ([module docs](self)).
+#[derive(Clone)]
+pub struct CommitSystem {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    disk: Arc<dyn System>,
+    /// The project directory, absolute and normalised.
+    root: Utf8PathBuf,
+    /// Paths that are the disk's even where the commit holds them.
+    disk_only: Vec<Utf8PathBuf>,
+    /// The project's tree in the commit.
+    tree: ObjectId,
+    /// Every node below the project by project-relative path (`""`: the project), read
+    /// at the first look (a replayed run needs only the tree's id).
+    nodes: OnceLock<Result<Nodes, String>>,
+    /// The commit the nodes are from (hex).
+    commit: String,
+    /// The repository's git directory, which the blob readers open.
+    git_dir: std::path::PathBuf,
+}
+
+impl CommitSystem {
+    /// The project at `project_dir` (absolute) as HEAD's commit holds it; `disk_only`
+    /// are paths always read from `disk`.
+    pub fn open(
+        disk: Arc<dyn System>,
+        project_dir: &Utf8Path,
+        disk_only: Vec<Utf8PathBuf>,
+    ) -> Result<CommitSystem, VcsError> {
+        let root = normalize(project_dir);
+        let mut repo =
+            gix::discover(root.as_std_path()).map_err(|err| VcsError::NotARepository {
+                path: root.clone(),
+                reason: crate::error_chain(&err).join(": "),
+            })?;
+        repo.object_cache_size_if_unset(4 << 20);
+        let prefix = crate::project_prefix(&repo, &root)?;
+        let head = crate::head_commit(&repo)?.ok_or_else(|| {
+            VcsError::Git(format!(
+                "--from-commit reads the project from HEAD's commit, and the repository of \
+                 {root} has no commit yet"
+            ))
+        })?;
+        let failed = |what: &str| {
+            let what = what.to_owned();
+            move |err: &dyn std::error::Error| VcsError::Git(format!("{what}: {err}"))
+        };
+        let tree = repo
+            .find_commit(head)
+            .map_err(|e| failed("cannot read HEAD's commit")(&e))?
+            .tree_id()
+            .map_err(|e| failed("cannot read HEAD's commit")(&e))?
+            .detach();
+        let top = if prefix.is_empty() {
+            Some(tree)
+        } else {
+            repo.find_tree(tree)
+                .map_err(|e| failed("cannot read HEAD's tree")(&e))?
+                .lookup_entry_by_path(&prefix)
+                .map_err(|e| failed("cannot read HEAD's tree")(&e))?
+                .filter(|entry| entry.mode().is_tree())
+                .map(|entry| entry.object_id())
+        };
+        let top = top.ok_or_else(|| {
+            VcsError::Git(format!(
+                "--from-commit reads the project from HEAD's commit, and HEAD ({}) holds \
+                 no directory `{prefix}`: commit the project first",
+                head.to_hex_with_len(12)
+            ))
+        })?;
+        Ok(CommitSystem {
+            inner: Arc::new(Inner {
+                disk,
+                root,
+                disk_only: disk_only.iter().map(|p| normalize(p)).collect(),
+                tree: top,
+                nodes: OnceLock::new(),
+                commit: head.to_string(),
+                git_dir: repo.git_dir().to_owned(),
+            }),
+        })
+    }
+
+    /// The commit the project is read from (hex).
+    pub fn commit(&self) -> &str {
+        &self.inner.commit
+    }
+
+    /// The id of the project's tree in the commit: the same id is the same files, in
+    /// any clone.
+    pub fn tree(&self) -> String {
+        self.inner.tree.to_string()
+    }
+}
+
+type Nodes = FxHashMap<String, Node>;
+
+/// Every tree below `top`, read breadth first, by project-relative path.
+fn read_trees(
+    repo: &gix::Repository,
+    top: ObjectId,
+) -> Result<Nodes, Box<dyn std::error::Error + Send + Sync>> {
+    let mut nodes = Nodes::default();
+    let mut level = vec![(String::new(), top)];
+    let mut buf = Vec::new();
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for (rel, id) in level {
+            let tree = repo.objects.find_tree(&id, &mut buf)?;
+            let mut entries = Vec::with_capacity(tree.entries.len());
+            for entry in &tree.entries {
+                let raw: &[u8] = entry.filename;
+                if raw.is_empty()
+                    || raw == b"."
+                    || raw == b".."
+                    || raw.eq_ignore_ascii_case(b".git")
+                    || raw.contains(&b'/')
+                    || raw.contains(&0)
+                {
+                    continue;
+                }
+                let Ok(name) = std::str::from_utf8(raw) else {
+                    entries.push((String::from_utf8_lossy(raw).into_owned(), Kind::NotUtf8));
+                    continue;
+                };
+                let path = if rel.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{rel}/{name}")
+                };
+                let oid = entry.oid.to_owned();
+                let kind = if entry.mode.is_tree() {
+                    next.push((path, oid));
+                    Kind::Dir
+                } else if entry.mode.is_link() {
+                    let mut bytes = Vec::new();
+                    let target = repo.objects.find_blob(&oid, &mut bytes)?.data;
+                    let target = String::from_utf8_lossy(target).into_owned();
+                    nodes.insert(path, Node::Link(oid, target));
+                    Kind::Link
+                } else if entry.mode.is_commit() {
+                    nodes.insert(path, Node::Gitlink);
+                    Kind::Gitlink
+                } else {
+                    nodes.insert(path, Node::File(oid));
+                    Kind::File
+                };
+                entries.push((name.to_owned(), kind));
+            }
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            nodes.insert(rel, Node::Dir(id, entries));
+        }
+        level = next;
+    }
+    Ok(nodes)
+}
+
+impl Inner {
+    /// `path` relative to the project, when the commit may hold it.
+    fn relative<'a>(&self, path: &'a Utf8Path) -> Option<Cow<'a, str>> {
+        let path: Cow<'a, Utf8Path> =
+            if path.as_str().contains("/.") || path.as_str().contains("//") {
+                Cow::Owned(normalize(path))
+            } else {
+                Cow::Borrowed(path)
+            };
+        if self.disk_only.iter().any(|d| path.starts_with(d)) {
+            return None;
+        }
+        Some(match path {
+            Cow::Borrowed(path) => Cow::Borrowed(path.strip_prefix(&self.root).ok()?.as_str()),
+            Cow::Owned(path) => Cow::Owned(path.strip_prefix(&self.root).ok()?.as_str().to_owned()),
+        })
+    }
+
+    /// Every node of the project, read at the first call.
+    fn nodes(&self) -> Result<&Nodes, ReadError> {
+        self.nodes
+            .get_or_init(|| {
+                with_handle(&self.git_dir, |repo| {
+                    read_trees(repo, self.tree).map_err(|e| {
+                        ReadError::Io(io::Error::other(format!("cannot read HEAD's trees: {e}")))
+                    })
+                })
+                .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| ReadError::Io(io::Error::other(e.clone())))
+    }
+
+    /// Where the project-relative `rel` leads, following links in every component and,
+    /// with `follow`, in the last.
+    fn find(&self, rel: &str, follow: bool) -> Found<'_> {
+        let nodes = match self.nodes() {
+            Ok(nodes) => nodes,
+            Err(e) => return Found::Not(e),
+        };
+        // A path the commit holds as it is written (no link on the way: the keys are the
+        // paths of trees' entries).
+        match nodes.get(rel) {
+            Some(Node::Link(..)) if follow => {}
+            Some(Node::Gitlink) => return Found::Disk,
+            Some(node) => return Found::Node(rel.to_owned(), node),
+            None => {}
+        }
+        let outside = || {
+            Found::Not(ReadError::Unsafe(format!(
+                "`{rel}` leads out of the project through a symlink in the commit"
+            )))
+        };
+        let mut links = 0;
+        let mut pending: Vec<String> = rel
+            .split('/')
+            .filter(|c| !c.is_empty())
+            .rev()
+            .map(str::to_owned)
+            .collect();
+        let mut at = String::new();
+        while let Some(part) = pending.pop() {
+            let next = match part.as_str() {
+                "." => continue,
+                ".." => match at.rfind('/') {
+                    Some(i) => at[..i].to_owned(),
+                    None if at.is_empty() => return outside(),
+                    None => String::new(),
+                },
+                name if at.is_empty() => name.to_owned(),
+                name => format!("{at}/{name}"),
+            };
+            match nodes.get(&next) {
+                None => {
+                    return Found::Not(ReadError::Io(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("`{rel}` is not in HEAD's commit"),
+                    )))
+                }
+                Some(Node::Gitlink) => return Found::Disk,
+                Some(Node::Link(_, target)) if follow || !pending.is_empty() => {
+                    links += 1;
+                    if links > MAX_LINKS || target.starts_with('/') {
+                        return outside();
+                    }
+                    pending.extend(
+                        target
+                            .split('/')
+                            .filter(|c| !c.is_empty())
+                            .rev()
+                            .map(str::to_owned),
+                    );
+                    // The target is relative to the link's directory.
+                    at = match next.rfind('/') {
+                        Some(i) => next[..i].to_owned(),
+                        None => String::new(),
+                    };
+                }
+                Some(_) => at = next,
+            }
+        }
+        match nodes.get(&at) {
+            Some(node) => Found::Node(at, node),
+            None => outside(),
+        }
+    }
+
+    fn read_blob(&self, id: ObjectId, max_len: Option<u64>) -> Result<Vec<u8>, ReadError> {
+        with_handle(&self.git_dir, |repo| read_blob(repo, id, max_len))
+    }
+
+    fn entry_kind(&self, dir: &str, name: &str, kind: Kind) -> EntryKind {
+        match kind {
+            Kind::Dir | Kind::Gitlink => EntryKind::Dir,
+            Kind::File => EntryKind::File,
+            Kind::NotUtf8 => EntryKind::NotUtf8,
+            Kind::Link => {
+                let path = if dir.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{dir}/{name}")
+                };
+                let to_dir = match self.find(&path, true) {
+                    Found::Node(_, Node::Dir(..)) => true,
+                    Found::Disk => self.disk.is_dir(&self.root.join(&path)),
+                    Found::Node(..) | Found::Not(_) => false,
+                };
+                EntryKind::Symlink { to_dir }
+            }
+        }
+    }
+
+    fn stamp_of(node: &Node) -> Option<Stamp> {
+        match node {
+            Node::Dir(id, _) | Node::File(id) | Node::Link(id, _) => {
+                Some(Stamp::of_object(id.as_bytes().try_into().ok()?))
+            }
+            Node::Gitlink => None,
+        }
+    }
+}
+
+/// `f` with this thread's handle of the repository at `git_dir`.
+fn with_handle<T>(
+    git_dir: &std::path::Path,
+    f: impl FnOnce(&gix::Repository) -> Result<T, ReadError>,
+) -> Result<T, ReadError> {
+    HANDLE.with_borrow_mut(|handle| {
+        if handle.as_ref().is_none_or(|(dir, _)| dir != git_dir) {
+            let mut repo = gix::open(git_dir).map_err(|e| {
+                io::Error::other(format!(
+                    "cannot open the repository {}: {e}",
+                    git_dir.display()
+                ))
+            })?;
+            repo.object_cache_size_if_unset(4 << 20);
+            *handle = Some((git_dir.to_owned(), repo));
+        }
+        f(&handle.as_ref().expect("opened above").1)
+    })
+}
+
+thread_local! {
+    /// This thread's handle of the repository it last read a blob from: a handle cannot
+    /// leave its thread, and opening one per blob would cost more than the read.
+    static HANDLE: std::cell::RefCell<Option<(std::path::PathBuf, gix::Repository)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn read_blob(
+    repo: &gix::Repository,
+    id: ObjectId,
+    max_len: Option<u64>,
+) -> Result<Vec<u8>, ReadError> {
+    let failed =
+        |e: &dyn std::fmt::Display| io::Error::other(format!("cannot read blob {id}: {e}"));
+    if let Some(max_len) = max_len {
+        let header = repo.find_header(id).map_err(|e| failed(&e))?;
+        if header.size() > max_len {
+            return Err(ReadError::TooLarge { limit: max_len });
+        }
+    }
+    Ok(repo.find_blob(id).map_err(|e| failed(&e))?.take_data())
+}
+
+impl CommitSystem {
+    /// The file at `path` if the commit holds it: `Some(Err)` for anything that is not a
+    /// file there.
+    fn file(
+        &self,
+        path: &Utf8Path,
+        max_len: Option<u64>,
+    ) -> Option<Result<(Vec<u8>, Option<Stamp>), ReadError>> {
+        let inner = &self.inner;
+        let rel = inner.relative(path)?;
+        Some(match inner.find(&rel, true) {
+            Found::Disk => return None,
+            Found::Not(e) => Err(e),
+            Found::Node(_, node @ Node::File(id)) => inner
+                .read_blob(*id, max_len)
+                .map(|bytes| (bytes, Inner::stamp_of(node))),
+            Found::Node(..) => Err(ReadError::Unsafe(format!(
+                "`{path}` is not a regular file in HEAD's commit"
+            ))),
+        })
+    }
+}
+
+fn into_io(err: ReadError) -> io::Error {
+    match err {
+        ReadError::Io(e) => e,
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+impl System for CommitSystem {
+    fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>> {
+        match self.file(path, None) {
+            Some(result) => result.map(|(bytes, _)| bytes).map_err(into_io),
+            None => self.inner.disk.read(path),
+        }
+    }
+
+    fn read_stamped(&self, path: &Utf8Path) -> io::Result<(Vec<u8>, Option<Stamp>)> {
+        match self.file(path, None) {
+            Some(result) => result.map_err(into_io),
+            None => self.inner.disk.read_stamped(path),
+        }
+    }
+
+    fn read_confined(
+        &self,
+        path: &Utf8Path,
+        policy: &ReadPolicy,
+        walked: bool,
+    ) -> Result<(Vec<u8>, Option<Stamp>), ReadError> {
+        if !policy.lexically_inside(path) {
+            return Err(ReadError::Unsafe(format!(
+                "`{path}` is outside `{}`",
+                policy.root
+            )));
+        }
+        match self.file(path, Some(policy.max_len())) {
+            Some(result) => {
+                let (bytes, stamp) = result?;
+                policy.check_len(bytes.len() as u64)?;
+                Ok((bytes, stamp))
+            }
+            None => self.inner.disk.read_confined(path, policy, walked),
+        }
+    }
+
+    fn read_regular(&self, path: &Utf8Path, max_len: u64) -> Result<Vec<u8>, ReadError> {
+        match self.file(path, Some(max_len)) {
+            Some(result) => result.map(|(bytes, _)| bytes),
+            None => self.inner.disk.read_regular(path, max_len),
+        }
+    }
+
+    fn canonicalize(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
+        let inner = &self.inner;
+        let Some(rel) = inner.relative(path) else {
+            return inner.disk.canonicalize(path);
+        };
+        match inner.find(&rel, true) {
+            Found::Node(at, _) => {
+                // The project directory itself as the disk resolves it (a symlinked
+                // temp dir), the rest as the commit does.
+                let root = inner
+                    .disk
+                    .canonicalize(&inner.root)
+                    .unwrap_or_else(|_| inner.root.clone());
+                Ok(if at.is_empty() { root } else { root.join(at) })
+            }
+            Found::Disk => inner.disk.canonicalize(path),
+            Found::Not(e) => Err(into_io(e)),
+        }
+    }
+
+    fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        let inner = &self.inner;
+        let Some(rel) = inner.relative(path) else {
+            return inner.disk.stamp(path);
+        };
+        match inner.find(&rel, true) {
+            Found::Node(_, node) => Inner::stamp_of(node),
+            Found::Disk => inner.disk.stamp(path),
+            Found::Not(_) => None,
+        }
+    }
+
+    fn link_stamp(&self, path: &Utf8Path) -> Option<Stamp> {
+        let inner = &self.inner;
+        let Some(rel) = inner.relative(path) else {
+            return inner.disk.link_stamp(path);
+        };
+        match inner.find(&rel, false) {
+            Found::Node(_, node) => Inner::stamp_of(node),
+            Found::Disk => inner.disk.link_stamp(path),
+            Found::Not(_) => None,
+        }
+    }
+
+    fn program_id(&self) -> Option<Vec<u8>> {
+        self.inner.disk.program_id()
+    }
+
+    fn current_exe(&self) -> Option<String> {
+        self.inner.disk.current_exe()
+    }
+
+    fn contents_id(&self) -> Option<String> {
+        Some(format!("tree {}", self.inner.tree))
+    }
+
+    fn now(&self) -> std::time::SystemTime {
+        self.inner.disk.now()
+    }
+
+    fn read_dir(&self, path: &Utf8Path) -> io::Result<Vec<DirEntry>> {
+        let inner = &self.inner;
+        let Some(rel) = inner.relative(path) else {
+            return inner.disk.read_dir(path);
+        };
+        match inner.find(&rel, true) {
+            Found::Node(at, Node::Dir(_, entries)) => Ok(entries
+                .iter()
+                .map(|(name, kind)| DirEntry {
+                    name: name.clone(),
+                    kind: inner.entry_kind(&at, name, *kind),
+                })
+                .collect()),
+            Found::Node(..) => Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("`{path}` is not a directory in HEAD's commit"),
+            )),
+            Found::Disk => inner.disk.read_dir(path),
+            Found::Not(e) => Err(into_io(e)),
+        }
+    }
+
+    fn is_file(&self, path: &Utf8Path) -> bool {
+        let inner = &self.inner;
+        let Some(rel) = inner.relative(path) else {
+            return inner.disk.is_file(path);
+        };
+        match inner.find(&rel, true) {
+            Found::Node(_, node) => matches!(node, Node::File(_)),
+            Found::Disk => inner.disk.is_file(path),
+            Found::Not(_) => false,
+        }
+    }
+
+    fn is_dir(&self, path: &Utf8Path) -> bool {
+        let inner = &self.inner;
+        let Some(rel) = inner.relative(path) else {
+            return inner.disk.is_dir(path);
+        };
+        match inner.find(&rel, true) {
+            Found::Node(_, node) => matches!(node, Node::Dir(..)),
+            Found::Disk => inner.disk.is_dir(path),
+            Found::Not(_) => false,
+        }
+    }
+
+    fn env_var(&self, name: &str) -> Option<String> {
+        self.inner.disk.env_var(name)
+    }
+
+    fn current_dir(&self) -> io::Result<Utf8PathBuf> {
+        self.inner.disk.current_dir()
+    }
+
+    fn stderr_is_terminal(&self) -> bool {
+        self.inner.disk.stderr_is_terminal()
+    }
+
+    fn interactive_stdin(&self) -> Option<Box<dyn io::BufRead + '_>> {
+        self.inner.disk.interactive_stdin()
+    }
+
+    fn create_dir_all(&self, path: &Utf8Path) -> io::Result<()> {
+        self.inner.disk.create_dir_all(path)
+    }
+
+    fn make_private_dir(&self, path: &Utf8Path) -> io::Result<()> {
+        self.inner.disk.make_private_dir(path)
+    }
+
+    fn holds(&self, path: &Utf8Path, parts: &[&[u8]]) -> bool {
+        self.inner.disk.holds(path, parts)
+    }
+
+    fn remove_file(&self, path: &Utf8Path) -> io::Result<()> {
+        self.inner.disk.remove_file(path)
+    }
+
+    fn rename(&self, from: &Utf8Path, to: &Utf8Path) -> io::Result<()> {
+        self.inner.disk.rename(from, to)
+    }
+
+    fn create_output_file(&self, path: &Utf8Path) -> io::Result<std::fs::File> {
+        self.inner.disk.create_output_file(path)
+    }
+
+    fn write_atomic(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<bool> {
+        self.inner.disk.write_atomic(path, bytes)
+    }
+
+    fn write_atomic_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool> {
+        self.inner.disk.write_atomic_parts(path, parts)
+    }
+
+    fn append(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        self.inner.disk.append(path, bytes)
+    }
+
+    fn replace(&self, path: &Utf8Path, bytes: &[u8]) -> io::Result<()> {
+        self.inner.disk.replace(path, bytes)
+    }
+
+    fn replace_parts(&self, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<()> {
+        self.inner.disk.replace_parts(path, parts)
+    }
+
+    fn replace_streamed(
+        &self,
+        path: &Utf8Path,
+        write: &mut dyn FnMut(&mut Sink<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.inner.disk.replace_streamed(path, write)
+    }
+
+    fn create_dir_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<()> {
+        self.inner.disk.create_dir_beneath(root, path)
+    }
+
+    fn write_beneath(&self, root: &Utf8Path, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<bool> {
+        self.inner.disk.write_beneath(root, path, parts)
+    }
+
+    fn replace_beneath(&self, root: &Utf8Path, path: &Utf8Path, parts: &[&[u8]]) -> io::Result<()> {
+        self.inner.disk.replace_beneath(root, path, parts)
+    }
+
+    fn replace_streamed_beneath(
+        &self,
+        root: &Utf8Path,
+        path: &Utf8Path,
+        write: &mut dyn FnMut(&mut Sink<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.inner.disk.replace_streamed_beneath(root, path, write)
+    }
+
+    fn create_output_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<std::fs::File> {
+        self.inner.disk.create_output_beneath(root, path)
+    }
+
+    fn remove_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<()> {
+        self.inner.disk.remove_beneath(root, path)
+    }
+
+    fn refuse_links_beneath(&self, root: &Utf8Path, path: &Utf8Path) -> io::Result<()> {
+        self.inner.disk.refuse_links_beneath(root, path)
+    }
+
+    fn write_output(
+        &self,
+        project: &Utf8Path,
+        path: &Utf8Path,
+        parts: &[&[u8]],
+    ) -> io::Result<bool> {
+        self.inner.disk.write_output(project, path, parts)
+    }
+
+    fn watch(&self, root: &Utf8Path, outside: &[Utf8PathBuf]) -> io::Result<Box<dyn ChangeEvents>> {
+        self.inner.disk.watch(root, outside)
+    }
+
+    fn shared(&self) -> Arc<dyn System> {
+        Arc::new(self.clone())
+    }
+}
