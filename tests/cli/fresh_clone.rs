@@ -370,3 +370,123 @@ fn another_copy_of_the_same_binary_finds_the_cache() {
     assert!(!stderr.contains("notice:"), "{stderr}");
     assert_eq!(without_verbose(&stdout), uncached(&p));
 }
+
+/// `--from-commit`: the run reads HEAD's commit, so a fresh clone with the cache of such a
+/// run restored replays it without looking at the work tree, and an edit or a file the
+/// job made and did not commit is not seen.
+#[test]
+fn from_commit_replays_in_a_fresh_clone_and_reads_the_commit_not_the_work_tree() {
+    let origin = origin(EKS);
+    let p = Project::empty();
+    fresh_clone(&p, origin.path());
+    let pristine = uncached(&p);
+    let base = p.run(&["generate", "--from-commit", "-v"]);
+    assert_eq!(base.code, 0, "{}", base.stderr);
+    let as_uncached = |out: &str| out.replacen(" --from-commit -v\n", "\n", 1);
+    assert_eq!(as_uncached(&base.stdout), pristine);
+    let kept = keep_cache(&p);
+
+    // A job that edits a module and writes another before terraci runs.
+    let uncommitted = |p: &Project| {
+        std::fs::write(p.path().join(EKS_FILE), eks_reading_dns()).expect("edit");
+        std::fs::create_dir_all(p.path().join("stage/extra")).expect("mkdir");
+        std::fs::write(
+            p.path().join("stage/extra/main.tf"),
+            VPC.replace("/vpc/", "/extra/"),
+        )
+        .expect("write");
+    };
+    fresh_clone(&p, origin.path());
+    restore_cache(&p, kept.path(), &[]);
+    uncommitted(&p);
+    let again = p.run(&["generate", "--from-commit", "-v"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("note: replayed the last run"),
+        "the commit's tree is the recorded one: {}",
+        again.stderr
+    );
+    assert_eq!(again.stdout, base.stdout);
+
+    // Without the record: every fact found by the commit's blob ids, the same bytes.
+    fresh_clone(&p, origin.path());
+    restore_cache(&p, kept.path(), &["run.bin"]);
+    uncommitted(&p);
+    let cached = p.run(&["generate", "--from-commit", "-v"]);
+    assert_eq!(cached.code, 0, "{}", cached.stderr);
+    assert!(
+        !cached.stderr.contains("note: replayed"),
+        "{}",
+        cached.stderr
+    );
+    assert!(!cached.stderr.contains("notice:"), "{}", cached.stderr);
+    assert_eq!(cached.stdout, base.stdout);
+    assert_eq!(
+        std::fs::read(kept.path().join("facts.bin")).expect("kept"),
+        std::fs::read(p.path().join(".terraci/cache/facts.bin")).expect("restored"),
+        "every entry found by its object id: the fact cache is not rewritten"
+    );
+
+    // The work tree's run sees the job's files.
+    let worktree = p.run(&["generate", "--no-cache"]);
+    assert_eq!(worktree.code, 0, "{}", worktree.stderr);
+    assert!(
+        worktree.stdout.contains("stage/extra"),
+        "{}",
+        worktree.stdout
+    );
+    assert!(!cached.stdout.contains("stage/extra"), "{}", cached.stdout);
+}
+
+/// `--from-commit --changed-only` compares commits only (`--committed-only`): an edit
+/// not committed changes neither the change set nor what the modules read.
+#[test]
+fn from_commit_changed_only_compares_the_commits_and_reads_them() {
+    let origin = origin(EKS);
+    let p = Project::empty();
+    fresh_clone(&p, origin.path());
+    git_at(p.path(), &["checkout", "-q", "-b", "feature"]);
+    std::fs::write(p.path().join(EKS_FILE), eks_reading_dns()).expect("edit");
+    git_at(p.path(), &["commit", "-q", "-am", "eks reads dns"]);
+    let args = [
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--no-cache",
+    ];
+    let committed = p.run(&[&args[..], &["--committed-only"]].concat());
+    assert_eq!(committed.code, 0, "{}", committed.stderr);
+    assert!(committed.stdout.contains("eks"), "{}", committed.stdout);
+
+    // Not committed: the VPC module moved its state, and DNS has an edit.
+    std::fs::write(
+        p.path().join("stage/vpc/main.tf"),
+        VPC.replace(
+            "stage/vpc/terraform.tfstate",
+            "stage/moved/terraform.tfstate",
+        ),
+    )
+    .expect("edit");
+    std::fs::write(
+        p.path().join("stage/dns/main.tf"),
+        format!("{DNS}# edited\n"),
+    )
+    .expect("edit");
+    let from_commit = p.run(&[&args[..], &["--from-commit"]].concat());
+    assert_eq!(from_commit.code, 0, "{}", from_commit.stderr);
+    assert_eq!(
+        from_commit
+            .stdout
+            .replacen(" --from-commit\n", " --committed-only\n", 1),
+        committed.stdout
+    );
+    let worktree = p.run(&args);
+    assert_eq!(worktree.code, 0, "{}", worktree.stderr);
+    assert_ne!(
+        worktree
+            .stdout
+            .replacen("--no-cache\n", "--no-cache --committed-only\n", 1),
+        committed.stdout
+    );
+}

@@ -282,6 +282,16 @@ impl RunKey {
     /// The recorded run of this key, if there is one, unchecked. `Err` is a notice: a
     /// record was there but damaged.
     pub(crate) fn read(&self, system: &dyn System) -> Result<Option<Record>, String> {
+        // The key first: a record of another command line (a `--changed-only` run's
+        // beside a full run's, each many megabytes) is not read whole. A head that
+        // cannot be parsed is left to the whole read, which says what is wrong.
+        let head_len = begin_file(MAGIC, FORMAT, 0).len() + 10 + self.bytes.len();
+        let Ok(head) = system.read_head(&self.record, head_len) else {
+            return Ok(None);
+        };
+        if holds_another_key(&head, &self.bytes) {
+            return Ok(None);
+        }
         let Ok(blob) = system.read(&self.record) else {
             return Ok(None);
         };
@@ -504,6 +514,17 @@ fn read_layout(
 }
 
 /// The key bytes and the record, from a whole `run.bin`.
+/// Whether the first bytes of a record hold a key other than `key` under this build's
+/// header; `false` when that cannot be told (the whole read then says what is wrong).
+fn holds_another_key(head: &[u8], key: &[u8]) -> bool {
+    let mut expected = begin_file(MAGIC, FORMAT, key.len() + 64);
+    let header = expected.len();
+    put_bytes(&mut expected, key);
+    head.len() >= expected.len()
+        && head[..header] == expected[..header]
+        && head[..expected.len()] != expected[..]
+}
+
 fn decode(blob: &[u8]) -> Result<(Vec<u8>, Record), &'static str> {
     let mut r = open_file(blob, MAGIC, FORMAT, "not a terraci run record")?;
     let body = (|| -> terraci_db::store::R<(Vec<u8>, Record)> {

@@ -136,13 +136,6 @@ pub(crate) fn load_workspace_overlapped(
         }
     };
     let mut diagnostics = config_diagnostics(&config);
-    let layout = start.layout.unwrap_or_else(|| walk(system, &root));
-    let index = start
-        .index
-        .unwrap_or_else(|| crate::git_index::LazyIndex::new(&root));
-    index.expect_files(layout.files().count());
-    let walked =
-        (start.keep_layout && layout.diagnostics.is_empty()).then(|| layout.module_dirs.clone());
     let policy = terraci_db::system::ReadPolicy::new(system, &root, global.max_file_size);
     let mut cache =
         terraci_db::store::CacheSettings::new(&root, global.no_cache, global.cache_dir.as_deref());
@@ -155,18 +148,36 @@ pub(crate) fn load_workspace_overlapped(
             cache = None;
         }
     }
+    // The walk beside the loads of the caches, which discovery needs (it does not read
+    // a file the cache knows by its stamp): the caches are read while the tree is listed.
+    let given = start.layout;
+    let (layout, loaded) = rayon::join(
+        || given.unwrap_or_else(|| walk(system, &root)),
+        || {
+            cache.as_ref().map(|settings| {
+                rayon::join(
+                    || terraci_engine::cache::load(system, settings),
+                    || terraci_engine::resolve::summary::load(system, settings),
+                )
+            })
+        },
+    );
+    let index = start
+        .index
+        .unwrap_or_else(|| crate::git_index::LazyIndex::new(&root));
+    index.expect_files(layout.files().count());
+    let walked =
+        (start.keep_layout && layout.diagnostics.is_empty()).then(|| layout.module_dirs.clone());
     let mut notices = Vec::new();
-    // Loaded before discovery, which does not read a file the cache knows by its stamp.
-    let caches = cache.as_ref().map(|settings| {
-        let facts = terraci_engine::cache::load(system, settings).unwrap_or_else(|notice| {
+    let caches = loaded.map(|(facts, summaries)| {
+        let facts = facts.unwrap_or_else(|notice| {
             notices.push(notice);
             terraci_engine::cache::Entries::default()
         });
-        let summaries =
-            terraci_engine::resolve::summary::load(system, settings).unwrap_or_else(|notice| {
-                notices.push(notice);
-                terraci_engine::resolve::summary::Summaries::default()
-            });
+        let summaries = summaries.unwrap_or_else(|notice| {
+            notices.push(notice);
+            terraci_engine::resolve::summary::Summaries::default()
+        });
         (Arc::new(facts), Arc::new(summaries))
     });
     let (known, summaries) = caches.unzip();

@@ -172,59 +172,23 @@ impl CommitSystem {
 
 type Nodes = FxHashMap<String, Node>;
 
-/// Every tree below `top`, read breadth first, by project-relative path.
-fn read_trees(
-    repo: &gix::Repository,
-    top: ObjectId,
-) -> Result<Nodes, Box<dyn std::error::Error + Send + Sync>> {
+/// Every tree below `top` in the repository at `git_dir`, read breadth first (the
+/// trees of a level on all cores), by project-relative path.
+fn read_trees(git_dir: &std::path::Path, top: ObjectId) -> Result<Nodes, ReadError> {
+    use rayon::prelude::*;
     let mut nodes = Nodes::default();
     let mut level = vec![(String::new(), top)];
-    let mut buf = Vec::new();
     while !level.is_empty() {
+        let read: Vec<Result<Listed, ReadError>> = level
+            .par_iter()
+            .with_min_len(16)
+            .map(|(rel, id)| with_handle(git_dir, |repo| read_tree(repo, rel, *id)))
+            .collect();
         let mut next = Vec::new();
-        for (rel, id) in level {
-            let tree = repo.objects.find_tree(&id, &mut buf)?;
-            let mut entries = Vec::with_capacity(tree.entries.len());
-            for entry in &tree.entries {
-                let raw: &[u8] = entry.filename;
-                if raw.is_empty()
-                    || raw == b"."
-                    || raw == b".."
-                    || raw.eq_ignore_ascii_case(b".git")
-                    || raw.contains(&b'/')
-                    || raw.contains(&0)
-                {
-                    continue;
-                }
-                let Ok(name) = std::str::from_utf8(raw) else {
-                    entries.push((String::from_utf8_lossy(raw).into_owned(), Kind::NotUtf8));
-                    continue;
-                };
-                let path = if rel.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{rel}/{name}")
-                };
-                let oid = entry.oid.to_owned();
-                let kind = if entry.mode.is_tree() {
-                    next.push((path, oid));
-                    Kind::Dir
-                } else if entry.mode.is_link() {
-                    let mut bytes = Vec::new();
-                    let target = repo.objects.find_blob(&oid, &mut bytes)?.data;
-                    let target = String::from_utf8_lossy(target).into_owned();
-                    nodes.insert(path, Node::Link(oid, target));
-                    Kind::Link
-                } else if entry.mode.is_commit() {
-                    nodes.insert(path, Node::Gitlink);
-                    Kind::Gitlink
-                } else {
-                    nodes.insert(path, Node::File(oid));
-                    Kind::File
-                };
-                entries.push((name.to_owned(), kind));
-            }
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        for ((rel, id), listed) in level.into_iter().zip(read) {
+            let (entries, leaves, dirs) = listed?;
+            nodes.extend(leaves);
+            next.extend(dirs);
             nodes.insert(rel, Node::Dir(id, entries));
         }
         level = next;
@@ -232,35 +196,109 @@ fn read_trees(
     Ok(nodes)
 }
 
+/// One tree: its entries, the nodes of those that are not trees, and the trees below.
+type Listed = (
+    Vec<(String, Kind)>,
+    Vec<(String, Node)>,
+    Vec<(String, ObjectId)>,
+);
+
+fn read_tree(repo: &gix::Repository, rel: &str, id: ObjectId) -> Result<Listed, ReadError> {
+    let failed = |e: &dyn std::fmt::Display| {
+        ReadError::Io(io::Error::other(format!(
+            "cannot read HEAD's tree {id}: {e}"
+        )))
+    };
+    let mut buf = Vec::new();
+    let tree = repo
+        .objects
+        .find_tree(&id, &mut buf)
+        .map_err(|e| failed(&e))?;
+    let (mut entries, mut leaves, mut dirs) = (
+        Vec::with_capacity(tree.entries.len()),
+        Vec::new(),
+        Vec::new(),
+    );
+    for entry in &tree.entries {
+        let raw: &[u8] = entry.filename;
+        if raw.is_empty()
+            || raw == b"."
+            || raw == b".."
+            || raw.eq_ignore_ascii_case(b".git")
+            || raw.contains(&b'/')
+            || raw.contains(&0)
+        {
+            continue;
+        }
+        let Ok(name) = std::str::from_utf8(raw) else {
+            entries.push((String::from_utf8_lossy(raw).into_owned(), Kind::NotUtf8));
+            continue;
+        };
+        let path = if rel.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let oid = entry.oid.to_owned();
+        let kind = if entry.mode.is_tree() {
+            dirs.push((path, oid));
+            Kind::Dir
+        } else if entry.mode.is_link() {
+            let mut bytes = Vec::new();
+            let target = repo
+                .objects
+                .find_blob(&oid, &mut bytes)
+                .map_err(|e| failed(&e))?
+                .data;
+            let target = String::from_utf8_lossy(target).into_owned();
+            leaves.push((path, Node::Link(oid, target)));
+            Kind::Link
+        } else if entry.mode.is_commit() {
+            leaves.push((path, Node::Gitlink));
+            Kind::Gitlink
+        } else {
+            leaves.push((path, Node::File(oid)));
+            Kind::File
+        };
+        entries.push((name.to_owned(), kind));
+    }
+    entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Ok((entries, leaves, dirs))
+}
+
 impl Inner {
     /// `path` relative to the project, when the commit may hold it.
     fn relative<'a>(&self, path: &'a Utf8Path) -> Option<Cow<'a, str>> {
-        let path: Cow<'a, Utf8Path> =
-            if path.as_str().contains("/.") || path.as_str().contains("//") {
-                Cow::Owned(normalize(path))
+        let text = path.as_str();
+        let path: Cow<'a, str> =
+            if text.contains("/.") || text.contains("//") || text.ends_with('/') {
+                Cow::Owned(normalize(path).into_string())
             } else {
-                Cow::Borrowed(path)
+                Cow::Borrowed(text)
             };
-        if self.disk_only.iter().any(|d| path.starts_with(d)) {
+        // Component-wise prefixes, compared as text (paths are normalised).
+        let below = |dir: &str| {
+            path.strip_prefix(dir)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/') || dir.ends_with('/'))
+        };
+        if self.disk_only.iter().any(|d| below(d.as_str())) || !below(self.root.as_str()) {
             return None;
         }
+        let skip = if path.len() == self.root.as_str().len() || self.root.as_str().ends_with('/') {
+            self.root.as_str().len()
+        } else {
+            self.root.as_str().len() + 1
+        };
         Some(match path {
-            Cow::Borrowed(path) => Cow::Borrowed(path.strip_prefix(&self.root).ok()?.as_str()),
-            Cow::Owned(path) => Cow::Owned(path.strip_prefix(&self.root).ok()?.as_str().to_owned()),
+            Cow::Borrowed(p) => Cow::Borrowed(&p[skip.min(p.len())..]),
+            Cow::Owned(p) => Cow::Owned(p[skip.min(p.len())..].to_owned()),
         })
     }
 
     /// Every node of the project, read at the first call.
     fn nodes(&self) -> Result<&Nodes, ReadError> {
         self.nodes
-            .get_or_init(|| {
-                with_handle(&self.git_dir, |repo| {
-                    read_trees(repo, self.tree).map_err(|e| {
-                        ReadError::Io(io::Error::other(format!("cannot read HEAD's trees: {e}")))
-                    })
-                })
-                .map_err(|e| e.to_string())
-            })
+            .get_or_init(|| read_trees(&self.git_dir, self.tree).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|e| ReadError::Io(io::Error::other(e.clone())))
     }
@@ -452,6 +490,18 @@ impl System for CommitSystem {
         match self.file(path, None) {
             Some(result) => result.map(|(bytes, _)| bytes).map_err(into_io),
             None => self.inner.disk.read(path),
+        }
+    }
+
+    fn read_head(&self, path: &Utf8Path, len: usize) -> io::Result<Vec<u8>> {
+        match self.file(path, None) {
+            Some(result) => result
+                .map(|(mut bytes, _)| {
+                    bytes.truncate(len);
+                    bytes
+                })
+                .map_err(into_io),
+            None => self.inner.disk.read_head(path, len),
         }
     }
 

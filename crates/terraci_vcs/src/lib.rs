@@ -1706,4 +1706,127 @@ mod tests {
         let racy = index_identities(&repo.root.join("p")).expect("a repository");
         assert!(racy.is_empty(), "{} entries vouched for", racy.len());
     }
+
+    /// `--from-commit` ([`CommitSystem`]): HEAD's commit of the project, not its work
+    /// tree; the cache directory, and what the commit does not hold below a submodule,
+    /// from the disk.
+    #[test]
+    fn the_commit_is_read_and_the_work_tree_is_not() {
+        use terraci_db::system::{EntryKind, OsSystem, ReadPolicy, System};
+        let repo = Repo::new(&[
+            ("p/a/main.tf", "# committed\n"),
+            ("p/gone/main.tf", "# deleted on disk\n"),
+            ("p/common/shared.tf", "# shared\n"),
+            ("outside.tf", "# not the project's\n"),
+        ]);
+        std::os::unix::fs::symlink("../common/shared.tf", repo.root.join("p/a/shared.tf"))
+            .expect("link");
+        std::os::unix::fs::symlink("../../outside.tf", repo.root.join("p/a/out.tf")).expect("link");
+        std::os::unix::fs::symlink("loop.tf", repo.root.join("p/a/loop.tf")).expect("link");
+        repo.commit_all("links");
+        // The work tree moves on: an edit, an untracked file, a deletion, a cache.
+        repo.write("p/a/main.tf", "# edited\n");
+        repo.write("p/new/main.tf", "# untracked\n");
+        std::fs::remove_file(repo.root.join("p/gone/main.tf")).expect("rm");
+        repo.write("p/.terraci/cache/facts.bin", "cache");
+        let project = repo.root.join("p");
+        let cache = project.join(".terraci/cache");
+        let commit =
+            CommitSystem::open(std::sync::Arc::new(OsSystem), &project, vec![cache.clone()])
+                .expect("a commit");
+
+        let read = |rel: &str| {
+            commit
+                .read(&project.join(rel))
+                .map(|b| String::from_utf8(b).expect("utf-8"))
+        };
+        assert_eq!(read("a/main.tf").expect("committed"), "# committed\n");
+        assert_eq!(
+            read("gone/main.tf").expect("committed"),
+            "# deleted on disk\n"
+        );
+        assert_eq!(
+            read("new/main.tf").expect_err("untracked").kind(),
+            std::io::ErrorKind::NotFound
+        );
+        assert_eq!(read("a/shared.tf").expect("a link inside"), "# shared\n");
+        assert_eq!(
+            commit
+                .read(&cache.join("facts.bin"))
+                .expect("the cache is the disk's"),
+            b"cache"
+        );
+        let names: Vec<(String, EntryKind)> = commit
+            .read_dir(&project.join("a"))
+            .expect("listed")
+            .into_iter()
+            .map(|e| (e.name, e.kind))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("loop.tf".to_owned(), EntryKind::Symlink { to_dir: false }),
+                ("main.tf".to_owned(), EntryKind::File),
+                ("out.tf".to_owned(), EntryKind::Symlink { to_dir: false }),
+                ("shared.tf".to_owned(), EntryKind::Symlink { to_dir: false }),
+            ]
+        );
+        let top: Vec<String> = commit
+            .read_dir(&project)
+            .expect("listed")
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(
+            top,
+            ["a", "common", "gone"],
+            "not the untracked `new`, nor `.terraci`"
+        );
+        assert!(commit.is_file(&project.join("gone/main.tf")));
+        assert!(!commit.is_dir(&project.join("new")));
+
+        let policy = ReadPolicy::new(&commit, &project, 1 << 20);
+        for (rel, why) in [
+            ("a/out.tf", "leads out of the project"),
+            ("a/loop.tf", "leads out"),
+        ] {
+            let err = commit
+                .read_confined(&project.join(rel), &policy, true)
+                .expect_err("refused");
+            assert!(err.to_string().contains(why), "{rel}: {err}");
+        }
+
+        // A file's stamp is its blob's id: the same in every clone of the commit.
+        let stamp = commit.stamp(&project.join("a/main.tf")).expect("stamped");
+        let hex = repo.rev("HEAD:p/a/main.tf");
+        let id: Vec<u8> = (0..40)
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        assert_eq!(
+            stamp.object().expect("an object stamp").0.as_slice(),
+            id.as_slice()
+        );
+        assert_eq!(
+            commit
+                .read_stamped(&project.join("a/main.tf"))
+                .expect("read")
+                .1,
+            Some(stamp)
+        );
+        let clone = repo.sibling("clone");
+        git(
+            repo.root.parent().expect("parent"),
+            &["clone", "-q", repo.root.as_str(), clone.as_str()],
+        );
+        let cloned = CommitSystem::open(std::sync::Arc::new(OsSystem), &clone.join("p"), vec![])
+            .expect("a commit");
+        assert_eq!(cloned.stamp(&clone.join("p/a/main.tf")), Some(stamp));
+        assert_eq!(cloned.contents_id(), commit.contents_id());
+        // Another commit of the project is another id.
+        repo.commit_all("the edit");
+        let moved =
+            CommitSystem::open(std::sync::Arc::new(OsSystem), &project, vec![]).expect("a commit");
+        assert_ne!(moved.contents_id(), commit.contents_id());
+    }
 }

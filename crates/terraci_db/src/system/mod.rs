@@ -195,6 +195,13 @@ pub struct DirEntry {
 
 pub trait System: Send + Sync {
     fn read(&self, path: &Utf8Path) -> io::Result<Vec<u8>>;
+    /// At most the first `len` bytes of the file at `path` (fewer only at its end): a
+    /// look at a file's header before reading all of it.
+    fn read_head(&self, path: &Utf8Path, len: usize) -> io::Result<Vec<u8>> {
+        let mut bytes = self.read(path)?;
+        bytes.truncate(len);
+        Ok(bytes)
+    }
     /// Reads a file and stamps the version it read (the stamp is taken on the open file
     /// before reading, so a write during the read leaves a newer stamp on disk). `None`
     /// for systems that cannot stamp: such files are never trusted unread.

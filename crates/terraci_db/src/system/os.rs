@@ -277,6 +277,15 @@ impl System for OsSystem {
         std::fs::read(path)
     }
 
+    fn read_head(&self, path: &Utf8Path, len: usize) -> io::Result<Vec<u8>> {
+        use std::io::Read as _;
+        let mut bytes = Vec::with_capacity(len);
+        std::fs::File::open(path)?
+            .take(len as u64)
+            .read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
     fn holds(&self, path: &Utf8Path, parts: &[&[u8]]) -> bool {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         // A link is replaced by a write, so it never holds what the write would make.
