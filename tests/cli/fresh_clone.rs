@@ -427,6 +427,21 @@ fn from_commit_replays_in_a_fresh_clone_and_reads_the_commit_not_the_work_tree()
         "every entry found by its object id: the fact cache is not rewritten"
     );
 
+    // A cache of the work tree's runs serves too: its entries hold the blob ids git's
+    // index vouched for, which are the commit's stamps.
+    let (_, worktree_kept) = base_run(&p, origin.path());
+    fresh_clone(&p, origin.path());
+    restore_cache(&p, worktree_kept.path(), &["run.bin"]);
+    let switched = p.run(&["generate", "--from-commit", "-v"]);
+    assert_eq!(switched.code, 0, "{}", switched.stderr);
+    assert_eq!(switched.stdout, base.stdout);
+    assert_eq!(
+        std::fs::read(worktree_kept.path().join("facts.bin")).expect("kept"),
+        std::fs::read(p.path().join(".terraci/cache/facts.bin")).expect("restored"),
+        "every entry found by its blob id: the fact cache is not rewritten"
+    );
+    uncommitted(&p);
+
     // The work tree's run sees the job's files.
     let worktree = p.run(&["generate", "--no-cache"]);
     assert_eq!(worktree.code, 0, "{}", worktree.stderr);

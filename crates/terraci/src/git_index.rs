@@ -46,8 +46,12 @@ impl LazyIndex {
         missed > MISSES_BEFORE_INDEX.min(files / 4)
     }
 
-    /// The blob of the file at `rel` whose stamp is `now`, reading the index if needed.
+    /// The blob of the file at `rel` whose stamp is `now`, reading the index if needed;
+    /// a file read from a commit (`--from-commit`) is stamped with its blob's id.
     pub fn clean_blob(&self, rel: &str, now: &Stamp) -> Option<BlobId> {
+        if let Some(id) = now.object() {
+            return Some(BlobId(id));
+        }
         self.index
             .get_or_init(|| terraci_vcs::index_identities(&self.root))
             .as_ref()?
@@ -57,6 +61,9 @@ impl LazyIndex {
     /// [`LazyIndex::clean_blob`] for a lookup after a stamp missed: counts the miss, and
     /// says nothing until more than the tolerated number of files missed.
     pub fn after_miss(&self, rel: &str, now: &Stamp) -> Option<BlobId> {
+        if let Some(id) = now.object() {
+            return Some(BlobId(id));
+        }
         let seen = self.misses.fetch_add(1, Ordering::Relaxed);
         if seen < self.tolerated.load(Ordering::Relaxed) && self.index.get().is_none() {
             return None;
@@ -67,6 +74,9 @@ impl LazyIndex {
     /// The blob, only if the index was read already (for records that would otherwise
     /// read it for nothing).
     pub fn if_read(&self, rel: &str, now: &Stamp) -> Option<BlobId> {
+        if let Some(id) = now.object() {
+            return Some(BlobId(id));
+        }
         self.index.get()?.as_ref()?.clean_blob(rel, now)
     }
 }

@@ -172,6 +172,9 @@ impl CommitSystem {
 
 type Nodes = FxHashMap<String, Node>;
 
+/// A file's bytes and stamp.
+type Stamped = (Vec<u8>, Option<Stamp>);
+
 /// Every tree below `top` in the repository at `git_dir`, read breadth first (the
 /// trees of a level on all cores), by project-relative path.
 fn read_trees(git_dir: &std::path::Path, top: ObjectId) -> Result<Nodes, ReadError> {
@@ -458,11 +461,7 @@ fn read_blob(
 impl CommitSystem {
     /// The file at `path` if the commit holds it: `Some(Err)` for anything that is not a
     /// file there.
-    fn file(
-        &self,
-        path: &Utf8Path,
-        max_len: Option<u64>,
-    ) -> Option<Result<(Vec<u8>, Option<Stamp>), ReadError>> {
+    fn file(&self, path: &Utf8Path, max_len: Option<u64>) -> Option<Result<Stamped, ReadError>> {
         let inner = &self.inner;
         let rel = inner.relative(path)?;
         Some(match inner.find(&rel, true) {

@@ -1804,7 +1804,7 @@ mod tests {
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
             .collect();
         assert_eq!(
-            stamp.object().expect("an object stamp").0.as_slice(),
+            stamp.object().expect("an object stamp").as_slice(),
             id.as_slice()
         );
         assert_eq!(

@@ -157,7 +157,7 @@ impl Stamp {
     }
 
     /// The object id of a stamp made by [`Stamp::of_object`].
-    pub fn object(&self) -> Option<crate::files::BlobId> {
+    pub fn object(&self) -> Option<[u8; 20]> {
         if self.dev != OBJECT_DEV || self.ctime_ns != 1 {
             return None;
         }
@@ -166,7 +166,7 @@ impl Stamp {
         id[0..8].copy_from_slice(&self.ino.to_be_bytes());
         id[8..16].copy_from_slice(&self.len.to_be_bytes());
         id[16..20].copy_from_slice(&tail.to_be_bytes());
-        Some(crate::files::BlobId(id))
+        Some(id)
     }
 
     /// Whether any write after `read_started` would give the file a different stamp: its
@@ -677,6 +677,23 @@ mod cache_home_tests {
             s.set_env(k, v);
         }
         s
+    }
+
+    #[test]
+    fn an_object_stamp_holds_its_id_and_no_file_stamp_is_one() {
+        let id: [u8; 20] = std::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(250));
+        let stamp = Stamp::of_object(&id);
+        assert_eq!(stamp.object(), Some(id));
+        assert!(stamp.settled_before(std::time::UNIX_EPOCH + std::time::Duration::from_secs(60)));
+        assert_ne!(Stamp::of_object(&[0; 20]), Stamp::of_object(&[1; 20]));
+        let file = Stamp {
+            dev: 2049,
+            ino: 12,
+            len: 3,
+            mtime_ns: 1,
+            ctime_ns: 1,
+        };
+        assert_eq!(file.object(), None);
     }
 
     #[test]
