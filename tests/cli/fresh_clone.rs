@@ -505,3 +505,25 @@ fn from_commit_changed_only_compares_the_commits_and_reads_them() {
         committed.stdout
     );
 }
+
+/// `--from-commit` where there is no commit to read says so, and writes nothing.
+#[test]
+fn from_commit_outside_a_repository_or_before_a_commit_is_an_error_that_says_so() {
+    let p = Project::empty();
+    p.write(".terraci.yaml", CONFIG);
+    p.write("stage/vpc/main.tf", VPC);
+    let out = p.run(&["generate", "--from-commit", "-o", "out.yml"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--from-commit reads the project from HEAD's commit")
+            && out.stderr.contains("is not inside a git repository"),
+        "{}",
+        out.stderr
+    );
+    git_at(p.path(), &["-c", "init.defaultBranch=main", "init", "-q"]);
+    let out = p.run(&["generate", "--from-commit", "-o", "out.yml"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("has no commit yet"), "{}", out.stderr);
+    assert!(!p.path().join("out.yml").exists());
+}

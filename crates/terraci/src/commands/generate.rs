@@ -52,8 +52,19 @@ pub(super) fn generate(
     for path in output.chain(named) {
         disk.push(io.system.absolute(&path)?);
     }
-    let system = terraci_vcs::CommitSystem::open(io.system.shared(), &root, disk)
-        .map_err(|err| exit::coded(crate::pipeline::PipelineError::Changes(err)))?;
+    let system = terraci_vcs::CommitSystem::open(io.system.shared(), &root, disk).map_err(
+        |err| match err {
+            terraci_vcs::VcsError::NotARepository { path, reason } => exit::fail(
+                exit::ERROR,
+                format!(
+                    "--from-commit reads the project from HEAD's commit, and {path} is not \
+                 inside a git repository ({reason}); run without --from-commit to read the \
+                 files as they are"
+                ),
+            ),
+            err => exit::coded(crate::pipeline::PipelineError::Changes(err)),
+        },
+    )?;
     let mut args = args.clone();
     args.changes.committed_only = args.changes.changed_only;
     let mut io = Io {
