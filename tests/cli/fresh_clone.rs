@@ -96,6 +96,14 @@ fn restore_cache(p: &Project, kept: &Path, leave_out: &[&str]) {
     }
 }
 
+/// That the run in `p` left the fact cache restored from `kept` byte for byte: every
+/// entry was found, and nothing was rewritten (`why` says by what).
+fn assert_facts_kept(p: &Project, kept: &Path, why: &str) {
+    let restored = std::fs::read(p.path().join(".terraci/cache/facts.bin")).expect("restored");
+    let kept = std::fs::read(kept.join("facts.bin")).expect("kept");
+    assert!(restored == kept, "{why}: the fact cache was rewritten");
+}
+
 /// What `generate` writes without any cache (the header's command line aside).
 fn uncached(p: &Project) -> String {
     let out = p.run(&["generate", "--no-cache"]);
@@ -133,11 +141,7 @@ fn a_fresh_clone_with_the_cache_restored_replays_the_base_run_byte_for_byte() {
     );
     assert!(!cached.stderr.contains("notice:"), "{}", cached.stderr);
     assert_eq!(without_verbose(&cached.stdout), uncached(&p));
-    assert_eq!(
-        std::fs::read(kept.path().join("facts.bin")).expect("kept"),
-        std::fs::read(p.path().join(".terraci/cache/facts.bin")).expect("restored"),
-        "every entry held by its blob: the fact cache is not rewritten"
-    );
+    assert_facts_kept(&p, kept.path(), "every entry held by its blob");
 }
 
 /// A pipeline of `generate -v`, its header's command line as without `-v`.
@@ -421,11 +425,7 @@ fn from_commit_replays_in_a_fresh_clone_and_reads_the_commit_not_the_work_tree()
     );
     assert!(!cached.stderr.contains("notice:"), "{}", cached.stderr);
     assert_eq!(cached.stdout, base.stdout);
-    assert_eq!(
-        std::fs::read(kept.path().join("facts.bin")).expect("kept"),
-        std::fs::read(p.path().join(".terraci/cache/facts.bin")).expect("restored"),
-        "every entry found by its object id: the fact cache is not rewritten"
-    );
+    assert_facts_kept(&p, kept.path(), "every entry found by its object id");
 
     // A cache of the work tree's runs serves too: its entries hold the blob ids git's
     // index vouched for, which are the commit's stamps.
@@ -435,11 +435,7 @@ fn from_commit_replays_in_a_fresh_clone_and_reads_the_commit_not_the_work_tree()
     let switched = p.run(&["generate", "--from-commit", "-v"]);
     assert_eq!(switched.code, 0, "{}", switched.stderr);
     assert_eq!(switched.stdout, base.stdout);
-    assert_eq!(
-        std::fs::read(worktree_kept.path().join("facts.bin")).expect("kept"),
-        std::fs::read(p.path().join(".terraci/cache/facts.bin")).expect("restored"),
-        "every entry found by its blob id: the fact cache is not rewritten"
-    );
+    assert_facts_kept(&p, worktree_kept.path(), "every entry found by its blob id");
     uncommitted(&p);
 
     // The work tree's run sees the job's files.

@@ -90,8 +90,6 @@ struct Inner {
     /// Every node below the project by project-relative path (`""`: the project), read
     /// at the first look (a replayed run needs only the tree's id).
     nodes: OnceLock<Result<Nodes, String>>,
-    /// The commit the nodes are from (hex).
-    commit: String,
     /// The repository's git directory, which the blob readers open.
     git_dir: std::path::PathBuf,
 }
@@ -118,23 +116,19 @@ impl CommitSystem {
                  {root} has no commit yet"
             ))
         })?;
-        let failed = |what: &str| {
-            let what = what.to_owned();
-            move |err: &dyn std::error::Error| VcsError::Git(format!("{what}: {err}"))
-        };
         let tree = repo
             .find_commit(head)
-            .map_err(|e| failed("cannot read HEAD's commit")(&e))?
+            .map_err(crate::git_err("cannot read HEAD's commit"))?
             .tree_id()
-            .map_err(|e| failed("cannot read HEAD's commit")(&e))?
+            .map_err(crate::git_err("cannot read HEAD's commit"))?
             .detach();
         let top = if prefix.is_empty() {
             Some(tree)
         } else {
             repo.find_tree(tree)
-                .map_err(|e| failed("cannot read HEAD's tree")(&e))?
+                .map_err(crate::git_err("cannot read HEAD's tree"))?
                 .lookup_entry_by_path(&prefix)
-                .map_err(|e| failed("cannot read HEAD's tree")(&e))?
+                .map_err(crate::git_err("cannot read HEAD's tree"))?
                 .filter(|entry| entry.mode().is_tree())
                 .map(|entry| entry.object_id())
         };
@@ -152,15 +146,9 @@ impl CommitSystem {
                 disk_only: disk_only.iter().map(|p| normalize(p)).collect(),
                 tree: top,
                 nodes: OnceLock::new(),
-                commit: head.to_string(),
                 git_dir: repo.git_dir().to_owned(),
             }),
         })
-    }
-
-    /// The commit the project is read from (hex).
-    pub fn commit(&self) -> &str {
-        &self.inner.commit
     }
 
     /// The id of the project's tree in the commit: the same id is the same files, in
@@ -287,15 +275,24 @@ impl Inner {
         if self.disk_only.iter().any(|d| below(d.as_str())) || !below(self.root.as_str()) {
             return None;
         }
-        let skip = if path.len() == self.root.as_str().len() || self.root.as_str().ends_with('/') {
-            self.root.as_str().len()
-        } else {
-            self.root.as_str().len() + 1
-        };
+        let start = path.len()
+            - path[self.root.as_str().len()..]
+                .trim_start_matches('/')
+                .len();
         Some(match path {
-            Cow::Borrowed(p) => Cow::Borrowed(&p[skip.min(p.len())..]),
-            Cow::Owned(p) => Cow::Owned(p[skip.min(p.len())..].to_owned()),
+            Cow::Borrowed(p) => Cow::Borrowed(&p[start..]),
+            Cow::Owned(p) => Cow::Owned(p[start..].to_owned()),
         })
+    }
+
+    /// Where `path` leads in the commit ([`Inner::find`]); `None` when it is the disk's
+    /// (outside the project, named on the command line, or below a submodule).
+    fn resolve(&self, path: &Utf8Path, follow: bool) -> Option<Result<(String, &Node), ReadError>> {
+        match self.find(&self.relative(path)?, follow) {
+            Found::Node(at, node) => Some(Ok((at, node))),
+            Found::Disk => None,
+            Found::Not(e) => Some(Err(e)),
+        }
     }
 
     /// Every node of the project, read at the first call.
@@ -463,14 +460,12 @@ impl CommitSystem {
     /// file there.
     fn file(&self, path: &Utf8Path, max_len: Option<u64>) -> Option<Result<Stamped, ReadError>> {
         let inner = &self.inner;
-        let rel = inner.relative(path)?;
-        Some(match inner.find(&rel, true) {
-            Found::Disk => return None,
-            Found::Not(e) => Err(e),
-            Found::Node(_, node @ Node::File(id)) => inner
+        Some(match inner.resolve(path, true)? {
+            Err(e) => Err(e),
+            Ok((_, node @ Node::File(id))) => inner
                 .read_blob(*id, max_len)
                 .map(|bytes| (bytes, Inner::stamp_of(node))),
-            Found::Node(..) => Err(ReadError::Unsafe(format!(
+            Ok(_) => Err(ReadError::Unsafe(format!(
                 "`{path}` is not a regular file in HEAD's commit"
             ))),
         })
@@ -542,11 +537,9 @@ impl System for CommitSystem {
 
     fn canonicalize(&self, path: &Utf8Path) -> io::Result<Utf8PathBuf> {
         let inner = &self.inner;
-        let Some(rel) = inner.relative(path) else {
-            return inner.disk.canonicalize(path);
-        };
-        match inner.find(&rel, true) {
-            Found::Node(at, _) => {
+        match inner.resolve(path, true) {
+            None => inner.disk.canonicalize(path),
+            Some(Ok((at, _))) => {
                 // The project directory itself as the disk resolves it (a symlinked
                 // temp dir), the rest as the commit does.
                 let root = inner
@@ -555,32 +548,21 @@ impl System for CommitSystem {
                     .unwrap_or_else(|_| inner.root.clone());
                 Ok(if at.is_empty() { root } else { root.join(at) })
             }
-            Found::Disk => inner.disk.canonicalize(path),
-            Found::Not(e) => Err(into_io(e)),
+            Some(Err(e)) => Err(into_io(e)),
         }
     }
 
     fn stamp(&self, path: &Utf8Path) -> Option<Stamp> {
-        let inner = &self.inner;
-        let Some(rel) = inner.relative(path) else {
-            return inner.disk.stamp(path);
-        };
-        match inner.find(&rel, true) {
-            Found::Node(_, node) => Inner::stamp_of(node),
-            Found::Disk => inner.disk.stamp(path),
-            Found::Not(_) => None,
+        match self.inner.resolve(path, true) {
+            None => self.inner.disk.stamp(path),
+            Some(found) => Inner::stamp_of(found.ok()?.1),
         }
     }
 
     fn link_stamp(&self, path: &Utf8Path) -> Option<Stamp> {
-        let inner = &self.inner;
-        let Some(rel) = inner.relative(path) else {
-            return inner.disk.link_stamp(path);
-        };
-        match inner.find(&rel, false) {
-            Found::Node(_, node) => Inner::stamp_of(node),
-            Found::Disk => inner.disk.link_stamp(path),
-            Found::Not(_) => None,
+        match self.inner.resolve(path, false) {
+            None => self.inner.disk.link_stamp(path),
+            Some(found) => Inner::stamp_of(found.ok()?.1),
         }
     }
 
@@ -602,47 +584,34 @@ impl System for CommitSystem {
 
     fn read_dir(&self, path: &Utf8Path) -> io::Result<Vec<DirEntry>> {
         let inner = &self.inner;
-        let Some(rel) = inner.relative(path) else {
-            return inner.disk.read_dir(path);
-        };
-        match inner.find(&rel, true) {
-            Found::Node(at, Node::Dir(_, entries)) => Ok(entries
+        match inner.resolve(path, true) {
+            None => inner.disk.read_dir(path),
+            Some(Ok((at, Node::Dir(_, entries)))) => Ok(entries
                 .iter()
                 .map(|(name, kind)| DirEntry {
                     name: name.clone(),
                     kind: inner.entry_kind(&at, name, *kind),
                 })
                 .collect()),
-            Found::Node(..) => Err(io::Error::new(
+            Some(Ok(_)) => Err(io::Error::new(
                 io::ErrorKind::NotADirectory,
                 format!("`{path}` is not a directory in HEAD's commit"),
             )),
-            Found::Disk => inner.disk.read_dir(path),
-            Found::Not(e) => Err(into_io(e)),
+            Some(Err(e)) => Err(into_io(e)),
         }
     }
 
     fn is_file(&self, path: &Utf8Path) -> bool {
-        let inner = &self.inner;
-        let Some(rel) = inner.relative(path) else {
-            return inner.disk.is_file(path);
-        };
-        match inner.find(&rel, true) {
-            Found::Node(_, node) => matches!(node, Node::File(_)),
-            Found::Disk => inner.disk.is_file(path),
-            Found::Not(_) => false,
+        match self.inner.resolve(path, true) {
+            None => self.inner.disk.is_file(path),
+            Some(found) => matches!(found, Ok((_, Node::File(_)))),
         }
     }
 
     fn is_dir(&self, path: &Utf8Path) -> bool {
-        let inner = &self.inner;
-        let Some(rel) = inner.relative(path) else {
-            return inner.disk.is_dir(path);
-        };
-        match inner.find(&rel, true) {
-            Found::Node(_, node) => matches!(node, Node::Dir(..)),
-            Found::Disk => inner.disk.is_dir(path),
-            Found::Not(_) => false,
+        match self.inner.resolve(path, true) {
+            None => self.inner.disk.is_dir(path),
+            Some(found) => matches!(found, Ok((_, Node::Dir(..)))),
         }
     }
 

@@ -125,7 +125,7 @@ fn quote_list(items: &[String]) -> String {
 }
 
 /// Wraps a gix error with what we were doing; `{:#}` keeps gix's cause chain on one line.
-fn git_err(context: &str) -> impl FnOnce(gix::Error) -> VcsError + '_ {
+fn git_err<E: std::fmt::Display>(context: &str) -> impl FnOnce(E) -> VcsError + '_ {
     move |err| VcsError::Git(format!("{context}: {err:#}"))
 }
 
