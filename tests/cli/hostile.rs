@@ -1414,20 +1414,29 @@ fn a_cache_committed_in_the_checkout_is_neither_read_nor_written() {
     git(p.path(), &["add", "--force", ".terraci/cache/facts.bin"]);
     git(p.path(), &["commit", "--quiet", "--message", "a cache"]);
     p.write("env/app/main.tf", "# an app, changed\n");
-    let second = p.run(&["generate", "--provider", "gitlab"]);
-    assert_eq!(second.code, 0, "{}", second.stderr);
-    assert!(
-        second.stderr.contains("warning[committed-cache]")
-            && second.stderr.contains(".terraci/cache/facts.bin"),
-        "{}",
-        second.stderr
-    );
+    // Warned of, the committed file left as it was.
+    let refused = |args: &[&str]| {
+        let out = p.run(args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("warning[committed-cache]")
+                && out.stderr.contains(".terraci/cache/facts.bin"),
+            "{}",
+            out.stderr
+        );
+        let now = std::fs::read(&facts).expect("still there");
+        assert!(now == committed, "the committed cache was rewritten");
+        out
+    };
+    let second = refused(&["generate", "--provider", "gitlab"]);
     assert!(second.stdout.contains("plan-env-app"), "{}", second.stdout);
-    assert_eq!(
-        std::fs::read(&facts).expect("still there"),
-        committed,
-        "the committed cache was rewritten"
+    // `--from-commit` asks the commit it reads: the cache is committed there even when
+    // git's index no longer lists it.
+    git(
+        p.path(),
+        &["rm", "--quiet", "--cached", ".terraci/cache/facts.bin"],
     );
+    refused(&["generate", "--provider", "gitlab", "--from-commit"]);
 }
 
 /// The workflow `generate --provider github` writes for `p`, with its stderr.

@@ -312,7 +312,8 @@ pub(crate) fn load_workspace_overlapped(
 /// authenticated: a `facts.bin` or `summaries.bin` a merge request commits can claim facts
 /// for real file contents (a dependency the files do not declare), so such a cache is
 /// neither read nor written in this run. Asked of git only when one of them exists below
-/// the project (a `--cache-dir` elsewhere is the runner's).
+/// the project (a `--cache-dir` elsewhere is the runner's); with `--from-commit`, asked
+/// of the commit the project is read from.
 fn committed_cache(
     system: &dyn System,
     settings: &terraci_db::store::CacheSettings,
@@ -329,7 +330,19 @@ fn committed_cache(
     if files.is_empty() {
         return None;
     }
-    let tracked = terraci_vcs::tracked_files(root, &files);
+    // With `--from-commit` the commit answers (git's index is not read).
+    let committed: Option<Vec<(&camino::Utf8PathBuf, bool)>> = files
+        .iter()
+        .map(|file| Some((file, system.committed(file)?)))
+        .collect();
+    let tracked: Vec<camino::Utf8PathBuf> = match committed {
+        Some(held) => held
+            .into_iter()
+            .filter(|(_, held)| *held)
+            .map(|(file, _)| file.clone())
+            .collect(),
+        None => terraci_vcs::tracked_files(root, &files),
+    };
     let first = tracked.first()?;
     let shown = first.strip_prefix(root).unwrap_or(first);
     Some(Diagnostic::warning(
@@ -512,9 +525,12 @@ fn set_module_inputs(
     modules: &mut BTreeMap<String, Module>,
 ) -> (Vec<Module>, bool) {
     let mut old_files = db.take_module_files();
-    let mut files = BTreeMap::new();
+    // Collected, then built in one go: a map built from a sorted run of keys makes no
+    // comparisons of its own (inserted one by one, 30,000 paths took a third of this).
+    let mut files = Vec::new();
     let mut old_modules = std::mem::take(modules);
     let mut list = Vec::with_capacity(discovered.len());
+    let mut built = Vec::with_capacity(discovered.len());
     let mut changed = false;
     for m in discovered {
         let file_inputs: Vec<File> = m
@@ -543,7 +559,7 @@ fn set_module_inputs(
                             .new(db)
                     }
                 };
-                files.insert(key, file);
+                files.push((key, file));
                 file
             })
             .collect();
@@ -567,9 +583,11 @@ fn set_module_inputs(
                     .new(db)
             }
         };
-        modules.insert(id, module);
+        built.push((id, module));
         list.push(module);
     }
+    *modules = built.into_iter().collect();
+    let files: BTreeMap<String, File> = files.into_iter().collect();
     db.put_module_files(files);
     (list, changed || !old_modules.is_empty())
 }

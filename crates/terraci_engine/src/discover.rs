@@ -78,47 +78,36 @@ pub fn discover_in(
     hold: Option<&Arc<terraci_db::files::TextSource>>,
 ) -> Discovered {
     let root = &policy.root;
-    let paths: Vec<(&str, FileKind)> = layout
+    let read = |path: &str, kind| -> Result<(FileContents, Option<Stamp>), ReadError> {
+        let abs = root.join(path);
+        if let Some((contents, stamp)) = known.and_then(|known| known(path, kind, &abs)) {
+            return Ok((contents, Some(stamp)));
+        }
+        system
+            .read_confined(&abs, policy, true)
+            .map(|(bytes, stamp)| {
+                let contents = match hold {
+                    Some(source) => FileContents::held(bytes, abs, source),
+                    None => FileContents::from_bytes(bytes),
+                };
+                (contents, stamp)
+            })
+    };
+    // Each directory's files on the workers, decoding (the UTF-8 check and the copy
+    // into the shared text) included; a file not read is a diagnostic in its place.
+    let dirs: Vec<(ModuleDir, Vec<Diagnostic>)> = layout
         .module_dirs
-        .iter()
-        .flat_map(|(_, files)| files.iter().map(|(p, k)| (p.as_str(), *k)))
-        .collect();
-    // Decoding (UTF-8 check and the copy into the shared text) happens on the workers too.
-    let read: Vec<Result<(FileContents, Option<Stamp>), ReadError>> = paths
-        .par_iter()
-        .with_min_len(32)
-        .map(|&(path, kind)| {
-            let abs = root.join(path);
-            if let Some((contents, stamp)) = known.and_then(|known| known(path, kind, &abs)) {
-                return Ok((contents, Some(stamp)));
-            }
-            system
-                .read_confined(&abs, policy, true)
-                .map(|(bytes, stamp)| {
-                    let contents = match hold {
-                        Some(source) => FileContents::held(bytes, abs, source),
-                        None => FileContents::from_bytes(bytes),
-                    };
-                    (contents, stamp)
-                })
-        })
-        .collect();
-    let mut read = read.into_iter();
-    let mut diagnostics = layout.diagnostics;
-    let module_dirs: Vec<(String, Vec<DiscoveredFile>)> = layout
-        .module_dirs
-        .into_iter()
+        .into_par_iter()
+        .with_min_len(8)
         .map(|(rel, files)| {
+            let mut diagnostics = Vec::new();
             let files = files
                 .into_iter()
                 .map(|(path, kind)| {
-                    let (contents, stamp) = match read.next().expect("one result per file") {
-                        Ok(read) => read,
-                        Err(err) => {
-                            diagnostics.push(read_diagnostic(&err).with_file(path.clone()));
-                            (FileContents::Unreadable(err.to_string()), None)
-                        }
-                    };
+                    let (contents, stamp) = read(&path, kind).unwrap_or_else(|err| {
+                        diagnostics.push(read_diagnostic(&err).with_file(path.clone()));
+                        (FileContents::Unreadable(err.to_string()), None)
+                    });
                     DiscoveredFile {
                         path: path.into(),
                         kind,
@@ -127,7 +116,15 @@ pub fn discover_in(
                     }
                 })
                 .collect();
-            (rel, files)
+            ((rel, files), diagnostics)
+        })
+        .collect();
+    let mut diagnostics = layout.diagnostics;
+    let module_dirs = dirs
+        .into_iter()
+        .map(|(dir, read)| {
+            diagnostics.extend(read);
+            dir
         })
         .collect();
     assemble(module_dirs, diagnostics, pattern, library_paths)
@@ -219,94 +216,133 @@ pub fn walk(system: &dyn System, root: &Utf8Path) -> Layout {
                 }
             })
             .collect();
+        // A directory's `.gitignore` applies to its own entries and below, never to a
+        // sibling's: the level's are all added, then its directories visited on all cores.
+        let listed: Vec<(String, io::Result<Vec<DirEntry>>)> = level
+            .into_iter()
+            .zip(listed)
+            .map(|(rel, (entries, gitignore))| {
+                if let (Ok(_), Some(bytes)) = (&entries, gitignore) {
+                    ignores.add(&rel, &bytes);
+                }
+                (rel, entries)
+            })
+            .collect();
+        let ignores = &ignores;
+        let visited: Vec<Visited> = listed
+            .into_par_iter()
+            .with_min_len(8)
+            .map(|(rel, entries)| visit(rel, entries, ignores))
+            .collect();
         let mut next = Vec::new();
-        for (rel, (entries, gitignore)) in level.into_iter().zip(listed) {
-            let entries = match entries {
-                Ok(e) => e,
-                Err(err) => {
-                    out.diagnostics.push(Diagnostic::new(
-                        Severity::Error,
-                        Code::UnreadablePath,
-                        format!("cannot read directory `{}`: {err}", display_rel(&rel)),
-                    ));
-                    continue;
-                }
-            };
-            if let Some(bytes) = gitignore {
-                ignores.add(&rel, &bytes);
-            }
-            let mut files: Vec<(String, FileKind)> = Vec::new();
-            for entry in entries {
-                if entry.name.starts_with('.') {
-                    continue;
-                }
-                let shown = || {
-                    let child = if rel.is_empty() {
-                        entry.name.clone()
-                    } else {
-                        format!("{rel}/{}", entry.name)
-                    };
-                    terraci_db::escape::printable(&child).into_owned()
-                };
-                match entry.kind {
-                    EntryKind::NotUtf8 => {
-                        out.diagnostics.push(Diagnostic::error(
-                            Code::UnsafeName,
-                            format!(
-                                "`{}` is skipped: its name is not UTF-8, which module ids \
-                                 and pipelines cannot hold",
-                                shown()
-                            ),
-                        ));
-                        continue;
-                    }
-                    EntryKind::Special { what } if FileKind::of(&entry.name).is_some() => {
-                        out.diagnostics.push(
-                            Diagnostic::error(
-                                Code::UnsafePath,
-                                format!(
-                                    "not read: {what}, not a regular file; terraci reads \
-                                     only regular files inside the project"
-                                ),
-                            )
-                            .with_file(shown()),
-                        );
-                        continue;
-                    }
-                    _ => {}
-                }
-                let child = if rel.is_empty() {
-                    entry.name.clone()
-                } else {
-                    format!("{rel}/{}", entry.name)
-                };
-                let is_dir = matches!(
-                    entry.kind,
-                    EntryKind::Dir | EntryKind::Symlink { to_dir: true }
-                );
-                if ignores.is_ignored(&child, is_dir) {
-                    continue;
-                }
-                match entry.kind {
-                    EntryKind::Dir => next.push(child),
-                    EntryKind::Symlink { to_dir: true }
-                    | EntryKind::Special { .. }
-                    | EntryKind::NotUtf8 => {}
-                    EntryKind::File | EntryKind::Symlink { to_dir: false } => {
-                        if let Some(kind) = FileKind::of(&entry.name) {
-                            files.push((child, kind));
-                        }
-                    }
-                }
-            }
-            let files = apply_tofu_shadowing(files);
-            if files.iter().any(|(_, kind)| !kind.is_vars()) && !rel.is_empty() {
-                out.module_dirs.push((rel, files));
-            }
+        for visited in visited {
+            out.diagnostics.extend(visited.diagnostics);
+            next.extend(visited.dirs);
+            out.module_dirs.extend(visited.module);
         }
         level = next;
     }
     out.module_dirs.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// What one directory's listing adds to the walk: diagnostics, the directories to
+/// visit next, and the directory as a module directory if it holds a Terraform file.
+#[derive(Default)]
+struct Visited {
+    diagnostics: Vec<Diagnostic>,
+    dirs: Vec<String>,
+    module: Option<(String, Vec<(String, FileKind)>)>,
+}
+
+/// The entries of the directory `rel` as the walk takes them ([`walk`]).
+fn visit(rel: String, entries: io::Result<Vec<DirEntry>>, ignores: &IgnoreRules) -> Visited {
+    let mut out = Visited::default();
+    let entries = match entries {
+        Ok(e) => e,
+        Err(err) => {
+            out.diagnostics.push(Diagnostic::new(
+                Severity::Error,
+                Code::UnreadablePath,
+                format!("cannot read directory `{}`: {err}", display_rel(&rel)),
+            ));
+            return out;
+        }
+    };
+    let mut files: Vec<(String, FileKind)> = Vec::new();
+    for entry in entries {
+        if entry.name.starts_with('.') {
+            continue;
+        }
+        let shown = || {
+            let child = if rel.is_empty() {
+                entry.name.clone()
+            } else {
+                format!("{rel}/{}", entry.name)
+            };
+            terraci_db::escape::printable(&child).into_owned()
+        };
+        match entry.kind {
+            EntryKind::NotUtf8 => {
+                out.diagnostics.push(Diagnostic::error(
+                    Code::UnsafeName,
+                    format!(
+                        "`{}` is skipped: its name is not UTF-8, which module ids \
+                         and pipelines cannot hold",
+                        shown()
+                    ),
+                ));
+                continue;
+            }
+            EntryKind::Special { what } if FileKind::of(&entry.name).is_some() => {
+                out.diagnostics.push(
+                    Diagnostic::error(
+                        Code::UnsafePath,
+                        format!(
+                            "not read: {what}, not a regular file; terraci reads \
+                             only regular files inside the project"
+                        ),
+                    )
+                    .with_file(shown()),
+                );
+                continue;
+            }
+            // Neither listed nor read: no path to make or match.
+            EntryKind::File | EntryKind::Symlink { to_dir: false }
+                if FileKind::of(&entry.name).is_none() =>
+            {
+                continue;
+            }
+            _ => {}
+        }
+        let child = if rel.is_empty() {
+            entry.name.clone()
+        } else {
+            format!("{rel}/{}", entry.name)
+        };
+        let is_dir = matches!(
+            entry.kind,
+            EntryKind::Dir | EntryKind::Symlink { to_dir: true }
+        );
+        if ignores.is_ignored(&child, is_dir) {
+            continue;
+        }
+        match entry.kind {
+            EntryKind::Dir => out.dirs.push(child),
+            EntryKind::Symlink { to_dir: true }
+            | EntryKind::Special { .. }
+            | EntryKind::NotUtf8 => {}
+            EntryKind::File | EntryKind::Symlink { to_dir: false } => {
+                if let Some(kind) = FileKind::of(&entry.name) {
+                    files.push((child, kind));
+                }
+            }
+        }
+    }
+    let files = apply_tofu_shadowing(files);
+    if files.iter().any(|(_, kind)| !kind.is_vars()) && !rel.is_empty() {
+        out.module = Some((rel, files));
+    }
     out
 }
 
@@ -390,6 +426,17 @@ fn pattern_of_depth(pattern: &Pattern, depth: usize) -> String {
 }
 
 /// Module infos (ids, pattern components, parents, roles) for the walked directories.
+/// A module directory with the files discovery found in it.
+type ModuleDir = (String, Vec<DiscoveredFile>);
+
+/// One module as [`assemble`] makes it: the module, its `undiscovered-root` warning, and
+/// whether it is a root deeper than the pattern (with its backend).
+type Assembled = (
+    DiscoveredModule,
+    Option<Diagnostic>,
+    Option<(String, String)>,
+);
+
 fn assemble(
     module_dirs: Vec<(String, Vec<DiscoveredFile>)>,
     diagnostics: Vec<Diagnostic>,
@@ -432,78 +479,91 @@ fn assemble(
     let none_at_depth = !module_dirs
         .iter()
         .any(|(id, _)| id.split('/').count() == depth);
-    let mut misplaced: Vec<(String, String)> = Vec::new();
-    for (id, files) in module_dirs {
-        let parts: Vec<&str> = id.split('/').collect();
-        let role = if is_library(&id) || called.contains_key(&id) {
-            Role::Library
-        } else if parts.len() < depth {
-            Role::Plain
-        } else {
-            Role::Root
-        };
-        if !roots_mode && role == Role::Plain {
-            if let Some(backend) = backend_of(&files) {
-                let levels = if parts.len() == 1 { "level" } else { "levels" };
-                out.diagnostics.push(
-                    Diagnostic::new(
-                        Severity::Warning,
-                        Code::UndiscoveredRoot,
-                        format!(
-                            "`{id}` has a `{backend}` block but is {} {levels} deep, above \
+    // Each module on its own (on the workers), its warnings in module order.
+    let assembled: Vec<Assembled> = module_dirs
+        .into_par_iter()
+        .with_min_len(64)
+        .map(|(id, files)| {
+            let mut warning = None;
+            let mut misplaced = None;
+            let parts: Vec<&str> = id.split('/').collect();
+            let role = if is_library(&id) || called.contains_key(&id) {
+                Role::Library
+            } else if parts.len() < depth {
+                Role::Plain
+            } else {
+                Role::Root
+            };
+            if !roots_mode && role == Role::Plain {
+                if let Some(backend) = backend_of(&files) {
+                    let levels = if parts.len() == 1 { "level" } else { "levels" };
+                    warning = Some(
+                        Diagnostic::new(
+                            Severity::Warning,
+                            Code::UndiscoveredRoot,
+                            format!(
+                                "`{id}` has a `{backend}` block but is {} {levels} deep, above \
                              the pattern `{pattern}` ({} segments): it gets no jobs and no \
                              reference can reach it; `structure.discovery: roots` includes \
                              it (or a pattern of its depth, `{}`)",
-                            parts.len(),
-                            pattern.depth(),
-                            pattern_of_depth(pattern, parts.len())
-                        ),
-                    )
-                    .with_module(id.clone()),
+                                parts.len(),
+                                pattern.depth(),
+                                pattern_of_depth(pattern, parts.len())
+                            ),
+                        )
+                        .with_module(id.clone()),
+                    );
+                }
+            }
+            if !roots_mode
+                && none_at_depth
+                && role == Role::Root
+                && parts.len() > depth
+                && module_ids.binary_search(&parts[..depth].join("/")).is_err()
+            {
+                if let Some(backend) = backend_of(&files) {
+                    misplaced = Some((id.clone(), backend));
+                }
+            }
+            let mut components = IndexMap::new();
+            let mut submodule = None;
+            if roots_mode {
+                components.insert(
+                    "module".to_owned(),
+                    (*parts.last().expect("non-empty")).to_owned(),
                 );
+            } else if parts.len() >= depth {
+                for (name, value) in pattern.segments().iter().zip(&parts) {
+                    components.insert(name.clone(), (*value).to_owned());
+                }
+                if parts.len() > depth {
+                    let rest = parts[depth..].join("/");
+                    components.insert("submodule".to_owned(), rest.clone());
+                    submodule = Some(rest);
+                }
             }
-        }
-        if !roots_mode
-            && none_at_depth
-            && role == Role::Root
-            && parts.len() > depth
-            && module_ids.binary_search(&parts[..depth].join("/")).is_err()
-        {
-            if let Some(backend) = backend_of(&files) {
-                misplaced.push((id.clone(), backend));
-            }
-        }
-        let mut components = IndexMap::new();
-        let mut submodule = None;
-        if roots_mode {
-            components.insert(
-                "module".to_owned(),
-                (*parts.last().expect("non-empty")).to_owned(),
-            );
-        } else if parts.len() >= depth {
-            for (name, value) in pattern.segments().iter().zip(&parts) {
-                components.insert(name.clone(), (*value).to_owned());
-            }
-            if parts.len() > depth {
-                let rest = parts[depth..].join("/");
-                components.insert("submodule".to_owned(), rest.clone());
-                submodule = Some(rest);
-            }
-        }
-        let parent = (1..parts.len())
-            .rev()
-            .map(|n| parts[..n].join("/"))
-            .find(|p| module_ids.binary_search(p).is_ok());
-        out.modules.push(DiscoveredModule {
-            info: ModuleInfo {
-                id: id.clone(),
-                components,
-                submodule,
-                parent,
-                role,
-            },
-            files,
-        });
+            let parent = (1..parts.len())
+                .rev()
+                .map(|n| parts[..n].join("/"))
+                .find(|p| module_ids.binary_search(p).is_ok());
+            let module = DiscoveredModule {
+                info: ModuleInfo {
+                    id,
+                    components,
+                    submodule,
+                    parent,
+                    role,
+                },
+                files,
+            };
+            (module, warning, misplaced)
+        })
+        .collect();
+    let mut misplaced: Vec<(String, String)> = Vec::new();
+    for (module, warning, deeper) in assembled {
+        out.diagnostics.extend(warning);
+        misplaced.extend(deeper);
+        out.modules.push(module);
     }
     out.called = called;
     if let Some((example, backend)) = misplaced.first() {

@@ -41,31 +41,44 @@ use crate::VcsError;
 /// Symlinks followed in one path before it counts as a loop (the kernel's limit).
 const MAX_LINKS: usize = 40;
 
-/// One entry of the commit below the project.
+/// One entry of a tree of the commit below the project.
 #[derive(Debug)]
 enum Node {
-    /// A tree: its id and its entries, sorted by name (byte order).
-    Dir(ObjectId, Vec<(String, Kind)>),
+    /// A tree, by its id (its entries are its own [`Tree`]).
+    Dir(ObjectId),
     File(ObjectId),
     /// A symlink: its blob's id and its target.
     Link(ObjectId, String),
     /// A submodule: what lies below it is the disk's (its own checkout).
     Gitlink,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Dir,
-    File,
-    Link,
-    Gitlink,
+    /// A name that is not UTF-8: listed as such, never found.
     NotUtf8,
 }
 
+/// A tree of the commit: its entries by name (byte order).
+#[derive(Debug)]
+struct Tree {
+    entries: Vec<(String, Node)>,
+}
+
+impl Tree {
+    fn get(&self, name: &str) -> Option<&Node> {
+        let i = self
+            .entries
+            .binary_search_by(|(entry, _)| entry.as_bytes().cmp(name.as_bytes()))
+            .ok()?;
+        match &self.entries[i].1 {
+            Node::NotUtf8 => None,
+            node => Some(node),
+        }
+    }
+}
+
 /// Where a path leads in the commit.
-enum Found<'a> {
-    /// The project-relative path of the node it resolved to, and the node.
-    Node(String, &'a Node),
+enum Found<'s, 'p> {
+    /// The project-relative path of the node it resolved to (the path asked when no link
+    /// was on the way), and the node.
+    Node(Cow<'p, str>, &'s Node),
     /// Below a submodule: the disk's (the submodule's own checkout).
     Disk,
     /// Not in the commit, through a link out of the project or a loop of links, or the
@@ -85,11 +98,11 @@ struct Inner {
     root: Utf8PathBuf,
     /// Paths that are the disk's even where the commit holds them.
     disk_only: Vec<Utf8PathBuf>,
-    /// The project's tree in the commit.
-    tree: ObjectId,
-    /// Every node below the project by project-relative path (`""`: the project), read
-    /// at the first look (a replayed run needs only the tree's id).
-    nodes: OnceLock<Result<Nodes, String>>,
+    /// The project's tree in the commit, as a node.
+    tree: Node,
+    /// Every tree below the project by project-relative path (`""`: the project), read
+    /// at the first look (a replayed run needs only the project tree's id).
+    trees: OnceLock<Result<Trees, String>>,
     /// The repository's git directory, which the blob readers open.
     git_dir: std::path::PathBuf,
 }
@@ -144,8 +157,8 @@ impl CommitSystem {
                 disk,
                 root,
                 disk_only: disk_only.iter().map(|p| normalize(p)).collect(),
-                tree: top,
-                nodes: OnceLock::new(),
+                tree: Node::Dir(top),
+                trees: OnceLock::new(),
                 git_dir: repo.git_dir().to_owned(),
             }),
         })
@@ -154,20 +167,22 @@ impl CommitSystem {
     /// The id of the project's tree in the commit: the same id is the same files, in
     /// any clone.
     pub fn tree(&self) -> String {
-        self.inner.tree.to_string()
+        self.inner.tree_id().to_string()
     }
 }
 
-type Nodes = FxHashMap<String, Node>;
+/// Trees by project-relative path: one entry per directory, its files and links held
+/// by name in it (a lookup is the directory's hash and a search among its names).
+type Trees = FxHashMap<String, Tree>;
 
 /// A file's bytes and stamp.
 type Stamped = (Vec<u8>, Option<Stamp>);
 
 /// Every tree below `top` in the repository at `git_dir`, read breadth first (the
 /// trees of a level on all cores), by project-relative path.
-fn read_trees(git_dir: &std::path::Path, top: ObjectId) -> Result<Nodes, ReadError> {
+fn read_trees(git_dir: &std::path::Path, top: ObjectId) -> Result<Trees, ReadError> {
     use rayon::prelude::*;
-    let mut nodes = Nodes::default();
+    let mut trees = Trees::default();
     let mut level = vec![(String::new(), top)];
     while !level.is_empty() {
         let read: Vec<Result<Listed, ReadError>> = level
@@ -175,24 +190,20 @@ fn read_trees(git_dir: &std::path::Path, top: ObjectId) -> Result<Nodes, ReadErr
             .with_min_len(16)
             .map(|(rel, id)| with_handle(git_dir, |repo| read_tree(repo, rel, *id)))
             .collect();
+        trees.reserve(level.len());
         let mut next = Vec::new();
-        for ((rel, id), listed) in level.into_iter().zip(read) {
-            let (entries, leaves, dirs) = listed?;
-            nodes.extend(leaves);
+        for ((rel, _), read) in level.into_iter().zip(read) {
+            let (tree, dirs) = read?;
             next.extend(dirs);
-            nodes.insert(rel, Node::Dir(id, entries));
+            trees.insert(rel, tree);
         }
         level = next;
     }
-    Ok(nodes)
+    Ok(trees)
 }
 
-/// One tree: its entries, the nodes of those that are not trees, and the trees below.
-type Listed = (
-    Vec<(String, Kind)>,
-    Vec<(String, Node)>,
-    Vec<(String, ObjectId)>,
-);
+/// One tree, and the project-relative paths and ids of the trees in it.
+type Listed = (Tree, Vec<(String, ObjectId)>);
 
 fn read_tree(repo: &gix::Repository, rel: &str, id: ObjectId) -> Result<Listed, ReadError> {
     let failed = |e: &dyn std::fmt::Display| {
@@ -205,11 +216,7 @@ fn read_tree(repo: &gix::Repository, rel: &str, id: ObjectId) -> Result<Listed, 
         .objects
         .find_tree(&id, &mut buf)
         .map_err(|e| failed(&e))?;
-    let (mut entries, mut leaves, mut dirs) = (
-        Vec::with_capacity(tree.entries.len()),
-        Vec::new(),
-        Vec::new(),
-    );
+    let (mut entries, mut dirs) = (Vec::with_capacity(tree.entries.len()), Vec::new());
     for entry in &tree.entries {
         let raw: &[u8] = entry.filename;
         if raw.is_empty()
@@ -222,18 +229,20 @@ fn read_tree(repo: &gix::Repository, rel: &str, id: ObjectId) -> Result<Listed, 
             continue;
         }
         let Ok(name) = std::str::from_utf8(raw) else {
-            entries.push((String::from_utf8_lossy(raw).into_owned(), Kind::NotUtf8));
+            entries.push((String::from_utf8_lossy(raw).into_owned(), Node::NotUtf8));
             continue;
         };
-        let path = if rel.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{rel}/{name}")
-        };
         let oid = entry.oid.to_owned();
-        let kind = if entry.mode.is_tree() {
-            dirs.push((path, oid));
-            Kind::Dir
+        let node = if entry.mode.is_tree() {
+            dirs.push((
+                if rel.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{rel}/{name}")
+                },
+                oid,
+            ));
+            Node::Dir(oid)
         } else if entry.mode.is_link() {
             let mut bytes = Vec::new();
             let target = repo
@@ -241,20 +250,16 @@ fn read_tree(repo: &gix::Repository, rel: &str, id: ObjectId) -> Result<Listed, 
                 .find_blob(&oid, &mut bytes)
                 .map_err(|e| failed(&e))?
                 .data;
-            let target = String::from_utf8_lossy(target).into_owned();
-            leaves.push((path, Node::Link(oid, target)));
-            Kind::Link
+            Node::Link(oid, String::from_utf8_lossy(target).into_owned())
         } else if entry.mode.is_commit() {
-            leaves.push((path, Node::Gitlink));
-            Kind::Gitlink
+            Node::Gitlink
         } else {
-            leaves.push((path, Node::File(oid)));
-            Kind::File
+            Node::File(oid)
         };
-        entries.push((name.to_owned(), kind));
+        entries.push((name.to_owned(), node));
     }
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    Ok((entries, leaves, dirs))
+    Ok((Tree { entries }, dirs))
 }
 
 impl Inner {
@@ -287,35 +292,65 @@ impl Inner {
 
     /// Where `path` leads in the commit ([`Inner::find`]); `None` when it is the disk's
     /// (outside the project, named on the command line, or below a submodule).
-    fn resolve(&self, path: &Utf8Path, follow: bool) -> Option<Result<(String, &Node), ReadError>> {
-        match self.find(&self.relative(path)?, follow) {
+    fn resolve<'p>(
+        &self,
+        path: &'p Utf8Path,
+        follow: bool,
+    ) -> Option<Result<(Cow<'p, str>, &Node), ReadError>> {
+        let found = match self.relative(path)? {
+            Cow::Borrowed(rel) => self.find(rel, follow),
+            Cow::Owned(rel) => match self.find(&rel, follow) {
+                Found::Node(at, node) => Found::Node(Cow::Owned(at.into_owned()), node),
+                Found::Disk => Found::Disk,
+                Found::Not(e) => Found::Not(e),
+            },
+        };
+        match found {
             Found::Node(at, node) => Some(Ok((at, node))),
             Found::Disk => None,
             Found::Not(e) => Some(Err(e)),
         }
     }
 
-    /// Every node of the project, read at the first call.
-    fn nodes(&self) -> Result<&Nodes, ReadError> {
-        self.nodes
-            .get_or_init(|| read_trees(&self.git_dir, self.tree).map_err(|e| e.to_string()))
+    /// Every tree of the project, read at the first call.
+    fn trees(&self) -> Result<&Trees, ReadError> {
+        self.trees
+            .get_or_init(|| read_trees(&self.git_dir, self.tree_id()).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|e| ReadError::Io(io::Error::other(e.clone())))
     }
 
+    /// The id of the project's tree.
+    fn tree_id(&self) -> ObjectId {
+        match self.tree {
+            Node::Dir(id) => id,
+            _ => unreachable!("the project is a tree"),
+        }
+    }
+
+    /// The node at the project-relative `rel`, as the trees' entries name it (no link
+    /// followed).
+    fn entry<'s>(&'s self, trees: &'s Trees, rel: &str) -> Option<&'s Node> {
+        if rel.is_empty() {
+            return Some(&self.tree);
+        }
+        let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        trees.get(dir)?.get(name)
+    }
+
     /// Where the project-relative `rel` leads, following links in every component and,
     /// with `follow`, in the last.
-    fn find(&self, rel: &str, follow: bool) -> Found<'_> {
-        let nodes = match self.nodes() {
-            Ok(nodes) => nodes,
+    fn find<'s, 'p>(&'s self, rel: &'p str, follow: bool) -> Found<'s, 'p> {
+        let trees = match self.trees() {
+            Ok(trees) => trees,
             Err(e) => return Found::Not(e),
         };
-        // A path the commit holds as it is written (no link on the way: the keys are the
-        // paths of trees' entries).
-        match nodes.get(rel) {
+        // A path the commit holds as it is written (no link on the way: the trees are
+        // keyed by the paths of their entries).
+        match self.entry(trees, rel) {
             Some(Node::Link(..)) if follow => {}
             Some(Node::Gitlink) => return Found::Disk,
-            Some(node) => return Found::Node(rel.to_owned(), node),
+            Some(node) => return Found::Node(Cow::Borrowed(rel), node),
             None => {}
         }
         let outside = || {
@@ -342,7 +377,7 @@ impl Inner {
                 name if at.is_empty() => name.to_owned(),
                 name => format!("{at}/{name}"),
             };
-            match nodes.get(&next) {
+            match self.entry(trees, &next) {
                 None => {
                     return Found::Not(ReadError::Io(io::Error::new(
                         io::ErrorKind::NotFound,
@@ -371,8 +406,8 @@ impl Inner {
                 Some(_) => at = next,
             }
         }
-        match nodes.get(&at) {
-            Some(node) => Found::Node(at, node),
+        match self.entry(trees, &at) {
+            Some(node) => Found::Node(Cow::Owned(at), node),
             None => outside(),
         }
     }
@@ -381,19 +416,19 @@ impl Inner {
         with_handle(&self.git_dir, |repo| read_blob(repo, id, max_len))
     }
 
-    fn entry_kind(&self, dir: &str, name: &str, kind: Kind) -> EntryKind {
-        match kind {
-            Kind::Dir | Kind::Gitlink => EntryKind::Dir,
-            Kind::File => EntryKind::File,
-            Kind::NotUtf8 => EntryKind::NotUtf8,
-            Kind::Link => {
+    fn entry_kind(&self, dir: &str, name: &str, node: &Node) -> EntryKind {
+        match node {
+            Node::Dir(_) | Node::Gitlink => EntryKind::Dir,
+            Node::File(_) => EntryKind::File,
+            Node::NotUtf8 => EntryKind::NotUtf8,
+            Node::Link(..) => {
                 let path = if dir.is_empty() {
                     name.to_owned()
                 } else {
                     format!("{dir}/{name}")
                 };
                 let to_dir = match self.find(&path, true) {
-                    Found::Node(_, Node::Dir(..)) => true,
+                    Found::Node(_, Node::Dir(_)) => true,
                     Found::Disk => self.disk.is_dir(&self.root.join(&path)),
                     Found::Node(..) | Found::Not(_) => false,
                 };
@@ -404,10 +439,10 @@ impl Inner {
 
     fn stamp_of(node: &Node) -> Option<Stamp> {
         match node {
-            Node::Dir(id, _) | Node::File(id) | Node::Link(id, _) => {
+            Node::Dir(id) | Node::File(id) | Node::Link(id, _) => {
                 Some(Stamp::of_object(id.as_bytes().try_into().ok()?))
             }
-            Node::Gitlink => None,
+            Node::Gitlink | Node::NotUtf8 => None,
         }
     }
 }
@@ -546,7 +581,7 @@ impl System for CommitSystem {
                     .disk
                     .canonicalize(&inner.root)
                     .unwrap_or_else(|_| inner.root.clone());
-                Ok(if at.is_empty() { root } else { root.join(at) })
+                Ok(if at.is_empty() { root } else { root.join(&*at) })
             }
             Some(Err(e)) => Err(into_io(e)),
         }
@@ -575,7 +610,18 @@ impl System for CommitSystem {
     }
 
     fn contents_id(&self) -> Option<String> {
-        Some(format!("tree {}", self.inner.tree))
+        Some(format!("tree {}", self.inner.tree_id()))
+    }
+
+    fn committed(&self, path: &Utf8Path) -> Option<bool> {
+        let inner = &self.inner;
+        let path = normalize(path);
+        let rel = path.strip_prefix(&inner.root).ok()?;
+        let trees = inner.trees().ok()?;
+        Some(matches!(
+            inner.entry(trees, rel.as_str()),
+            Some(Node::File(_) | Node::Link(..))
+        ))
     }
 
     fn now(&self) -> std::time::SystemTime {
@@ -586,13 +632,17 @@ impl System for CommitSystem {
         let inner = &self.inner;
         match inner.resolve(path, true) {
             None => inner.disk.read_dir(path),
-            Some(Ok((at, Node::Dir(_, entries)))) => Ok(entries
-                .iter()
-                .map(|(name, kind)| DirEntry {
-                    name: name.clone(),
-                    kind: inner.entry_kind(&at, name, *kind),
-                })
-                .collect()),
+            Some(Ok((at, Node::Dir(_)))) => {
+                let tree = inner.trees().ok().and_then(|trees| trees.get(&*at));
+                Ok(tree
+                    .map_or(&[][..], |tree| &tree.entries)
+                    .iter()
+                    .map(|(name, node)| DirEntry {
+                        name: name.clone(),
+                        kind: inner.entry_kind(&at, name, node),
+                    })
+                    .collect())
+            }
             Some(Ok(_)) => Err(io::Error::new(
                 io::ErrorKind::NotADirectory,
                 format!("`{path}` is not a directory in HEAD's commit"),
@@ -611,7 +661,7 @@ impl System for CommitSystem {
     fn is_dir(&self, path: &Utf8Path) -> bool {
         match self.inner.resolve(path, true) {
             None => self.inner.disk.is_dir(path),
-            Some(found) => matches!(found, Ok((_, Node::Dir(..)))),
+            Some(found) => matches!(found, Ok((_, Node::Dir(_)))),
         }
     }
 

@@ -256,6 +256,13 @@ pub trait System: Send + Sync {
     fn contents_id(&self) -> Option<String> {
         None
     }
+    /// Whether the commit the system serves the project from holds the file at `path`
+    /// (`--from-commit`), whatever the system reads there (a cache directory is always
+    /// the disk's). `None` for a file system, and for a path outside the project.
+    fn committed(&self, path: &Utf8Path) -> Option<bool> {
+        let _ = path;
+        None
+    }
     /// The path of the running program (`None` in memory, or when it cannot be told).
     fn current_exe(&self) -> Option<String> {
         None
