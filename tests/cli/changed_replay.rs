@@ -213,3 +213,39 @@ fn a_same_length_edit_with_its_mtime_put_back_is_never_replayed() {
         }
     }
 }
+
+#[test]
+fn full_and_changed_only_runs_keep_a_record_each() {
+    // A merge request's `--changed-only` run beside the base pipeline's full run (the CI
+    // cache holds both), or a user switching between the two: neither replaces the
+    // other's record, so each repeat is replayed.
+    let p = feature_branch();
+    let full = || {
+        std::thread::sleep(Duration::from_millis(120));
+        let out = p.run(&["generate", "-v"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out
+    };
+    let first = full();
+    let changed = changed_only(&p, "main");
+    let again = full();
+    assert!(
+        again.stderr.contains(REPLAYED),
+        "the full run's record was replaced by the --changed-only run's: {}",
+        again.stderr
+    );
+    assert_eq!(again.stdout, first.stdout);
+    let changed_again = changed_only(&p, "main");
+    assert!(
+        changed_again.stderr.contains(REPLAYED),
+        "the --changed-only run's record was replaced by the full run's: {}",
+        changed_again.stderr
+    );
+    assert_eq!(changed_again.stdout, changed.stdout);
+    for name in ["run.bin", "run-generate-changed.bin"] {
+        assert!(
+            p.path().join(".terraci/cache").join(name).is_file(),
+            "no {name}"
+        );
+    }
+}

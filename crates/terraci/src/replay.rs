@@ -51,7 +51,8 @@ const FORMAT: u64 = 7;
 pub(crate) const FILE_NAME: &str = "run.bin";
 
 /// The record file of `command`: one per command, so that a pre-commit hook's `validate`
-/// and an editor's `generate` do not replace each other's record.
+/// and an editor's `generate` do not replace each other's record (`generate
+/// --changed-only` is `generate-changed`, beside the full run's).
 fn record_name(command: &str) -> String {
     if command == "generate" {
         FILE_NAME.to_owned()
@@ -978,7 +979,13 @@ mod tests {
 
         #[test]
         fn the_cache_dir_check_knows_every_record_name() {
-            for command in ["generate", "validate", "graph", "local-exec"] {
+            for command in [
+                "generate",
+                "generate-changed",
+                "validate",
+                "graph",
+                "local-exec",
+            ] {
                 assert!(terraci_db::store::is_record_name(
                     &crate::replay::record_name(command)
                 ));

@@ -464,7 +464,14 @@ fn replay_key(
     crate::replay::RunKey::new(
         system,
         &settings,
-        "generate",
+        // A `--changed-only` run is recorded beside the full run, not over it: a merge
+        // request's run leaves the base pipeline's record to replay (and replacing a
+        // record of many megabytes was a tenth of such a run).
+        if args.changes.changed_only {
+            "generate-changed"
+        } else {
+            "generate"
+        },
         &root,
         config.as_deref(),
         &args.pipeline.eval.var_file,
