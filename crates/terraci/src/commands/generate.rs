@@ -113,7 +113,9 @@ fn generate_from(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> a
         recorded,
     )?;
     let mut start = crate::workspace::Start {
-        keep_layout: changes.is_some() && key.is_some(),
+        // The walk is recorded beside the repository's fingerprint, which a commit's run
+        // does not take.
+        keep_layout: changes.is_some() && key.is_some() && !args.from_commit,
         // The dry run's JSON report holds the graph with every edge's source.
         keep_texts: args.pipeline.dry_run && args.pipeline.format == crate::cli::OutputFormat::Json,
         ..crate::workspace::Start::default()
