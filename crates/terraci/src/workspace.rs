@@ -525,8 +525,8 @@ fn set_module_inputs(
     modules: &mut BTreeMap<String, Module>,
 ) -> (Vec<Module>, bool) {
     let mut old_files = db.take_module_files();
-    // Collected, then built in one go: a map built from a sorted run of keys makes no
-    // comparisons of its own (inserted one by one, 30,000 paths took a third of this).
+    // Collected, then each map built in one go (sorted once, then filled without a
+    // search per key): inserted one by one, 30,000 paths took a third of this step.
     let mut files = Vec::new();
     let mut old_modules = std::mem::take(modules);
     let mut list = Vec::with_capacity(discovered.len());

@@ -425,7 +425,6 @@ fn pattern_of_depth(pattern: &Pattern, depth: usize) -> String {
     names.join("/")
 }
 
-/// Module infos (ids, pattern components, parents, roles) for the walked directories.
 /// A module directory with the files discovery found in it.
 type ModuleDir = (String, Vec<DiscoveredFile>);
 
@@ -437,8 +436,9 @@ type Assembled = (
     Option<(String, String)>,
 );
 
+/// Module infos (ids, pattern components, parents, roles) for the walked directories.
 fn assemble(
-    module_dirs: Vec<(String, Vec<DiscoveredFile>)>,
+    module_dirs: Vec<ModuleDir>,
     diagnostics: Vec<Diagnostic>,
     pattern: &Pattern,
     library_paths: &[String],
