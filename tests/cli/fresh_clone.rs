@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::changes::git_at;
-use crate::support::Project;
+use crate::support::{Output, Project};
 
 const CONFIG: &str = "structure:\n  pattern: \"{env}/{module}\"\n";
 const VPC: &str = "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"stage/vpc/terraform.tfstate\"\n  }\n}\n";
@@ -132,16 +132,18 @@ fn a_fresh_clone_with_the_cache_restored_replays_the_base_run_byte_for_byte() {
     // Without the record, from the facts and summaries the index finds: the same bytes.
     fresh_clone(&p, origin.path());
     restore_cache(&p, kept.path(), &["run.bin"]);
-    let cached = p.run(&["generate", "-v"]);
-    assert_eq!(cached.code, 0, "{}", cached.stderr);
-    assert!(
-        !cached.stderr.contains("note: replayed"),
-        "{}",
-        cached.stderr
-    );
-    assert!(!cached.stderr.contains("notice:"), "{}", cached.stderr);
+    let cached = computed(p.run(&["generate", "-v"]));
     assert_eq!(without_verbose(&cached.stdout), uncached(&p));
     assert_facts_kept(&p, kept.path(), "every entry held by its blob");
+}
+
+/// `out` of a run that computed its pipeline from the restored caches: not replayed,
+/// and with no notice (a cache it could not use).
+fn computed(out: Output) -> Output {
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("note: replayed"), "{}", out.stderr);
+    assert!(!out.stderr.contains("notice:"), "{}", out.stderr);
+    out
 }
 
 /// A pipeline of `generate -v`, its header's command line as without `-v`.
@@ -416,14 +418,7 @@ fn from_commit_replays_in_a_fresh_clone_and_reads_the_commit_not_the_work_tree()
     fresh_clone(&p, origin.path());
     restore_cache(&p, kept.path(), &["run.bin"]);
     uncommitted(&p);
-    let cached = p.run(&["generate", "--from-commit", "-v"]);
-    assert_eq!(cached.code, 0, "{}", cached.stderr);
-    assert!(
-        !cached.stderr.contains("note: replayed"),
-        "{}",
-        cached.stderr
-    );
-    assert!(!cached.stderr.contains("notice:"), "{}", cached.stderr);
+    let cached = computed(p.run(&["generate", "--from-commit", "-v"]));
     assert_eq!(cached.stdout, base.stdout);
     assert_facts_kept(&p, kept.path(), "every entry found by its object id");
 

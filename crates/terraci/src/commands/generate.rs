@@ -102,20 +102,22 @@ fn generate_from(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> a
     // fingerprint is still the repository's, its change set is git's answer.
     let recorded = record.as_ref().and_then(recorded_changes);
     let fast = recorded.is_some();
+    // A commit's change set needs no fingerprint of the work tree.
+    let fingerprinting = key
+        .as_ref()
+        .filter(|_| !args.from_commit)
+        .map(|key| fingerprinting(io.system, started, key, args));
+    let fingerprinted = fingerprinting.is_some();
     let mut changes = PendingChanges::start_fingerprinted(
         io.system,
         &root,
         &args.changes,
-        // A commit's change set needs no fingerprint of the work tree.
-        key.as_ref()
-            .filter(|_| !args.from_commit)
-            .map(|key| fingerprinting(io.system, started, key, args)),
+        fingerprinting,
         recorded,
     )?;
     let mut start = crate::workspace::Start {
-        // The walk is recorded beside the repository's fingerprint, which a commit's run
-        // does not take.
-        keep_layout: changes.is_some() && key.is_some() && !args.from_commit,
+        // The walk is recorded beside the repository's fingerprint, and only there.
+        keep_layout: changes.is_some() && fingerprinted,
         // The dry run's JSON report holds the graph with every edge's source.
         keep_texts: args.pipeline.dry_run && args.pipeline.format == crate::cli::OutputFormat::Json,
         ..crate::workspace::Start::default()
