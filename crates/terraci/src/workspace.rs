@@ -187,8 +187,10 @@ pub(crate) fn load_workspace_overlapped(
     });
     // A file the fingerprint check just stamped is not stamped again.
     let moved = start.moved.as_deref();
+    // Files the cache answered by their stamp alone: the writer need not look at them.
+    let by_stamp = std::sync::atomic::AtomicUsize::new(0);
     let unread = |path: &str, kind, abs: &camino::Utf8Path| {
-        known.as_ref()?.unread(
+        let (contents, stamp, same) = known.as_ref()?.unread(
             path,
             kind,
             abs,
@@ -199,7 +201,11 @@ pub(crate) fn load_workspace_overlapped(
                     .or_else(|| system.link_stamp(abs))
             },
             |now| index.after_miss(path, now),
-        )
+        )?;
+        if same {
+            by_stamp.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Some((contents, stamp))
     };
     let discovered = discover_in(
         system,
@@ -222,7 +228,11 @@ pub(crate) fn load_workspace_overlapped(
     let stamps: Vec<(String, Option<terraci_db::system::Stamp>)> = discovered
         .modules
         .iter()
-        .flat_map(|m| m.files.iter().map(|f| (f.path.to_string(), f.stamp)))
+        .flat_map(|m| {
+            m.files
+                .iter()
+                .map(|f| (f.path.as_str().to_owned(), f.stamp))
+        })
         .collect();
     let (module_inputs, _) = set_module_inputs(&mut db, discovered.modules, &mut modules);
     let project = Project::builder(
@@ -250,7 +260,11 @@ pub(crate) fn load_workspace_overlapped(
         // borrows there: nothing is copied on this thread.
         let (db, system, stamps) = (db.clone(), system.shared(), stamps.clone());
         let index = index.clone();
+        let by_stamp = by_stamp.into_inner();
         std::thread::spawn(move || {
+            if !terraci_engine::cache::may_rewrite(&db, stamps.len(), by_stamp) {
+                return save_summaries(&db, &*system, &settings, project);
+            }
             // Every module's files, by path (borrowed from the inputs, not copied).
             let mut files: Vec<(&str, File)> = project
                 .modules(&db)
@@ -278,16 +292,15 @@ pub(crate) fn load_workspace_overlapped(
                 });
                 index.clean_blob(path, read.get(path)?)
             };
-            terraci_engine::cache::save(&db, &*system, &settings, &files, &settled, &blob_of)
-                .and_then(|()| {
-                    // What a summary read outside the modules is not in its key.
-                    if db.reads_outside_modules() {
-                        return Ok(());
-                    }
-                    terraci_engine::resolve::summary::save(&db, &*system, &settings, project)
-                })
-                .err()
-                .map(|e| format!("cannot write the fact cache in `{}`: {e}", settings.dir))
+            if let Err(e) =
+                terraci_engine::cache::save(&db, &*system, &settings, &files, &settled, &blob_of)
+            {
+                return Some(format!(
+                    "cannot write the fact cache in `{}`: {e}",
+                    settings.dir
+                ));
+            }
+            save_summaries(&db, &*system, &settings, project)
         })
     }));
     Ok(Workspace {
@@ -306,6 +319,23 @@ pub(crate) fn load_workspace_overlapped(
         color: use_color(system, global.color),
         saving,
     })
+}
+
+/// Writes the summary cache after the fact cache ([`load_workspace_overlapped`]'s
+/// writer); `Some` is the notice of a failure.
+fn save_summaries(
+    db: &Database,
+    system: &dyn System,
+    settings: &terraci_db::store::CacheSettings,
+    project: Project,
+) -> Option<String> {
+    // What a summary read outside the modules is not in its key.
+    if db.reads_outside_modules() {
+        return None;
+    }
+    terraci_engine::resolve::summary::save(db, system, settings, project)
+        .err()
+        .map(|e| format!("cannot write the fact cache in `{}`: {e}", settings.dir))
 }
 
 /// A `committed-cache` warning when git tracks a file of the cache dir. CRC-sealed is not

@@ -92,7 +92,8 @@ impl Entries {
     /// `lstat` stamp now (`now`, asked only if there is an entry): its text need not be
     /// read when the entry's stamp is that stamp still, or when git's index holds the
     /// entry's blob for the file with that stamp (`blob_of`, asked only if the stamps
-    /// differ: a fresh clone of the same contents).
+    /// differ: a fresh clone of the same contents). The flag says the stamp alone
+    /// answered: the entry then stays as it is ([`may_rewrite`]).
     pub fn unread(
         &self,
         path: &str,
@@ -101,14 +102,14 @@ impl Entries {
         source: &Arc<terraci_db::files::TextSource>,
         now: impl FnOnce() -> Option<terraci_db::system::Stamp>,
         blob_of: impl FnOnce(&terraci_db::system::Stamp) -> Option<BlobId>,
-    ) -> Option<(FileContents, terraci_db::system::Stamp)> {
+    ) -> Option<(FileContents, terraci_db::system::Stamp, bool)> {
         let entry = self.get(path)?;
         if entry.kind != kind_code(kind) || (entry.stamp.is_none() && entry.blob.is_none()) {
             return None;
         }
         let stamp = now()?;
-        let same = entry.stamp == Some(stamp)
-            || entry.blob.is_some_and(|blob| blob_of(&stamp) == Some(blob));
+        let by_stamp = entry.stamp == Some(stamp);
+        let same = by_stamp || entry.blob.is_some_and(|blob| blob_of(&stamp) == Some(blob));
         if !same {
             return None;
         }
@@ -118,7 +119,7 @@ impl Entries {
             abs.to_owned(),
             source.clone(),
         );
-        Some((FileContents::Unread(Arc::new(text)), stamp))
+        Some((FileContents::Unread(Arc::new(text)), stamp, by_stamp))
     }
 }
 
@@ -141,6 +142,21 @@ pub(crate) fn cached_facts(db: &dyn Db, file: File) -> Option<FileFacts> {
     let mut r = Reader::with_file(&entries.blob[entry.payload.clone()], file);
     let facts = read_facts(&mut r).ok()?;
     r.at_end().then_some(facts)
+}
+
+/// Whether [`save`] may find the cache worth rewriting, told without a look at any
+/// file: `files` were discovered, and `by_stamp` of them found in the cache under the
+/// stamp its entry holds ([`Entries::unread`]). Such a file keeps its entry as it is
+/// (its identity is the entry's, and its stamp had settled when the entry was written),
+/// so at most the other files are stale, and at most the entries beyond `by_stamp` are
+/// gone. A run of a few changed files among 30,000 skips the writer's pass over them.
+pub fn may_rewrite(db: &dyn Db, files: usize, by_stamp: usize) -> bool {
+    let old = FactCache::try_get(db).map_or(0, |c| c.entries(db).entries.len());
+    if old == 0 {
+        return true;
+    }
+    let by_stamp = by_stamp.min(files);
+    terraci_db::store::worth_rewriting(Some(old), by_stamp, files - by_stamp)
 }
 
 /// Reads the cache file. `Err` is a notice for the user: the file was there but unusable.
@@ -469,6 +485,53 @@ mod tests {
             "a thousand files gone"
         );
         assert!(worth_rewriting(Some(4), 4, 3), "most of a small cache");
+    }
+
+    #[test]
+    fn the_writer_skips_its_pass_only_when_no_count_of_stale_files_could_be_worth_it() {
+        let db = Database::default();
+        assert!(
+            may_rewrite(&db, 100, 0),
+            "no cache attached: the writer decides"
+        );
+        let mut blob = Vec::new();
+        let entries = (0..100)
+            .map(|i| {
+                let at = blob.len();
+                blob.extend_from_slice(format!("m{i:03}/main.tf").as_bytes());
+                Entry {
+                    path: at..blob.len(),
+                    kind: kind_code(FileKind::Native),
+                    len: 0,
+                    hash: 0,
+                    stamp: None,
+                    blob: None,
+                    payload: 0..0,
+                }
+            })
+            .collect();
+        attach(&db, Arc::new(Entries { blob, entries }));
+        assert!(
+            !may_rewrite(&db, 100, 100),
+            "every file answered by its stamp"
+        );
+        assert!(!may_rewrite(&db, 100, 99), "one edited file");
+        // At most 16 stale and 16 entries gone: 32, the most a cache keeps.
+        assert!(!may_rewrite(&db, 100, 84));
+        assert!(may_rewrite(&db, 100, 83), "17 edited files");
+        assert!(
+            !may_rewrite(&db, 130, 100),
+            "30 files the cache does not know"
+        );
+        assert!(
+            may_rewrite(&db, 140, 100),
+            "40 files the cache does not know"
+        );
+        assert!(may_rewrite(&db, 60, 60), "40 entries of files gone");
+        assert!(
+            !may_rewrite(&db, 100, 1_000),
+            "a count beyond the files is capped"
+        );
     }
 
     #[test]
