@@ -518,3 +518,132 @@ fn from_commit_outside_a_repository_or_before_a_commit_is_an_error_that_says_so(
     assert!(out.stderr.contains("has no commit yet"), "{}", out.stderr);
     assert!(!p.path().join("out.yml").exists());
 }
+
+/// A fresh clone of `origin`'s branch `branch` (with `main` beside it, as a CI job
+/// fetches the target branch).
+fn fresh_clone_of(p: &Project, origin: &Path, branch: &str) {
+    fresh_clone(p, origin);
+    git_at(p.path(), &["checkout", "-q", branch]);
+}
+
+/// Commits `files` on a new branch `branch` of `origin`, from `main`.
+fn branch(origin: &Path, branch: &str, files: &[(&str, &str)]) {
+    git_at(origin, &["checkout", "-q", "-b", branch, "main"]);
+    for (rel, text) in files {
+        let path = origin.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    git_at(origin, &["add", "-A"]);
+    git_at(origin, &["commit", "-q", "-m", branch]);
+    git_at(origin, &["checkout", "-q", "main"]);
+}
+
+#[test]
+fn from_commit_takes_the_walk_from_the_base_run_s_memo_only_when_the_diff_changes_contents_alone() {
+    let origin = origin(EKS);
+    // EKS reads a state no module writes: a warning only the edited text gives.
+    let eks_reading_nothing = EKS.replace("stage/vpc/terraform", "stage/nowhere/terraform");
+    branch(
+        origin.path(),
+        "eks-edited",
+        &[(EKS_FILE, &eks_reading_nothing)],
+    );
+    let rds = "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n    key    = \"stage/rds/terraform.tfstate\"\n  }\n}\n";
+    let rds_reading_vpc = format!("{rds}{}", EKS.replace("\"net\"", "\"vpc\""));
+    branch(
+        origin.path(),
+        "new-module",
+        &[("stage/rds/main.tf", &rds_reading_vpc)],
+    );
+    let p = Project::empty();
+    fresh_clone(&p, origin.path());
+    let base = p.run(&["generate", "--from-commit"]);
+    assert_eq!(base.code, 0, "{}", base.stderr);
+    assert!(p.path().join(".terraci/cache/walk.bin").is_file());
+    let kept = keep_cache(&p);
+    let memo = "note: the walk of HEAD's commit is the memo's";
+    let changed = [
+        "generate",
+        "--from-commit",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "-v",
+    ];
+    // What the same run computes with no cache at all.
+    let fresh = |p: &Project| {
+        let out = p.run(&[&changed[..], &["--no-cache"]].concat());
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout.replacen(" --no-cache\n", "\n", 1)
+    };
+    let warnings = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("warning"))
+            .map(str::to_owned)
+            .collect()
+    };
+
+    // Contents alone: the walk is the memo's, and the edited file is read, not answered
+    // from the cache under its old id (which would not warn).
+    fresh_clone_of(&p, origin.path(), "eks-edited");
+    restore_cache(&p, kept.path(), &[]);
+    let out = computed(p.run(&changed));
+    assert!(
+        out.stderr.contains(&format!("{memo} (`")) && out.stderr.contains("1 file(s) changed"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout, fresh(&p));
+    let uncached = p.run(&[&changed[..], &["--no-cache"]].concat());
+    assert_eq!(warnings(&out.stderr), warnings(&uncached.stderr));
+    assert!(out.stderr.contains("stage/nowhere"), "{}", out.stderr);
+
+    // A module added: the diff refuses, and the run walks and finds it.
+    fresh_clone_of(&p, origin.path(), "new-module");
+    restore_cache(&p, kept.path(), &[]);
+    let out = computed(p.run(&changed));
+    assert!(!out.stderr.contains(memo), "{}", out.stderr);
+    assert_eq!(out.stdout, fresh(&p));
+    assert!(out.stdout.contains("stage/rds"), "{}", out.stdout);
+
+    // A damaged memo is not used.
+    fresh_clone_of(&p, origin.path(), "eks-edited");
+    restore_cache(&p, kept.path(), &[]);
+    let walk = p.path().join(".terraci/cache/walk.bin");
+    let mut bytes = std::fs::read(&walk).expect("memo restored");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&walk, bytes).expect("write");
+    let out = p.run(&changed);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains(memo), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("notice: ignoring the walk memo")
+            && out.stderr.contains("corrupt or truncated"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout, fresh(&p));
+    // ...and is written again: the next run (not a replay) takes its walk from it.
+    std::fs::remove_file(p.path().join(".terraci/cache/run-generate-changed.bin"))
+        .expect("the run recorded");
+    let again = computed(p.run(&changed));
+    assert!(again.stderr.contains(memo), "{}", again.stderr);
+
+    // With the cache secret set, a memo not signed with it is not used either.
+    fresh_clone_of(&p, origin.path(), "eks-edited");
+    restore_cache(&p, kept.path(), &[]);
+    let secret = [("TERRACI_CACHE_SECRET", "s3cret")];
+    let out = p.run_env(&changed, &secret);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains(memo), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("not signed with the secret in TERRACI_CACHE_SECRET"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout, fresh(&p));
+}

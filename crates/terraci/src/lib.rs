@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod git_index;
 pub mod replay;
+pub mod walk_memo;
 pub mod exec;
 pub mod parallel;
 pub mod workspace;

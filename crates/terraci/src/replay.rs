@@ -483,7 +483,7 @@ pub struct ChangedOnly<'a> {
 }
 
 /// Each directory with its files' paths; a file's kind follows from its name.
-fn put_layout(out: &mut Vec<u8>, dirs: &terraci_engine::discover::ModuleDirs) {
+pub(crate) fn put_layout(out: &mut Vec<u8>, dirs: &terraci_engine::discover::ModuleDirs) {
     put_u64(out, dirs.len() as u64);
     for (dir, files) in dirs {
         put_str(out, dir);
@@ -494,7 +494,7 @@ fn put_layout(out: &mut Vec<u8>, dirs: &terraci_engine::discover::ModuleDirs) {
     }
 }
 
-fn read_layout(
+pub(crate) fn read_layout(
     r: &mut terraci_db::store::Reader<'_, ()>,
 ) -> terraci_db::store::R<terraci_engine::discover::ModuleDirs> {
     let n = r.len()?;

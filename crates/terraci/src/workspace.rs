@@ -65,6 +65,9 @@ pub(crate) struct Start {
     pub(crate) layout: Option<terraci_engine::discover::Layout>,
     /// The fingerprint check's stamps: a file it stamped unchanged is not stamped again.
     pub(crate) moved: Option<Arc<terraci_vcs::Moved>>,
+    /// The stamps of the files of `layout`, when it came from the walk's memo
+    /// ([`crate::walk_memo`]): a file's stamp is not asked of the system.
+    pub(crate) stamps: Option<crate::walk_memo::Stamps>,
     /// Keep the walk for the run record ([`Workspace::walked`]).
     pub(crate) keep_layout: bool,
     /// The config to use instead of the file's (`init` loads the config it proposes).
@@ -187,6 +190,7 @@ pub(crate) fn load_workspace_overlapped(
     });
     // A file the fingerprint check just stamped is not stamped again.
     let moved = start.moved.as_deref();
+    let memo_stamps = start.stamps.as_ref();
     // Files the cache answered by their stamp alone: the writer need not look at them.
     let by_stamp = std::sync::atomic::AtomicUsize::new(0);
     let unread = |path: &str, kind, abs: &camino::Utf8Path| {
@@ -198,6 +202,7 @@ pub(crate) fn load_workspace_overlapped(
             || {
                 moved
                     .and_then(|m| m.link_stamp(path))
+                    .or_else(|| memo_stamps?.get(path).copied())
                     .or_else(|| system.link_stamp(abs))
             },
             |now| index.after_miss(path, now),
@@ -344,7 +349,7 @@ fn save_summaries(
 /// neither read nor written in this run. Asked of git only when one of them exists below
 /// the project (a `--cache-dir` elsewhere is the runner's); with `--from-commit`, asked
 /// of the commit the project is read from.
-fn committed_cache(
+pub(crate) fn committed_cache(
     system: &dyn System,
     settings: &terraci_db::store::CacheSettings,
     root: &camino::Utf8Path,
@@ -352,6 +357,7 @@ fn committed_cache(
     let files: Vec<camino::Utf8PathBuf> = [
         terraci_db::store::FACTS_FILE_NAME,
         terraci_db::store::SUMMARY_FILE_NAME,
+        terraci_db::store::WALK_FILE_NAME,
     ]
     .iter()
     .map(|name| settings.dir.join(name))

@@ -27,6 +27,8 @@ use crate::system::System;
 pub const FACTS_FILE_NAME: &str = "facts.bin";
 /// The summary cache `crate::resolve::summary` keeps beside the facts.
 pub const SUMMARY_FILE_NAME: &str = "summaries.bin";
+/// `--from-commit`'s memo of the walk (`terraci::walk_memo`).
+pub const WALK_FILE_NAME: &str = "walk.bin";
 /// The run record `terraci::replay` keeps beside the facts (its `FILE_NAME`; a test
 /// checks the two agree).
 pub const RUN_RECORD_FILE: &str = "run.bin";
@@ -128,7 +130,14 @@ impl CacheSettings {
         };
         let ours = |name: &str| {
             let own = |f: &str| {
-                [FACTS_FILE_NAME, SUMMARY_FILE_NAME, ".gitignore"].contains(&f) || is_record_name(f)
+                [
+                    FACTS_FILE_NAME,
+                    SUMMARY_FILE_NAME,
+                    WALK_FILE_NAME,
+                    ".gitignore",
+                ]
+                .contains(&f)
+                    || is_record_name(f)
             };
             // A temp file is `.<name>.<suffix>.tmp`.
             own(name)

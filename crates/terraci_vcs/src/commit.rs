@@ -13,7 +13,10 @@
 //! 10,000 modules is as long as the rest of a cached run together. A commit's trees are
 //! read from the object store in one pass, and their ids name contents in every clone:
 //! the run record and the fact cache, keyed on stamps, find their entries in any fresh
-//! clone of the same contents, and nothing is listed or `stat`ed on the disk. What a job
+//! clone of the same contents, and nothing is listed or `stat`ed on the disk. A tree is
+//! read when a path first leads into it: a replayed run reads none, and a run that
+//! takes its walk from a memo ([`CommitSystem::modified_files_since`]) reads only the
+//! trees its own reads lead into. What a job
 //! wrote into its work tree before terraci ran, and any edit not committed, is not seen:
 //! that is the choice the flag makes, so it is asked for, never assumed.
 //!
@@ -25,8 +28,6 @@
 use std::borrow::Cow;
 use std::io;
 use std::sync::{Arc, OnceLock};
-
-use rustc_hash::FxHashMap;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use gix::objs::FindExt as _;
@@ -44,8 +45,9 @@ const MAX_LINKS: usize = 40;
 /// One entry of a tree of the commit below the project.
 #[derive(Debug)]
 enum Node {
-    /// A tree, by its id (its entries are its own [`Tree`]).
-    Dir(ObjectId),
+    /// A tree, by its id, and its entries once a path has led into it (or the error
+    /// its read gave).
+    Dir(ObjectId, OnceLock<Result<Tree, String>>),
     File(ObjectId),
     /// A symlink: its blob's id and its target.
     Link(ObjectId, String),
@@ -98,11 +100,9 @@ struct Inner {
     root: Utf8PathBuf,
     /// Paths that are the disk's even where the commit holds them.
     disk_only: Vec<Utf8PathBuf>,
-    /// The project's tree in the commit, as a node.
+    /// The project's tree in the commit, as a node (its trees below are read as paths
+    /// lead into them).
     tree: Node,
-    /// Every tree below the project by project-relative path (`""`: the project), read
-    /// at the first look (a replayed run needs only the project tree's id).
-    trees: OnceLock<Result<Trees, String>>,
     /// The repository's git directory, which the blob readers open.
     git_dir: std::path::PathBuf,
 }
@@ -157,8 +157,7 @@ impl CommitSystem {
                 disk,
                 root,
                 disk_only: disk_only.iter().map(|p| normalize(p)).collect(),
-                tree: Node::Dir(top),
-                trees: OnceLock::new(),
+                tree: Node::Dir(top, OnceLock::new()),
                 git_dir: repo.git_dir().to_owned(),
             }),
         })
@@ -169,43 +168,81 @@ impl CommitSystem {
     pub fn tree(&self) -> String {
         self.inner.tree_id().to_string()
     }
-}
 
-/// Trees by project-relative path: one entry per directory, its files and links held
-/// by name in it (a lookup is the directory's hash and a search among its names).
-type Trees = FxHashMap<String, Tree>;
+    /// The object id of the file at each project-relative path, when every one is a
+    /// regular file the commit's trees reach with no symlink or submodule on the way:
+    /// what a memo of the walk records, to be patched by a diff of trees, which names
+    /// files by their own paths only. `None` otherwise.
+    pub fn plain_file_ids<'p>(
+        &self,
+        paths: impl IntoIterator<Item = &'p str>,
+    ) -> Option<Vec<[u8; 20]>> {
+        paths
+            .into_iter()
+            .map(|rel| match self.inner.entry(rel).ok()?? {
+                Node::File(id) => id.as_bytes().try_into().ok(),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The files whose contents alone changed from the project tree `old` (an id as
+    /// [`CommitSystem::tree`] gives it) to this commit's, by project-relative path, each
+    /// with its object id now: empty for the same tree. `None` when anything else
+    /// changed, which may change the walk of the project: an entry added, removed or
+    /// turned into another kind (a file into a symlink or a tree), a symlink or a
+    /// `.gitignore` changed, a name that is not UTF-8; or when `old` cannot be read (a
+    /// shallow clone without it).
+    pub fn modified_files_since(&self, old: &str) -> Option<Vec<(String, [u8; 20])>> {
+        use gix::object::tree::diff::ChangeDetached as Change;
+        let old = ObjectId::from_hex(old.as_bytes()).ok()?;
+        let new = self.inner.tree_id();
+        if old == new {
+            return Some(Vec::new());
+        }
+        let changes = with_handle(&self.inner.git_dir, |repo| {
+            let diff = || {
+                let (old, new) = (repo.find_tree(old).ok()?, repo.find_tree(new).ok()?);
+                repo.diff_tree_to_tree(&old, &new, gix::diff::Options::default())
+                    .ok()
+            };
+            Ok(diff())
+        })
+        .ok()??;
+        let mut modified = Vec::new();
+        for change in changes {
+            let Change::Modification {
+                location,
+                previous_entry_mode,
+                entry_mode,
+                id,
+                ..
+            } = change
+            else {
+                return None;
+            };
+            if previous_entry_mode.is_tree() && entry_mode.is_tree() {
+                continue;
+            }
+            let path = std::str::from_utf8(location.as_ref()).ok()?;
+            let name = path.rsplit('/').next().unwrap_or(path);
+            if !(previous_entry_mode.is_blob() && entry_mode.is_blob()) || name == ".gitignore" {
+                return None;
+            }
+            // A file below an entry the commit does not list is not the project's.
+            if path.split('/').all(|part| listed(part.as_bytes())) {
+                modified.push((path.to_owned(), id.as_bytes().try_into().ok()?));
+            }
+        }
+        Some(modified)
+    }
+}
 
 /// A file's bytes and stamp.
 type Stamped = (Vec<u8>, Option<Stamp>);
 
-/// Every tree below `top` in the repository at `git_dir`, read breadth first (the
-/// trees of a level on all cores), by project-relative path.
-fn read_trees(git_dir: &std::path::Path, top: ObjectId) -> Result<Trees, ReadError> {
-    use rayon::prelude::*;
-    let mut trees = Trees::default();
-    let mut level = vec![(String::new(), top)];
-    while !level.is_empty() {
-        let read: Vec<Result<Listed, ReadError>> = level
-            .par_iter()
-            .with_min_len(16)
-            .map(|(rel, id)| with_handle(git_dir, |repo| read_tree(repo, rel, *id)))
-            .collect();
-        trees.reserve(level.len());
-        let mut next = Vec::new();
-        for ((rel, _), read) in level.into_iter().zip(read) {
-            let (tree, dirs) = read?;
-            next.extend(dirs);
-            trees.insert(rel, tree);
-        }
-        level = next;
-    }
-    Ok(trees)
-}
-
-/// One tree, and the project-relative paths and ids of the trees in it.
-type Listed = (Tree, Vec<(String, ObjectId)>);
-
-fn read_tree(repo: &gix::Repository, rel: &str, id: ObjectId) -> Result<Listed, ReadError> {
+/// The entries of the tree `id`, by name.
+fn read_tree(repo: &gix::Repository, id: ObjectId) -> Result<Tree, ReadError> {
     let failed = |e: &dyn std::fmt::Display| {
         ReadError::Io(io::Error::other(format!(
             "cannot read HEAD's tree {id}: {e}"
@@ -216,16 +253,10 @@ fn read_tree(repo: &gix::Repository, rel: &str, id: ObjectId) -> Result<Listed, 
         .objects
         .find_tree(&id, &mut buf)
         .map_err(|e| failed(&e))?;
-    let (mut entries, mut dirs) = (Vec::with_capacity(tree.entries.len()), Vec::new());
+    let mut entries = Vec::with_capacity(tree.entries.len());
     for entry in &tree.entries {
         let raw: &[u8] = entry.filename;
-        if raw.is_empty()
-            || raw == b"."
-            || raw == b".."
-            || raw.eq_ignore_ascii_case(b".git")
-            || raw.contains(&b'/')
-            || raw.contains(&0)
-        {
+        if !listed(raw) {
             continue;
         }
         let Ok(name) = std::str::from_utf8(raw) else {
@@ -234,15 +265,7 @@ fn read_tree(repo: &gix::Repository, rel: &str, id: ObjectId) -> Result<Listed, 
         };
         let oid = entry.oid.to_owned();
         let node = if entry.mode.is_tree() {
-            dirs.push((
-                if rel.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{rel}/{name}")
-                },
-                oid,
-            ));
-            Node::Dir(oid)
+            Node::Dir(oid, OnceLock::new())
         } else if entry.mode.is_link() {
             let mut bytes = Vec::new();
             let target = repo
@@ -259,7 +282,18 @@ fn read_tree(repo: &gix::Repository, rel: &str, id: ObjectId) -> Result<Listed, 
         entries.push((name.to_owned(), node));
     }
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    Ok((Tree { entries }, dirs))
+    Ok(Tree { entries })
+}
+
+/// Whether a tree entry named `raw` is listed: git itself refuses to check out one named
+/// `.`, `..` or `.git` in any letter case, or holding a `/` or a NUL.
+fn listed(raw: &[u8]) -> bool {
+    !(raw.is_empty()
+        || raw == b"."
+        || raw == b".."
+        || raw.eq_ignore_ascii_case(b".git")
+        || raw.contains(&b'/')
+        || raw.contains(&0))
 }
 
 impl Inner {
@@ -312,46 +346,58 @@ impl Inner {
         }
     }
 
-    /// Every tree of the project, read at the first call.
-    fn trees(&self) -> Result<&Trees, ReadError> {
-        self.trees
-            .get_or_init(|| read_trees(&self.git_dir, self.tree_id()).map_err(|e| e.to_string()))
-            .as_ref()
-            .map_err(|e| ReadError::Io(io::Error::other(e.clone())))
+    /// The entries of `node` when it is a tree, read the first time they are asked for
+    /// (on the asking thread: the walk's workers read a level's trees side by side).
+    fn subtree<'s>(&'s self, node: &'s Node) -> Result<Option<&'s Tree>, ReadError> {
+        let Node::Dir(id, tree) = node else {
+            return Ok(None);
+        };
+        tree.get_or_init(|| {
+            with_handle(&self.git_dir, |repo| read_tree(repo, *id)).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map(Some)
+        .map_err(|e| ReadError::Io(io::Error::other(e.clone())))
     }
 
     /// The id of the project's tree.
     fn tree_id(&self) -> ObjectId {
         match self.tree {
-            Node::Dir(id) => id,
+            Node::Dir(id, _) => id,
             _ => unreachable!("the project is a tree"),
         }
     }
 
     /// The node at the project-relative `rel`, as the trees' entries name it (no link
-    /// followed).
-    fn entry<'s>(&'s self, trees: &'s Trees, rel: &str) -> Option<&'s Node> {
+    /// followed): `Ok(None)` when no entry has that path.
+    fn entry(&self, rel: &str) -> Result<Option<&Node>, ReadError> {
+        let mut node = &self.tree;
         if rel.is_empty() {
-            return Some(&self.tree);
+            return Ok(Some(node));
         }
-        let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
-        trees.get(dir)?.get(name)
+        for name in rel.split('/') {
+            let Some(tree) = self.subtree(node)? else {
+                return Ok(None);
+            };
+            match tree.get(name) {
+                Some(next) => node = next,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(node))
     }
 
     /// Where the project-relative `rel` leads, following links in every component and,
     /// with `follow`, in the last.
     fn find<'s, 'p>(&'s self, rel: &'p str, follow: bool) -> Found<'s, 'p> {
-        let trees = match self.trees() {
-            Ok(trees) => trees,
+        // A path the commit holds as it is written (no link on the way).
+        let entry = |rel: &str| self.entry(rel);
+        match entry(rel) {
             Err(e) => return Found::Not(e),
-        };
-        // A path the commit holds as it is written (no link on the way: the trees are
-        // keyed by the paths of their entries).
-        match self.entry(trees, rel) {
-            Some(Node::Link(..)) if follow => {}
-            Some(Node::Gitlink) => return Found::Disk,
-            Some(node) => return Found::Node(Cow::Borrowed(rel), node),
-            None => {}
+            Ok(Some(Node::Link(..))) if follow => {}
+            Ok(Some(Node::Gitlink)) => return Found::Disk,
+            Ok(Some(node)) => return Found::Node(Cow::Borrowed(rel), node),
+            Ok(None) => {}
         }
         let outside = || {
             Found::Not(ReadError::Unsafe(format!(
@@ -377,7 +423,11 @@ impl Inner {
                 name if at.is_empty() => name.to_owned(),
                 name => format!("{at}/{name}"),
             };
-            match self.entry(trees, &next) {
+            let node = match entry(&next) {
+                Ok(node) => node,
+                Err(e) => return Found::Not(e),
+            };
+            match node {
                 None => {
                     return Found::Not(ReadError::Io(io::Error::new(
                         io::ErrorKind::NotFound,
@@ -406,9 +456,10 @@ impl Inner {
                 Some(_) => at = next,
             }
         }
-        match self.entry(trees, &at) {
-            Some(node) => Found::Node(Cow::Owned(at), node),
-            None => outside(),
+        match entry(&at) {
+            Ok(Some(node)) => Found::Node(Cow::Owned(at), node),
+            Ok(None) => outside(),
+            Err(e) => Found::Not(e),
         }
     }
 
@@ -418,7 +469,7 @@ impl Inner {
 
     fn entry_kind(&self, dir: &str, name: &str, node: &Node) -> EntryKind {
         match node {
-            Node::Dir(_) | Node::Gitlink => EntryKind::Dir,
+            Node::Dir(..) | Node::Gitlink => EntryKind::Dir,
             Node::File(_) => EntryKind::File,
             Node::NotUtf8 => EntryKind::NotUtf8,
             Node::Link(..) => {
@@ -428,7 +479,7 @@ impl Inner {
                     format!("{dir}/{name}")
                 };
                 let to_dir = match self.find(&path, true) {
-                    Found::Node(_, Node::Dir(_)) => true,
+                    Found::Node(_, Node::Dir(..)) => true,
                     Found::Disk => self.disk.is_dir(&self.root.join(&path)),
                     Found::Node(..) | Found::Not(_) => false,
                 };
@@ -439,7 +490,7 @@ impl Inner {
 
     fn stamp_of(node: &Node) -> Option<Stamp> {
         match node {
-            Node::Dir(id) | Node::File(id) | Node::Link(id, _) => {
+            Node::Dir(id, _) | Node::File(id) | Node::Link(id, _) => {
                 Some(Stamp::of_object(id.as_bytes().try_into().ok()?))
             }
             Node::Gitlink | Node::NotUtf8 => None,
@@ -617,9 +668,8 @@ impl System for CommitSystem {
         let inner = &self.inner;
         let path = normalize(path);
         let rel = path.strip_prefix(&inner.root).ok()?;
-        let trees = inner.trees().ok()?;
         Some(matches!(
-            inner.entry(trees, rel.as_str()),
+            inner.entry(rel.as_str()).ok()?,
             Some(Node::File(_) | Node::Link(..))
         ))
     }
@@ -632,8 +682,8 @@ impl System for CommitSystem {
         let inner = &self.inner;
         match inner.resolve(path, true) {
             None => inner.disk.read_dir(path),
-            Some(Ok((at, Node::Dir(_)))) => {
-                let tree = inner.trees().ok().and_then(|trees| trees.get(&*at));
+            Some(Ok((at, node @ Node::Dir(..)))) => {
+                let tree = inner.subtree(node).map_err(into_io)?;
                 Ok(tree
                     .map_or(&[][..], |tree| &tree.entries)
                     .iter()
@@ -661,7 +711,7 @@ impl System for CommitSystem {
     fn is_dir(&self, path: &Utf8Path) -> bool {
         match self.inner.resolve(path, true) {
             None => self.inner.disk.is_dir(path),
-            Some(found) => matches!(found, Ok((_, Node::Dir(_)))),
+            Some(found) => matches!(found, Ok((_, Node::Dir(..)))),
         }
     }
 

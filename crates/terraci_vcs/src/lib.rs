@@ -1711,6 +1711,85 @@ mod tests {
     /// tree; the cache directory, and what the commit does not hold below a submodule,
     /// from the disk.
     #[test]
+    fn a_diff_of_contents_alone_names_the_files_and_any_other_change_refuses() {
+        use terraci_db::system::OsSystem;
+        let repo = Repo::new(&[
+            ("p/a/main.tf", "# a\n"),
+            ("p/b/main.tf", "# b\n"),
+            ("p/.gitignore", "tmp/\n"),
+            ("p/README.md", "read me\n"),
+            ("q/main.tf", "# not the project's\n"),
+        ]);
+        let project = repo.root.join("p");
+        let open = || {
+            CommitSystem::open(std::sync::Arc::new(OsSystem), &project, Vec::new())
+                .expect("a commit")
+        };
+        let base = open().tree();
+        let id = |rel: &str| {
+            let hex = repo.rev(&format!("HEAD:p/{rel}"));
+            let id = gix::ObjectId::from_hex(hex.as_bytes()).expect("an id");
+            <[u8; 20]>::try_from(id.as_bytes()).expect("20 bytes")
+        };
+        assert_eq!(open().modified_files_since(&base), Some(Vec::new()));
+        assert_eq!(
+            open().plain_file_ids(["a/main.tf", "b/main.tf"]),
+            Some(vec![id("a/main.tf"), id("b/main.tf")])
+        );
+        // Contents only, in and out of the project: the project's files are named, by
+        // their path in it.
+        repo.write("p/a/main.tf", "# a, edited\n");
+        repo.write("p/README.md", "read me again\n");
+        repo.write("q/main.tf", "# edited, not the project's\n");
+        repo.commit_all("contents");
+        let mut modified = open().modified_files_since(&base).expect("contents only");
+        modified.sort();
+        assert_eq!(
+            modified,
+            vec![
+                ("README.md".to_owned(), id("README.md")),
+                ("a/main.tf".to_owned(), id("a/main.tf")),
+            ]
+        );
+        // Each of these may change the walk: the diff refuses.
+        let refused = |why: &str, change: &dyn Fn()| {
+            let before = repo.rev("HEAD");
+            change();
+            repo.commit_all(why);
+            assert_eq!(open().modified_files_since(&base), None, "{why}");
+            repo.git(&["reset", "-q", "--hard", &before]);
+        };
+        refused("a file added", &|| repo.write("p/c/main.tf", "# c\n"));
+        refused("a file removed", &|| {
+            std::fs::remove_file(repo.root.join("p/b/main.tf")).expect("rm");
+        });
+        refused("a .gitignore changed", &|| {
+            repo.write("p/.gitignore", "b/\n")
+        });
+        refused("a file turned into a link", &|| {
+            std::fs::remove_file(repo.root.join("p/b/main.tf")).expect("rm");
+            std::os::unix::fs::symlink("../a/main.tf", repo.root.join("p/b/main.tf"))
+                .expect("link");
+        });
+        assert_eq!(open().modified_files_since("0123"), None, "not an id");
+        let unknown = "1234567890123456789012345678901234567890";
+        assert_eq!(
+            open().modified_files_since(unknown),
+            None,
+            "not in the repository"
+        );
+        // A file reached through a link is not plain: a diff would name its target.
+        std::os::unix::fs::symlink("a", repo.root.join("p/via")).expect("link");
+        repo.commit_all("a linked directory");
+        assert_eq!(
+            open().plain_file_ids(["a/main.tf"]),
+            Some(vec![id("a/main.tf")])
+        );
+        assert_eq!(open().plain_file_ids(["a/main.tf", "via/main.tf"]), None);
+        assert_eq!(open().plain_file_ids(["a/gone.tf"]), None);
+    }
+
+    #[test]
     fn the_commit_is_read_and_the_work_tree_is_not() {
         use terraci_db::system::{EntryKind, OsSystem, ReadPolicy, System};
         let repo = Repo::new(&[

@@ -26,7 +26,7 @@ pub(super) fn generate(
     io: &mut Io<'_>,
 ) -> anyhow::Result<u8> {
     if !args.from_commit {
-        return generate_from(global, args, io);
+        return generate_from(global, args, io, None);
     }
     // `--from-commit`: the project as HEAD's commit holds it ([`terraci_vcs::CommitSystem`]);
     // the caches, the output and what the commit does not hold stay the disk's.
@@ -46,13 +46,13 @@ pub(super) fn generate(
         .chain(&args.pipeline.eval.var_file)
         .cloned();
     let mut disk = cache
-        .into_iter()
-        .map(|settings| settings.dir)
+        .iter()
+        .map(|settings| settings.dir.clone())
         .collect::<Vec<_>>();
     for path in output.chain(named) {
         disk.push(io.system.absolute(&path)?);
     }
-    let system = terraci_vcs::CommitSystem::open(io.system.shared(), &root, disk).map_err(
+    let system = terraci_vcs::CommitSystem::open(io.system.shared(), &root, disk.clone()).map_err(
         |err| match err {
             terraci_vcs::VcsError::NotARepository { path, reason } => exit::fail(
                 exit::ERROR,
@@ -67,17 +67,41 @@ pub(super) fn generate(
     )?;
     let mut args = args.clone();
     args.changes.committed_only = args.changes.changed_only;
+    // The walk's memo lives with the caches, and is used where they are
+    // ([`crate::walk_memo`]).
+    let settings = cache.filter(|settings| {
+        settings.check(&system, &root).is_ok()
+            && crate::workspace::committed_cache(&system, settings, &root).is_none()
+    });
+    let commit = FromCommit {
+        system: &system,
+        settings,
+        disk,
+    };
     let mut io = Io {
         system: &system,
         stdout: &mut *io.stdout,
         stderr: &mut *io.stderr,
         argv: io.argv.clone(),
     };
-    generate_from(global, &args, &mut io)
+    generate_from(global, &args, &mut io, Some(&commit))
+}
+
+/// What `generate --from-commit` passes on: the commit's system, the cache settings
+/// when the caches are used, and the paths read from the disk.
+struct FromCommit<'a> {
+    system: &'a terraci_vcs::CommitSystem,
+    settings: Option<terraci_db::store::CacheSettings>,
+    disk: Vec<Utf8PathBuf>,
 }
 
 /// [`generate`] through `io`'s system.
-fn generate_from(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+fn generate_from(
+    global: &GlobalArgs,
+    args: &GenerateArgs,
+    io: &mut Io<'_>,
+    commit: Option<&FromCommit<'_>>,
+) -> anyhow::Result<u8> {
     if args.pipeline.format.is_report_only() && !args.pipeline.dry_run {
         return Err(terraci_db::exit::coded(
             crate::pipeline::PipelineError::ModulesWithoutDryRun,
@@ -199,6 +223,37 @@ fn generate_from(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> a
             return Ok(exit::OK);
         }
     }
+    // A commit's walk from the memo, when its diff allows; else the run walks, and
+    // keeps the walk for the memo.
+    let memo = commit.and_then(|c| Some((c, c.settings.as_ref()?)));
+    let mut remember = None;
+    if let (Some((commit, settings)), None) = (memo, &start.layout) {
+        match crate::walk_memo::recall(commit.system, settings, &commit.disk) {
+            Ok(Some(recalled)) => {
+                if global.verbose > 0 {
+                    writeln!(
+                        io.stderr,
+                        "note: the walk of HEAD's commit is the memo's (`{}`): from its tree, \
+                         {} file(s) changed contents and nothing else",
+                        settings.dir.join(terraci_db::store::WALK_FILE_NAME),
+                        recalled.modified
+                    )?;
+                }
+                start.layout = Some(terraci_engine::discover::Layout {
+                    module_dirs: recalled.module_dirs,
+                    diagnostics: Vec::new(),
+                });
+                start.stamps = Some(recalled.stamps);
+            }
+            unused => {
+                if let (Err(notice), false) = (unused, global.quiet) {
+                    writeln!(io.stderr, "notice: {notice}")?;
+                }
+                start.keep_layout = true;
+                remember = Some((commit, settings));
+            }
+        }
+    }
     // Everything for stderr goes through a buffer, so a recorded run replays it exactly.
     let mut stderr = Vec::new();
     let outcome = generate_pipeline(
@@ -264,6 +319,9 @@ fn generate_from(global: &GlobalArgs, args: &GenerateArgs, io: &mut Io<'_>) -> a
                 writeln!(io.stderr, "notice: cannot write the run record: {e}")?;
             }
         }
+    }
+    if let (Some((commit, settings)), Some(walked)) = (remember, &walked) {
+        crate::walk_memo::save(commit.system, settings, &commit.disk, walked);
     }
     Ok(exit::OK)
 }
