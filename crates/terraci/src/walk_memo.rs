@@ -89,19 +89,25 @@ fn read(
         return None;
     }
     let tree = r.string().ok()?;
-    let modified = system.modified_files_since(&tree)?;
-    let mut module_dirs = crate::replay::read_layout(r).ok()?;
-    let mut stamps = Stamps::default();
-    stamps.reserve(module_dirs.iter().map(|(_, files)| files.len()).sum());
-    for (_, files) in &mut module_dirs {
-        for (path, _) in files.iter() {
-            let id = r.blob().ok()?;
-            stamps.insert(path.clone(), Stamp::of_object(&id.0));
-        }
-    }
-    if !r.at_end() {
-        return None;
-    }
+    // The diff on this thread (its handle of the repository is open), the memo's body
+    // beside it.
+    let (modified, body) = std::thread::scope(|scope| {
+        let body = scope.spawn(|| {
+            let module_dirs = crate::replay::read_layout(r).ok()?;
+            let mut stamps = Stamps::default();
+            stamps.reserve(module_dirs.iter().map(|(_, files)| files.len()).sum());
+            for (_, files) in &module_dirs {
+                for (path, _) in files {
+                    let id = r.blob().ok()?;
+                    stamps.insert(path.clone(), Stamp::of_object(&id.0));
+                }
+            }
+            r.at_end().then_some((module_dirs, stamps))
+        });
+        let modified = system.modified_files_since(&tree);
+        (modified, body.join().ok().flatten())
+    });
+    let (modified, (module_dirs, mut stamps)) = (modified?, body?);
     for (path, id) in &modified {
         if let Some(stamp) = stamps.get_mut(path) {
             *stamp = Stamp::of_object(id);

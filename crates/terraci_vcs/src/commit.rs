@@ -152,13 +152,16 @@ impl CommitSystem {
                 head.to_hex_with_len(12)
             ))
         })?;
+        let git_dir = repo.git_dir().to_owned();
+        // This thread's handle from now on: its first tree or blob opens none.
+        HANDLE.with_borrow_mut(|handle| *handle = Some((git_dir.clone(), repo)));
         Ok(CommitSystem {
             inner: Arc::new(Inner {
                 disk,
                 root,
                 disk_only: disk_only.iter().map(|p| normalize(p)).collect(),
                 tree: Node::Dir(top, OnceLock::new()),
-                git_dir: repo.git_dir().to_owned(),
+                git_dir,
             }),
         })
     }
