@@ -523,6 +523,34 @@ fn uncommitted_changes_inside_a_submodule_are_seen() {
 }
 
 #[test]
+fn a_change_set_of_commits_alone_does_not_need_git_s_index() {
+    let repo = Repo::example();
+    repo.append(&format!("{STAGE}/vpc/main.tf"), "# widen the CIDR\n");
+    repo.commit("vpc");
+    // What the commits changed is told by their trees: a damaged index (which only the
+    // work tree's status reads) is not an error with `--committed-only`.
+    repo.write(".git/index", "garbage");
+    let args = [
+        "generate",
+        "--changed-only",
+        "--base-ref",
+        "main",
+        "--dry-run",
+    ];
+    let out = repo.run(&[&args[..], &["--committed-only"]].concat());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("platform-stage-eu-central-1-vpc"),
+        "{}",
+        out.stdout
+    );
+    // Without it, the status is asked and the damaged index is named.
+    let out = repo.run(&args);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains(".git/index"), "{}", out.stderr);
+}
+
+#[test]
 fn git_errors_name_what_was_tried_and_what_to_run() {
     let mut all = String::new();
     // A damaged index: named, with the command that rebuilds it.

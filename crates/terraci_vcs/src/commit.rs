@@ -197,17 +197,23 @@ impl CommitSystem {
     /// `.gitignore` changed, a name that is not UTF-8; or when `old` cannot be read (a
     /// shallow clone without it).
     pub fn modified_files_since(&self, old: &str) -> Option<Vec<(String, [u8; 20])>> {
-        use gix::object::tree::diff::ChangeDetached as Change;
+        use gix::diff::tree::recorder::Change;
         let old = ObjectId::from_hex(old.as_bytes()).ok()?;
         let new = self.inner.tree_id();
         if old == new {
             return Some(Vec::new());
         }
+        // The trees' own diff, without rename tracking: that would open git's index
+        // for the attributes of blobs this diff never compares.
         let changes = with_handle(&self.inner.git_dir, |repo| {
             let diff = || {
-                let (old, new) = (repo.find_tree(old).ok()?, repo.find_tree(new).ok()?);
-                repo.diff_tree_to_tree(&old, &new, gix::diff::Options::default())
-                    .ok()
+                let mut bufs = (Vec::new(), Vec::new());
+                let old = repo.objects.find_tree_iter(&old, &mut bufs.0).ok()?;
+                let new = repo.objects.find_tree_iter(&new, &mut bufs.1).ok()?;
+                let mut recorder = gix::diff::tree::Recorder::default();
+                let mut state = gix::diff::tree::State::default();
+                gix::diff::tree(old, new, &mut state, &repo.objects, &mut recorder).ok()?;
+                Some(recorder.records)
             };
             Ok(diff())
         })
@@ -215,10 +221,10 @@ impl CommitSystem {
         let mut modified = Vec::new();
         for change in changes {
             let Change::Modification {
-                location,
+                path,
                 previous_entry_mode,
                 entry_mode,
-                id,
+                oid,
                 ..
             } = change
             else {
@@ -227,14 +233,14 @@ impl CommitSystem {
             if previous_entry_mode.is_tree() && entry_mode.is_tree() {
                 continue;
             }
-            let path = std::str::from_utf8(location.as_ref()).ok()?;
+            let path = std::str::from_utf8(path.as_ref()).ok()?;
             let name = path.rsplit('/').next().unwrap_or(path);
             if !(previous_entry_mode.is_blob() && entry_mode.is_blob()) || name == ".gitignore" {
                 return None;
             }
             // A file below an entry the commit does not list is not the project's.
             if path.split('/').all(|part| listed(part.as_bytes())) {
-                modified.push((path.to_owned(), id.as_bytes().try_into().ok()?));
+                modified.push((path.to_owned(), oid.as_bytes().try_into().ok()?));
             }
         }
         Some(modified)

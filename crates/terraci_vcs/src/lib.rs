@@ -339,13 +339,16 @@ impl Opened {
         clean: bool,
     ) -> Result<ChangeSet, VcsError> {
         let repo = &self.repo;
-        // The index is read by the tree diff too (for attributes), so a damaged one is
-        // named here rather than as a failure of whichever step met it first.
-        if let Err(err) = repo.index_or_empty() {
-            return Err(VcsError::CorruptIndex {
-                path: repo.index_path().display().to_string(),
-                reason: error_chain(&err).join(": "),
-            });
+        // A damaged index is named here rather than as a failure of whichever step of
+        // the status met it first; the commits' diff does not read it, and neither
+        // does a change set of commits alone.
+        if !req.committed_only {
+            if let Err(err) = repo.index_or_empty() {
+                return Err(VcsError::CorruptIndex {
+                    path: repo.index_path().display().to_string(),
+                    reason: error_chain(&err).join(": "),
+                });
+            }
         }
         let mut paths = Paths::default();
         let (base, base_commit, merge_base) = self.committed(&mut paths)?;
@@ -756,56 +759,46 @@ fn diff_commits(
             .and_then(|commit| commit.tree())
             .map_err(git_err("cannot read a commit tree"))
     };
-    let old_tree = tree_of(old)?;
-    let new_tree = tree_of(new)?;
-    let changes = repo
-        .diff_tree_to_tree(&old_tree, &new_tree, gix::diff::Options::default())
-        .map_err(git_err("cannot diff the merge base against HEAD"))?;
-    for change in changes {
-        use gix::object::tree::diff::ChangeDetached as Change;
+    let (old_tree, new_tree) = (tree_of(old)?, tree_of(new)?);
+    // The trees' own diff (renames are not tracked: a rename is the two paths it
+    // changes), which needs no index; the diff with rewrites would read it for the
+    // attributes of blobs it never compares.
+    let mut recorder = gix::diff::tree::Recorder::default();
+    gix::diff::tree(
+        gix::objs::TreeRefIter::from_bytes(&old_tree.data, old_tree.id.kind()),
+        gix::objs::TreeRefIter::from_bytes(&new_tree.data, new_tree.id.kind()),
+        &mut gix::diff::tree::State::default(),
+        &repo.objects,
+        &mut recorder,
+    )
+    .map_err(git_err("cannot diff the merge base against HEAD"))?;
+    for change in recorder.records {
+        use gix::diff::tree::recorder::Change;
         // Directory entries show up next to the files inside them; only the files count,
         // but a file that became a directory (or the reverse) is a changed path too.
         match change {
             Change::Addition {
-                location,
-                entry_mode,
-                ..
+                path, entry_mode, ..
             }
             | Change::Deletion {
-                location,
-                entry_mode,
-                ..
+                path, entry_mode, ..
             } => {
                 if entry_mode.is_commit() {
-                    paths.submodule(location.as_ref());
+                    paths.submodule(path.as_ref());
                 } else if !entry_mode.is_tree() {
-                    paths.insert(location.as_ref());
+                    paths.insert(path.as_ref());
                 }
             }
             Change::Modification {
-                location,
+                path,
                 previous_entry_mode,
                 entry_mode,
                 ..
             } => {
                 if previous_entry_mode.is_commit() || entry_mode.is_commit() {
-                    paths.submodule(location.as_ref());
+                    paths.submodule(path.as_ref());
                 } else if !(previous_entry_mode.is_tree() && entry_mode.is_tree()) {
-                    paths.insert(location.as_ref());
-                }
-            }
-            Change::Rewrite {
-                source_location,
-                source_entry_mode,
-                location,
-                entry_mode,
-                ..
-            } => {
-                if !source_entry_mode.is_tree() {
-                    paths.insert(source_location.as_ref());
-                }
-                if !entry_mode.is_tree() {
-                    paths.insert(location.as_ref());
+                    paths.insert(path.as_ref());
                 }
             }
         }
