@@ -7,6 +7,7 @@
 //! crates above (`terraci_vcs`, `terraci_ext`, `terraci`). A module imports only
 //! modules listed before it.
 
+mod key_index;
 pub mod chunk;
 pub mod parse;
 pub mod discover;

@@ -70,20 +70,37 @@ struct Entry {
 }
 
 /// The loaded cache: one entry per file, over one shared blob. The entries are in path
-/// order (the cache is written so, and a file that is not is refused), so a path is
-/// found by binary search over the paths in the blob, with no copy of them.
+/// order (the cache is written so, and a file that is not is refused); a path is found
+/// through a hash index of the paths in the blob, with no copy of them.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Entries {
     blob: Vec<u8>,
     entries: Vec<Entry>,
+    index: crate::key_index::KeyIndex,
 }
 
 impl Entries {
+    fn new(blob: Vec<u8>, entries: Vec<Entry>) -> Self {
+        let index = crate::key_index::KeyIndex::new(entries.iter().map(|e| &blob[e.path.clone()]));
+        Entries {
+            blob,
+            entries,
+            index,
+        }
+    }
+
     fn get(&self, path: &str) -> Option<&Entry> {
-        let i = self
-            .entries
-            .binary_search_by(|e| self.blob[e.path.clone()].cmp(path.as_bytes()))
-            .ok()?;
+        let path_of = |i: usize| &self.blob[self.entries[i].path.clone()];
+        let i = match self
+            .index
+            .find(path.as_bytes(), self.entries.len(), path_of)
+        {
+            Ok(found) => found?,
+            Err(()) => self
+                .entries
+                .binary_search_by(|e| self.blob[e.path.clone()].cmp(path.as_bytes()))
+                .ok()?,
+        };
         Some(&self.entries[i])
     }
 
@@ -199,7 +216,7 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Entries, &'static str> {
             payload,
         })
     })?;
-    Ok(Entries { blob, entries })
+    Ok(Entries::new(blob, entries))
 }
 
 /// Writes the facts of `files` (project-relative path and input, sorted by path) unless
@@ -510,7 +527,7 @@ mod tests {
                 }
             })
             .collect();
-        attach(&db, Arc::new(Entries { blob, entries }));
+        attach(&db, Arc::new(Entries::new(blob, entries)));
         assert!(
             !may_rewrite(&db, 100, 100),
             "every file answered by its stamp"

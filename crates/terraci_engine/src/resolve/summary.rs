@@ -162,6 +162,8 @@ pub struct Summaries {
     /// The project context ([`summary_context`]) the cache was written in.
     context: u64,
     entries: Vec<SummaryEntry>,
+    /// The module ids' index ([`Summaries::find`]).
+    index: crate::key_index::KeyIndex,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -176,9 +178,14 @@ struct SummaryEntry {
 
 impl Summaries {
     fn find(&self, id: &str) -> Option<usize> {
-        self.entries
-            .binary_search_by(|e| self.blob[e.id.clone()].cmp(id.as_bytes()))
-            .ok()
+        let id_of = |i: usize| &self.blob[self.entries[i].id.clone()];
+        self.index
+            .find(id.as_bytes(), self.entries.len(), id_of)
+            .unwrap_or_else(|()| {
+                self.entries
+                    .binary_search_by(|e| self.blob[e.id.clone()].cmp(id.as_bytes()))
+                    .ok()
+            })
     }
 }
 
@@ -462,10 +469,12 @@ fn parse(blob: Vec<u8>, binary: &[u8]) -> Result<Summaries, &'static str> {
             resolution: r.opt_with(|r| Ok((r.fixed_u64()?, r.range()?)))?,
         })
     })?;
+    let index = crate::key_index::KeyIndex::new(entries.iter().map(|e| &blob[e.id.clone()]));
     Ok(Summaries {
         blob,
         context,
         entries,
+        index,
     })
 }
 

@@ -1,0 +1,90 @@
+//! A hash index over the keys of a loaded cache's entries, which live in the cache's one
+//! blob: a run of 30,000 lookups by path costs one hash and, almost always, one
+//! comparison each, where a binary search compared about fifteen long paths sharing
+//! their prefixes. The index holds positions only; the keys stay in the blob.
+
+use std::hash::Hasher as _;
+
+/// Open addressing with linear probing over a table at most half full; a slot holds an
+/// entry's position plus one (zero is empty).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct KeyIndex {
+    slots: Vec<u32>,
+}
+
+fn hash(key: &[u8]) -> usize {
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(key);
+    h.finish() as usize
+}
+
+impl KeyIndex {
+    /// The index of `keys`, the entries' keys in their order (distinct: the caches
+    /// refuse a file whose keys are not strictly sorted).
+    pub(crate) fn new<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> Self {
+        let len = keys.len();
+        if len == 0 || u32::try_from(len).is_err() {
+            return KeyIndex::default();
+        }
+        let mut slots = vec![0u32; (len * 2).next_power_of_two()];
+        let mask = slots.len() - 1;
+        for (i, key) in keys.enumerate() {
+            let mut at = hash(key) & mask;
+            while slots[at] != 0 {
+                at = (at + 1) & mask;
+            }
+            slots[at] = i as u32 + 1;
+        }
+        KeyIndex { slots }
+    }
+
+    /// The position of the entry whose key (`key_of` a position) is `key`; `Err` when
+    /// the index was made of more keys than a `u32` counts, and holds none: the caller
+    /// searches then.
+    pub(crate) fn find<'a>(
+        &self,
+        key: &[u8],
+        len: usize,
+        key_of: impl Fn(usize) -> &'a [u8],
+    ) -> Result<Option<usize>, ()> {
+        if self.slots.is_empty() {
+            return if len == 0 { Ok(None) } else { Err(()) };
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = hash(key) & mask;
+        loop {
+            let slot = self.slots[at];
+            if slot == 0 {
+                return Ok(None);
+            }
+            let i = slot as usize - 1;
+            if key_of(i) == key {
+                return Ok(Some(i));
+            }
+            at = (at + 1) & mask;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_found_at_its_position_and_no_other_key_is() {
+        let keys: Vec<String> = (0..1000)
+            .map(|i| format!("svc/env/mod{i:04}/main.tf"))
+            .collect();
+        let index = KeyIndex::new(keys.iter().map(|k| k.as_bytes()));
+        for (i, key) in keys.iter().enumerate() {
+            let found = index.find(key.as_bytes(), keys.len(), |j| keys[j].as_bytes());
+            assert_eq!(found, Ok(Some(i)));
+        }
+        for absent in ["", "svc/env/mod1000/main.tf", "svc/env/mod0001/main.t"] {
+            let found = index.find(absent.as_bytes(), keys.len(), |j| keys[j].as_bytes());
+            assert_eq!(found, Ok(None));
+        }
+        let empty = KeyIndex::new(std::iter::empty());
+        assert_eq!(empty.find(b"a", 0, |_| b"a"), Ok(None));
+    }
+}
