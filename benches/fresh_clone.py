@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The CI case: a fresh `git clone` per run, with the cache of an earlier run restored.
 
-Usage: python3 benches/fresh_clone.py [--runs N] [--modules N] [BINARY]
-  BINARY defaults to target/release/terraci; --modules to 10000; --runs to 9.
+Usage: python3 benches/fresh_clone.py [--runs N] [--modules N] [--rows A,B,..] [BINARY]
+  BINARY defaults to target/release/terraci; --modules to 10000; --runs to 9; --rows to
+  every row below (`cold` is always run: the ratios are to it).
 
 The workload (made here, once, into /tmp/terraci-fresh-clone/origin): N modules in the
 default `{service}/{environment}/{region}/{module}` layout, three files each (a backend,
@@ -132,13 +133,15 @@ def timed(cmd, cwd):
 
 def main():
     args = sys.argv[1:]
-    runs, n = 9, 10000
+    runs, n, only = 9, 10000, None
     while args and args[0].startswith("--"):
         flag = args.pop(0)
         if flag == "--runs":
             runs = int(args.pop(0))
         elif flag == "--modules":
             n = int(args.pop(0))
+        elif flag == "--rows":
+            only = set(args.pop(0).split(",")) | {"cold"}
         else:
             sys.exit(__doc__)
     binary = os.path.abspath(args[0] if args else os.path.join(ROOT, "target", "release", "terraci"))
@@ -161,6 +164,11 @@ def main():
     shutil.copytree(os.path.join(base, ".terraci", "cache"), kept_commit)
     labels = ["cold", "full", "cold-changed", "changed", "committed", "commit-full",
               "commit-changed"]
+    if only is not None:
+        unknown = only - set(labels)
+        if unknown:
+            sys.exit(f"unknown rows: {', '.join(sorted(unknown))}; rows: {', '.join(labels)}")
+        labels = [label for label in labels if label in only]
     rows = {label: [] for label in labels}
     for _ in range(runs):
         for label, branch, cache, cmd in [
@@ -172,6 +180,8 @@ def main():
             ("commit-full", "main", kept_commit, generate + ["--from-commit"]),
             ("commit-changed", "feature", kept_commit, changed + ["--from-commit"]),
         ]:
+            if label not in labels:
+                continue
             dest = fresh_clone(repo, branch, cache)
             rows[label].append(timed(cmd, dest))
     cold = statistics.median(rows["cold"])

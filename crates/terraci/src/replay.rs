@@ -116,7 +116,8 @@ pub(crate) enum Lookup {
 pub(crate) struct Record {
     /// Project-relative path of every file the run read, sorted by path, with its stamp
     /// (if it had settled) and the blob git's index vouched for (if it was read): at
-    /// least one of them.
+    /// least one of them. None when the key names the project's whole contents and the
+    /// run read only files of them ([`RunKey::save`]).
     pub files: Vec<RecordedFile>,
     /// `--changed-only`: the change set the run used ([`encode_changes`]); the run
     /// replays only when git gives the same one again.
@@ -414,6 +415,16 @@ impl RunKey {
         output: &[&[u8]],
         stderr: &[u8],
     ) -> std::io::Result<bool> {
+        // A run whose key names the project's whole contents, and which read only files
+        // of those contents (each stamped with its object id), replays on its key alone
+        // ([`RunKey::check`]): its files are not listed.
+        if self.contents
+            && files
+                .iter()
+                .all(|(_, stamp, _)| stamp.is_some_and(|s| s.object().is_some()))
+        {
+            files = Vec::new();
+        }
         let settled = |s: &Stamp| s.settled_before(started);
         for (_, stamp, _) in &mut files {
             *stamp = stamp.filter(settled);

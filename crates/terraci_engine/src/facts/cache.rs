@@ -99,7 +99,10 @@ impl Entries {
         let i = if next < self.entries.len() && path_of(next) == path.as_bytes() {
             next
         } else {
-            match self.index.find(path.as_bytes(), self.entries.len(), path_of) {
+            match self
+                .index
+                .find(path.as_bytes(), self.entries.len(), path_of)
+            {
                 Ok(found) => found?,
                 Err(()) => self
                     .entries
