@@ -66,6 +66,29 @@ impl KeyIndex {
     }
 }
 
+/// [`KeyIndex::find`], trying first the position after the one found last through
+/// `next` (a caller's thread-local): callers that ask in key order, as discovery asks
+/// for a directory's files and a chunk for its modules, find most keys beside the
+/// memory they just read.
+pub(crate) fn find_near<'a>(
+    index: &KeyIndex,
+    next: &'static std::thread::LocalKey<std::cell::Cell<usize>>,
+    key: &[u8],
+    len: usize,
+    key_of: impl Fn(usize) -> &'a [u8],
+) -> Result<Option<usize>, ()> {
+    let at = next.get();
+    let found = if at < len && key_of(at) == key {
+        Some(at)
+    } else {
+        index.find(key, len, key_of)?
+    };
+    if let Some(i) = found {
+        next.set(i + 1);
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +109,21 @@ mod tests {
         }
         let empty = KeyIndex::new(std::iter::empty());
         assert_eq!(empty.find(b"a", 0, |_| b"a"), Ok(None));
+    }
+
+    #[test]
+    fn a_search_near_the_last_key_found_finds_keys_in_any_order() {
+        thread_local!(static NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+        let keys = ["a/backend.tf", "a/main.tf", "b/main.tf", "c/main.tf"];
+        let index = KeyIndex::new(keys.iter().map(|k| k.as_bytes()));
+        let near = |key: &str| find_near(&index, &NEXT, key.as_bytes(), 4, |j| keys[j].as_bytes());
+        for (key, at) in [("a/backend.tf", 0), ("a/main.tf", 1), ("c/main.tf", 3)] {
+            assert_eq!(near(key), Ok(Some(at)));
+        }
+        // After the last key, and out of order: found through the index.
+        assert_eq!(near("b/main.tf"), Ok(Some(2)));
+        assert_eq!(near("a/main.tf"), Ok(Some(1)));
+        assert_eq!(near("b/main.tf"), Ok(Some(2)));
+        assert_eq!(near("b/other.tf"), Ok(None));
     }
 }

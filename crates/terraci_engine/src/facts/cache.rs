@@ -39,6 +39,7 @@ use camino::Utf8Path;
 use crate::facts::{
     AttrExpr, AttrExprData, BackendFact, FileFacts, ModuleCallFact, RemoteStateFact, VariableFact,
 };
+use crate::key_index;
 use terraci_db::db::Db;
 use terraci_db::diagnostic::Anchor;
 use terraci_db::files::{BlobId, File, FileContents, FileKind};
@@ -76,12 +77,12 @@ struct Entry {
 pub struct Entries {
     blob: Vec<u8>,
     entries: Vec<Entry>,
-    index: crate::key_index::KeyIndex,
+    index: key_index::KeyIndex,
 }
 
 impl Entries {
     fn new(blob: Vec<u8>, entries: Vec<Entry>) -> Self {
-        let index = crate::key_index::KeyIndex::new(entries.iter().map(|e| &blob[e.path.clone()]));
+        let index = key_index::KeyIndex::new(entries.iter().map(|e| &blob[e.path.clone()]));
         Entries {
             blob,
             entries,
@@ -89,28 +90,18 @@ impl Entries {
         }
     }
 
-    /// The entry of `path`. Discovery asks for a directory's files in path order, the
-    /// order of the entries: the entry after the one this thread found last is tried
-    /// first, beside the memory just read.
+    /// The entry of `path`; discovery asks in path order ([`key_index::find_near`]).
     fn get(&self, path: &str) -> Option<&Entry> {
         thread_local!(static NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
         let path_of = |i: usize| &self.blob[self.entries[i].path.clone()];
-        let next = NEXT.get();
-        let i = if next < self.entries.len() && path_of(next) == path.as_bytes() {
-            next
-        } else {
-            match self
-                .index
-                .find(path.as_bytes(), self.entries.len(), path_of)
-            {
-                Ok(found) => found?,
-                Err(()) => self
-                    .entries
-                    .binary_search_by(|e| self.blob[e.path.clone()].cmp(path.as_bytes()))
-                    .ok()?,
-            }
+        let len = self.entries.len();
+        let i = match key_index::find_near(&self.index, &NEXT, path.as_bytes(), len, path_of) {
+            Ok(found) => found?,
+            Err(()) => self
+                .entries
+                .binary_search_by(|e| self.blob[e.path.clone()].cmp(path.as_bytes()))
+                .ok()?,
         };
-        NEXT.set(i + 1);
         Some(&self.entries[i])
     }
 

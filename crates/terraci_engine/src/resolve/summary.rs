@@ -177,15 +177,19 @@ struct SummaryEntry {
 }
 
 impl Summaries {
+    /// The entry of module `id`; a chunk asks for its modules in id order
+    /// ([`crate::key_index::find_near`]).
     fn find(&self, id: &str) -> Option<usize> {
+        thread_local!(static NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
         let id_of = |i: usize| &self.blob[self.entries[i].id.clone()];
-        self.index
-            .find(id.as_bytes(), self.entries.len(), id_of)
-            .unwrap_or_else(|()| {
+        let len = self.entries.len();
+        crate::key_index::find_near(&self.index, &NEXT, id.as_bytes(), len, id_of).unwrap_or_else(
+            |()| {
                 self.entries
                     .binary_search_by(|e| self.blob[e.id.clone()].cmp(id.as_bytes()))
                     .ok()
-            })
+            },
+        )
     }
 }
 
