@@ -262,11 +262,22 @@ fn scanned_attribute_line(text: &str, name: &str, attr: &str) -> Option<u32> {
 
 /// A module of the project (root, library or plain directory) by id.
 pub(super) fn find_module(db: &dyn Db, project: Project, id: &str) -> Option<Module> {
+    modules_by_id(db, project).get(id).copied()
+}
+
+/// The project's modules by id, made once per project: a search through the modules
+/// themselves read one module's info (a dependency of the asking query each) per step,
+/// for every read of every module whose summary is checked. The first of a repeated id
+/// wins (ids are unique: discovery makes one module per directory).
+#[salsa::tracked(returns(ref))]
+fn modules_by_id(db: &dyn Db, project: Project) -> rustc_hash::FxHashMap<String, Module> {
     let modules = project.modules(db);
-    modules
-        .binary_search_by(|m| m.info(db).id.as_str().cmp(id))
-        .ok()
-        .map(|i| modules[i])
+    let mut by_id = rustc_hash::FxHashMap::default();
+    by_id.reserve(modules.len());
+    for &m in modules {
+        by_id.entry(m.info(db).id.clone()).or_insert(m);
+    }
+    by_id
 }
 
 /// One instance of a call: its key (`[0]`, `["key"]`, empty) and the `count`/`each`
