@@ -14,10 +14,10 @@ fn modules_of(lib: &str) -> (Vec<String>, BTreeMap<String, String>) {
     let mut order = Vec::new();
     let mut aliases = BTreeMap::new();
     for line in lib.lines() {
-        if let Some(name) = line
-            .strip_prefix("pub mod ")
-            .and_then(|l| l.strip_suffix(';'))
-        {
+        let declared = ["pub mod ", "pub(crate) mod ", "mod "]
+            .iter()
+            .find_map(|prefix| line.strip_prefix(prefix));
+        if let Some(name) = declared.and_then(|l| l.strip_suffix(';')) {
             order.push(name.to_owned());
         } else if let Some(path) = line
             .strip_prefix("pub use ")
