@@ -38,28 +38,37 @@ impl KeyIndex {
         KeyIndex { slots }
     }
 
-    /// The position of the entry whose key (`key_of` a position) is `key`; `Err` when
-    /// the index was made of more keys than a `u32` counts, and holds none: the caller
-    /// searches then.
+    /// The position among `len` entries of the one whose key (`key_of` a position) is
+    /// `key`. An index made of more keys than a `u32` counts holds none: the sorted
+    /// keys are searched then.
     pub(crate) fn find<'a>(
         &self,
         key: &[u8],
         len: usize,
         key_of: impl Fn(usize) -> &'a [u8],
-    ) -> Result<Option<usize>, ()> {
+    ) -> Option<usize> {
         if self.slots.is_empty() {
-            return if len == 0 { Ok(None) } else { Err(()) };
+            let (mut lo, mut hi) = (0, len);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                match key_of(mid).cmp(key) {
+                    std::cmp::Ordering::Less => lo = mid + 1,
+                    std::cmp::Ordering::Greater => hi = mid,
+                    std::cmp::Ordering::Equal => return Some(mid),
+                }
+            }
+            return None;
         }
         let mask = self.slots.len() - 1;
         let mut at = hash(key) & mask;
         loop {
             let slot = self.slots[at];
             if slot == 0 {
-                return Ok(None);
+                return None;
             }
             let i = slot as usize - 1;
             if key_of(i) == key {
-                return Ok(Some(i));
+                return Some(i);
             }
             at = (at + 1) & mask;
         }
@@ -76,17 +85,15 @@ pub(crate) fn find_near<'a>(
     key: &[u8],
     len: usize,
     key_of: impl Fn(usize) -> &'a [u8],
-) -> Result<Option<usize>, ()> {
+) -> Option<usize> {
     let at = next.get();
     let found = if at < len && key_of(at) == key {
-        Some(at)
+        at
     } else {
         index.find(key, len, key_of)?
     };
-    if let Some(i) = found {
-        next.set(i + 1);
-    }
-    Ok(found)
+    next.set(found + 1);
+    Some(found)
 }
 
 #[cfg(test)]
@@ -101,14 +108,17 @@ mod tests {
         let index = KeyIndex::new(keys.iter().map(|k| k.as_bytes()));
         for (i, key) in keys.iter().enumerate() {
             let found = index.find(key.as_bytes(), keys.len(), |j| keys[j].as_bytes());
-            assert_eq!(found, Ok(Some(i)));
+            assert_eq!(found, Some(i));
         }
         for absent in ["", "svc/env/mod1000/main.tf", "svc/env/mod0001/main.t"] {
             let found = index.find(absent.as_bytes(), keys.len(), |j| keys[j].as_bytes());
-            assert_eq!(found, Ok(None));
+            assert_eq!(found, None);
         }
         let empty = KeyIndex::new(std::iter::empty());
-        assert_eq!(empty.find(b"a", 0, |_| b"a"), Ok(None));
+        assert_eq!(empty.find(b"a", 0, |_| b"a"), None);
+        // An index holding no keys (too many to count) searches the sorted keys.
+        let found = empty.find(keys[7].as_bytes(), keys.len(), |j| keys[j].as_bytes());
+        assert_eq!(found, Some(7));
     }
 
     #[test]
@@ -118,12 +128,12 @@ mod tests {
         let index = KeyIndex::new(keys.iter().map(|k| k.as_bytes()));
         let near = |key: &str| find_near(&index, &NEXT, key.as_bytes(), 4, |j| keys[j].as_bytes());
         for (key, at) in [("a/backend.tf", 0), ("a/main.tf", 1), ("c/main.tf", 3)] {
-            assert_eq!(near(key), Ok(Some(at)));
+            assert_eq!(near(key), Some(at));
         }
         // After the last key, and out of order: found through the index.
-        assert_eq!(near("b/main.tf"), Ok(Some(2)));
-        assert_eq!(near("a/main.tf"), Ok(Some(1)));
-        assert_eq!(near("b/main.tf"), Ok(Some(2)));
-        assert_eq!(near("b/other.tf"), Ok(None));
+        assert_eq!(near("b/main.tf"), Some(2));
+        assert_eq!(near("a/main.tf"), Some(1));
+        assert_eq!(near("b/main.tf"), Some(2));
+        assert_eq!(near("b/other.tf"), None);
     }
 }

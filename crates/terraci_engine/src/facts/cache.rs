@@ -95,13 +95,7 @@ impl Entries {
         thread_local!(static NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
         let path_of = |i: usize| &self.blob[self.entries[i].path.clone()];
         let len = self.entries.len();
-        let i = match key_index::find_near(&self.index, &NEXT, path.as_bytes(), len, path_of) {
-            Ok(found) => found?,
-            Err(()) => self
-                .entries
-                .binary_search_by(|e| self.blob[e.path.clone()].cmp(path.as_bytes()))
-                .ok()?,
-        };
+        let i = key_index::find_near(&self.index, &NEXT, path.as_bytes(), len, path_of)?;
         Some(&self.entries[i])
     }
 

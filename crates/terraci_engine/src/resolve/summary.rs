@@ -183,13 +183,7 @@ impl Summaries {
         thread_local!(static NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
         let id_of = |i: usize| &self.blob[self.entries[i].id.clone()];
         let len = self.entries.len();
-        crate::key_index::find_near(&self.index, &NEXT, id.as_bytes(), len, id_of).unwrap_or_else(
-            |()| {
-                self.entries
-                    .binary_search_by(|e| self.blob[e.id.clone()].cmp(id.as_bytes()))
-                    .ok()
-            },
-        )
+        crate::key_index::find_near(&self.index, &NEXT, id.as_bytes(), len, id_of)
     }
 }
 
