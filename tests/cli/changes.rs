@@ -789,6 +789,18 @@ fn the_github_workflow_runs_what_a_pull_request_or_a_push_affects() {
     want.push("terraci-summary".to_owned());
     want.sort();
     assert_eq!(github_run(&repo, &workflow, &pull_request, false), want);
+    // The affected job reads the commit (`--from-commit`), as the jobs it selects for do:
+    // a file a step before it wrote into the checkout (here one making rds read eks's
+    // state) selects nothing more.
+    let written = format!("{STAGE}/rds/written.tf");
+    repo.write(
+        &written,
+        "data \"terraform_remote_state\" \"eks\" {\n  backend = \"s3\"\n  config = {\n    \
+         bucket = \"acme-terraform-state\"\n    key    = \"platform/stage/eu-central-1/eks/terraform.tfstate\"\n    \
+         region = \"eu-central-1\"\n  }\n}\n",
+    );
+    assert_eq!(github_run(&repo, &workflow, &pull_request, false), want);
+    std::fs::remove_file(repo.project.path().join(&written)).expect("remove");
 
     // The same module set as `--changed-only` plans on GitLab.
     let dry = repo.run(&[

@@ -257,7 +257,9 @@ fn expression_string(text: &str) -> String {
 /// push, for a push that created its branch (no previous commit), when the base commit is
 /// not in the clone, and when terraci is not installed (with a warning): a workflow never
 /// runs less than it would without the selection. A failing terraci fails the job, and
-/// every job after it is skipped.
+/// every job after it is skipped. terraci reads the checked-out commit (`--from-commit`):
+/// the jobs it selects for run on that commit, and a restored cache then holds without a
+/// walk of the checkout.
 fn affected_script(hint: &str) -> String {
     let message = format!(
         "::warning title={AFFECTED_JOB}::terraci is not on PATH in this job, so every module runs; {hint}"
@@ -269,7 +271,7 @@ command -v terraci >/dev/null 2>&1 || every {warning}
 case "$TERRACI_EVENT" in pull_request|push) ;; *) every "$TERRACI_EVENT: every module runs" ;; esac
 case "$TERRACI_BASE" in ''|0000000000000000000000000000000000000000) every "no base commit: every module runs" ;; esac
 git cat-file -e "$TERRACI_BASE^{{commit}}" 2>/dev/null || every "the base commit $TERRACI_BASE is not in the clone: every module runs"
-skip=$(terraci generate --changed-only --committed-only --base-ref "$TERRACI_BASE" --provider github --dry-run --format unselected)
+skip=$(terraci generate --changed-only --from-commit --base-ref "$TERRACI_BASE" --provider github --dry-run --format unselected)
 echo "not affected: $skip"
 echo "skip=$skip" >> "$GITHUB_OUTPUT"
 "#
