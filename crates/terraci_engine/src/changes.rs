@@ -168,7 +168,7 @@ fn ancestors(path: &str) -> impl Iterator<Item = &str> {
 /// A submodule that moved or holds uncommitted changes: its files are not listed, so it
 /// marks the deepest module whose directory holds the submodule (or is it), and every
 /// module inside it.
-fn mark_submodule(path: &str, roots: &BTreeSet<&str>, reasons: &mut BTreeMap<String, Vec<String>>) {
+fn mark_submodule(path: &str, roots: &Roots<'_>, reasons: &mut BTreeMap<String, Vec<String>>) {
     let owner = std::iter::once(path)
         .chain(ancestors(path))
         .find(|dir| roots.contains(dir));
@@ -180,14 +180,26 @@ fn mark_submodule(path: &str, roots: &BTreeSet<&str>, reasons: &mut BTreeMap<Str
         reasons.entry(owner.to_owned()).or_default().push(reason);
     }
     let inside = format!("{path}/");
-    for root in roots.range(inside.as_str()..) {
+    let from = roots
+        .0
+        .partition_point(|root| root.as_str() < inside.as_str());
+    for root in &roots.0[from..] {
         if !root.starts_with(&inside) {
             break;
         }
         reasons
-            .entry((*root).to_owned())
+            .entry(root.clone())
             .or_default()
             .push(format!("inside submodule {path} (changed)"));
+    }
+}
+
+/// The graph's module ids, sorted: looked up by binary search, not copied into a set.
+struct Roots<'a>(&'a [String]);
+
+impl Roots<'_> {
+    fn contains(&self, id: &str) -> bool {
+        self.0.binary_search_by(|m| m.as_str().cmp(id)).is_ok()
     }
 }
 
@@ -216,12 +228,7 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
         };
     };
     let graph = dependency_graph(db, project);
-    let roots: BTreeSet<&str> = graph.modules.iter().map(String::as_str).collect();
-    let all_dirs: BTreeSet<&str> = project
-        .modules(db)
-        .iter()
-        .map(|m| m.info(db).id.as_str())
-        .collect();
+    let roots = Roots(&graph.modules);
     let library_paths: Vec<&str> = project
         .config(db)
         .library_modules
@@ -247,7 +254,7 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
                 && !hidden
                 && !library
                 && dir.split('/').count() >= depth
-                && !all_dirs.contains(dir))
+                && crate::resolve::find_module(db, project, dir).is_none())
             .then_some(dir)
         })
         .collect();
@@ -287,18 +294,18 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
     let changed_modules: Vec<String> = reasons.keys().cloned().collect();
     let mut affected = reasons;
 
-    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut dependencies: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (from, to) in graph.edges() {
-        dependents.entry(to).or_default().push(from);
-        dependencies.entry(from).or_default().push(to);
-    }
-    // Breadth-first from the changed modules, so each module gets the shortest chain.
-    let mut spread = |links: &BTreeMap<&str, Vec<&str>>, verb: &str| {
+    // Breadth-first from the changed modules, so each module gets the shortest chain;
+    // each module's links (the graph's, sorted) in order.
+    let mut spread = |forward: bool, verb: &str| {
         let mut queue: VecDeque<String> = changed_modules.iter().cloned().collect();
         while let Some(m) = queue.pop_front() {
             let why = describe(&m, &affected);
-            for &next in links.get(m.as_str()).into_iter().flatten() {
+            let links = if forward {
+                graph.dependencies(&m)
+            } else {
+                graph.dependents(&m)
+            };
+            for next in links {
                 if !affected.contains_key(next) {
                     affected.insert(next.to_owned(), vec![format!("{verb} {m} ({why})")]);
                     queue.push_back(next.to_owned());
@@ -306,9 +313,9 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
             }
         }
     };
-    spread(&dependents, "depends on");
+    spread(false, "depends on");
     if changes.include_dependencies {
-        spread(&dependencies, "dependency of");
+        spread(true, "dependency of");
     }
 
     let diagnostics = deleted

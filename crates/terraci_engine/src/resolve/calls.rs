@@ -261,7 +261,7 @@ fn scanned_attribute_line(text: &str, name: &str, attr: &str) -> Option<u32> {
 }
 
 /// A module of the project (root, library or plain directory) by id.
-pub(super) fn find_module(db: &dyn Db, project: Project, id: &str) -> Option<Module> {
+pub(crate) fn find_module(db: &dyn Db, project: Project, id: &str) -> Option<Module> {
     modules_by_id(db, project).get(id).copied()
 }
 

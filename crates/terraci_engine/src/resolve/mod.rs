@@ -26,6 +26,7 @@
 //! is invalidated by that file and nothing else (`Database::refresh_extra` re-reads them).
 
 mod calls;
+pub(crate) use calls::find_module;
 mod declared;
 mod identity;
 mod matching;
