@@ -638,12 +638,23 @@ impl Workspace {
 
     /// What a run record of this run needs ([`crate::replay`]): the stamps of the files
     /// read, unless a query read files outside the modules' (`file()`, `fileset()`), and
-    /// the cache notices printed. Waits for the fact cache first.
-    pub(crate) fn take_run_inputs(&mut self) -> (Option<RunFiles>, Vec<String>) {
+    /// the cache notices printed. Waits for the fact cache first. `by_contents`: the run's
+    /// key names the project's whole contents ([`terraci_db::system::System::contents_id`]);
+    /// when every file read is stamped with its object id the record lists no files
+    /// ([`crate::replay::RunKey::save`]), and no list is made.
+    pub(crate) fn take_run_inputs(&mut self, by_contents: bool) -> (Option<RunFiles>, Vec<String>) {
         self.wait_for_cache();
         let replayable = !self.db.reads_outside_modules();
         // The cache writer, joined above, has let go of its handle.
         let stamps = replayable.then(|| {
+            let objects = |stamps: &FileStamps| {
+                stamps
+                    .iter()
+                    .all(|(_, stamp)| stamp.is_some_and(|s| s.object().is_some()))
+            };
+            if by_contents && objects(&self.stamps) {
+                return Vec::new();
+            }
             let stamps = std::mem::take(&mut self.stamps);
             let stamps = Arc::try_unwrap(stamps).unwrap_or_else(|shared| (*shared).clone());
             stamps

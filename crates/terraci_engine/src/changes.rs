@@ -72,13 +72,16 @@ pub fn library_links(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet
 pub(crate) fn library_users(db: &dyn Db, project: Project) -> BTreeMap<String, BTreeSet<String>> {
     let calls = library_links(db, project);
     let mut users: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for &m in project.modules(db) {
-        let info = m.info(db);
+    // Only a module with calls uses a library: the others are not looked at.
+    for (id, called) in calls {
+        let Some(info) = crate::resolve::find_module(db, project, id).map(|m| m.info(db)) else {
+            continue;
+        };
         if !info.is_root() {
             continue;
         }
         let mut seen = BTreeSet::new();
-        let mut stack: Vec<&String> = calls.get(&info.id).into_iter().flatten().collect();
+        let mut stack: Vec<&String> = called.iter().collect();
         while let Some(dir) = stack.pop() {
             if seen.insert(dir.clone()) {
                 stack.extend(calls.get(dir).into_iter().flatten());

@@ -641,7 +641,7 @@ fn generate_pipeline(
             write!(err, "{}", w.render_human_styled(None, ws.color))?;
         }
     }
-    let (stamps, notices) = ws.take_run_inputs();
+    let (stamps, notices) = ws.take_run_inputs(system.contents_id().is_some());
     let walked = ws.walked.take();
     ws.dismiss();
     Ok((

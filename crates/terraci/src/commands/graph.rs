@@ -25,7 +25,7 @@ pub(super) fn graph(global: &GlobalArgs, args: &GraphArgs, io: &mut Io<'_>) -> a
         let mut ws = load_workspace_overlapped(system, global, &args.eval, start)?;
         ws.wait_for_cache();
         let output = render(&ws, global, args, err)?;
-        let (stamps, notices) = ws.take_run_inputs();
+        let (stamps, notices) = ws.take_run_inputs(false);
         ws.dismiss();
         Ok(Produced {
             output,

@@ -50,7 +50,7 @@ pub(super) fn local_exec(
         let (plan, options) = prepare(&ws, global, args, system, err)?;
         let mut out = Vec::new();
         let code = execute(&plan, &options, system, &mut out)?;
-        let (stamps, notices) = ws.take_run_inputs();
+        let (stamps, notices) = ws.take_run_inputs(false);
         ws.dismiss();
         Ok(Produced {
             output: String::from_utf8_lossy(&out).into_owned(),

@@ -27,7 +27,7 @@ pub(super) fn validate(
         // Its notices are printed with the diagnostics.
         ws.wait_for_cache();
         let code = report(&ws, global, args, &mut out, err)?;
-        let (stamps, notices) = ws.take_run_inputs();
+        let (stamps, notices) = ws.take_run_inputs(false);
         ws.dismiss();
         Ok(Produced {
             output: String::from_utf8(out).expect("the report is UTF-8"),
