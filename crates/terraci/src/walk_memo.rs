@@ -33,9 +33,9 @@ const MAGIC: &[u8; 16] = b"terraci-walk\0\0\0\0";
 /// Bump when the layout of the file changes.
 const FORMAT: u64 = 1;
 
-/// Each file of a walk taken from the memo, by project-relative path, with its stamp
-/// ([`Stamp::of_object`] of its id).
-pub(crate) type Stamps = FxHashMap<String, Stamp>;
+/// The stamp ([`Stamp::of_object`] of its id) of each file of a walk taken from the memo,
+/// in the walk's order ([`terraci_engine::discover::Layout::files`]).
+pub(crate) type Stamps = Vec<Stamp>;
 
 /// A walk taken from the memo, for the commit the run reads.
 pub(crate) struct Recalled {
@@ -94,23 +94,28 @@ fn read(
     let (modified, body) = std::thread::scope(|scope| {
         let body = scope.spawn(|| {
             let module_dirs = crate::replay::read_layout(r).ok()?;
-            let mut stamps = Stamps::default();
-            stamps.reserve(module_dirs.iter().map(|(_, files)| files.len()).sum());
-            for (_, files) in &module_dirs {
-                for (path, _) in files {
-                    let id = r.blob().ok()?;
-                    stamps.insert(path.clone(), Stamp::of_object(&id.0));
-                }
-            }
+            let count = module_dirs.iter().map(|(_, files)| files.len()).sum();
+            let stamps = (0..count)
+                .map(|_| r.blob().map(|id| Stamp::of_object(&id.0)))
+                .collect::<Result<Stamps, _>>()
+                .ok()?;
             r.at_end().then_some((module_dirs, stamps))
         });
         let modified = system.modified_files_since(&tree);
         (modified, body.join().ok().flatten())
     });
     let (modified, (module_dirs, mut stamps)) = (modified?, body?);
-    for (path, id) in &modified {
-        if let Some(stamp) = stamps.get_mut(path) {
-            *stamp = Stamp::of_object(id);
+    if !modified.is_empty() {
+        let positions: FxHashMap<&str, usize> = module_dirs
+            .iter()
+            .flat_map(|(_, files)| files.iter().map(|(path, _)| path.as_str()))
+            .enumerate()
+            .map(|(at, path)| (path, at))
+            .collect();
+        for (path, id) in &modified {
+            if let Some(&at) = positions.get(path.as_str()) {
+                stamps[at] = Stamp::of_object(id);
+            }
         }
     }
     Some(Recalled {

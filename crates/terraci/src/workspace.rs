@@ -65,7 +65,8 @@ pub(crate) struct Start {
     pub(crate) layout: Option<terraci_engine::discover::Layout>,
     /// The fingerprint check's stamps: a file it stamped unchanged is not stamped again.
     pub(crate) moved: Option<Arc<terraci_vcs::Moved>>,
-    /// The stamps of the files of `layout`, when it came from the walk's memo
+    /// The stamps of the files of `layout` in its order
+    /// ([`terraci_engine::discover::Layout::files`]), when it came from the walk's memo
     /// ([`crate::walk_memo`]): a file's stamp is not asked of the system.
     pub(crate) stamps: Option<crate::walk_memo::Stamps>,
     /// Keep the walk for the run record ([`Workspace::walked`]).
@@ -154,6 +155,13 @@ pub(crate) fn load_workspace_overlapped(
     // The walk beside the loads of the caches, which discovery needs (it does not read
     // a file the cache knows by its stamp): the caches are read while the tree is listed.
     let given = start.layout;
+    // The memo's stamps are those of `given`'s files, position by position; never of
+    // another walk's.
+    let memo_stamps = start.stamps.filter(|stamps| {
+        given
+            .as_ref()
+            .is_some_and(|l| l.files().count() == stamps.len())
+    });
     let (layout, loaded) = rayon::join(
         || given.unwrap_or_else(|| walk(system, &root)),
         || {
@@ -190,10 +198,10 @@ pub(crate) fn load_workspace_overlapped(
     });
     // A file the fingerprint check just stamped is not stamped again.
     let moved = start.moved.as_deref();
-    let memo_stamps = start.stamps.as_ref();
+    let memo_stamps = memo_stamps.as_ref();
     // Files the cache answered by their stamp alone: the writer need not look at them.
     let by_stamp = std::sync::atomic::AtomicUsize::new(0);
-    let unread = |path: &str, kind, abs: &camino::Utf8Path| {
+    let unread = |at: usize, path: &str, kind, abs: &camino::Utf8Path| {
         let (contents, stamp, same) = known.as_ref()?.unread(
             path,
             kind,
@@ -202,7 +210,7 @@ pub(crate) fn load_workspace_overlapped(
             || {
                 moved
                     .and_then(|m| m.link_stamp(path))
-                    .or_else(|| memo_stamps?.get(path).copied())
+                    .or_else(|| memo_stamps?.get(at).copied())
                     .or_else(|| system.link_stamp(abs))
             },
             |now| index.after_miss(path, now),

@@ -59,11 +59,11 @@ pub fn discover_modules(
     discover_in(system, policy, layout, pattern, library_paths, None, None)
 }
 
-/// The contents and stamp of a file that need not be read (project-relative path, kind,
-/// absolute path): the fact cache knows it by its current stamp
-/// ([`terraci_db::files::UnreadText`]).
+/// The contents and stamp of a file that need not be read (its position in the layout's
+/// [`Layout::files`], project-relative path, kind, absolute path): the fact cache knows it
+/// by its current stamp ([`terraci_db::files::UnreadText`]).
 pub type Known<'a> =
-    &'a (dyn Fn(&str, FileKind, &Utf8Path) -> Option<(FileContents, Stamp)> + Sync);
+    &'a (dyn Fn(usize, &str, FileKind, &Utf8Path) -> Option<(FileContents, Stamp)> + Sync);
 
 /// [`discover_modules`] over a walk already made of `policy.root`. A file that `known`
 /// gives is not read. With `hold`, a text read is held only until the load releases it
@@ -78,9 +78,9 @@ pub fn discover_in(
     hold: Option<&Arc<terraci_db::files::TextSource>>,
 ) -> Discovered {
     let root = &policy.root;
-    let read = |path: &str, kind| -> Result<(FileContents, Option<Stamp>), ReadError> {
+    let read = |at: usize, path: &str, kind| -> Result<(FileContents, Option<Stamp>), ReadError> {
         let abs = root.join(path);
-        if let Some((contents, stamp)) = known.and_then(|known| known(path, kind, &abs)) {
+        if let Some((contents, stamp)) = known.and_then(|known| known(at, path, kind, &abs)) {
             return Ok((contents, Some(stamp)));
         }
         system
@@ -95,16 +95,28 @@ pub fn discover_in(
     };
     // Each directory's files on the workers, decoding (the UTF-8 check and the copy
     // into the shared text) included; a file not read is a diagnostic in its place.
+    // Each directory's first file's position in the layout's files.
+    let firsts: Vec<usize> = layout
+        .module_dirs
+        .iter()
+        .scan(0, |next, (_, files)| {
+            let first = *next;
+            *next += files.len();
+            Some(first)
+        })
+        .collect();
     let dirs: Vec<(ModuleDir, Vec<Diagnostic>)> = layout
         .module_dirs
         .into_par_iter()
+        .zip(firsts)
         .with_min_len(8)
-        .map(|(rel, files)| {
+        .map(|((rel, files), first)| {
             let mut diagnostics = Vec::new();
             let files = files
                 .into_iter()
-                .map(|(path, kind)| {
-                    let (contents, stamp) = read(&path, kind).unwrap_or_else(|err| {
+                .enumerate()
+                .map(|(i, (path, kind))| {
+                    let (contents, stamp) = read(first + i, &path, kind).unwrap_or_else(|err| {
                         diagnostics.push(read_diagnostic(&err).with_file(path.clone()));
                         (FileContents::Unreadable(err.to_string()), None)
                     });
