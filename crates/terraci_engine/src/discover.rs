@@ -479,7 +479,7 @@ fn assemble(
     } else {
         BTreeMap::new()
     };
-    let module_ids: Vec<String> = module_dirs
+    let module_ids: rustc_hash::FxHashSet<String> = module_dirs
         .iter()
         .filter(|(id, _)| id.split('/').count() >= depth || is_library(id))
         .map(|(id, _)| id.clone())
@@ -531,7 +531,7 @@ fn assemble(
                 && none_at_depth
                 && role == Role::Root
                 && parts.len() > depth
-                && module_ids.binary_search(&parts[..depth].join("/")).is_err()
+                && !module_ids.contains(&parts[..depth].join("/"))
             {
                 if let Some(backend) = backend_of(&files) {
                     misplaced = Some((id.clone(), backend));
@@ -554,10 +554,12 @@ fn assemble(
                     submodule = Some(rest);
                 }
             }
-            let parent = (1..parts.len())
-                .rev()
-                .map(|n| parts[..n].join("/"))
-                .find(|p| module_ids.binary_search(p).is_ok());
+            // The nearest directory above that is a module: `id` up to one of its slashes.
+            let parent = id
+                .rmatch_indices('/')
+                .map(|(at, _)| &id[..at])
+                .find(|p| module_ids.contains(*p))
+                .map(str::to_owned);
             let module = DiscoveredModule {
                 info: ModuleInfo {
                     id,
