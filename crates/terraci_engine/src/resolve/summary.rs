@@ -115,8 +115,9 @@ pub fn held_heads<'db>(
     let summaries = SummaryCache::try_get(db)?.entries(db);
     chunk_modules(db, chunk)
         .iter()
-        .map(|&m| {
-            let entry = &summaries.entries[(*holding_index(db, project, m))?];
+        .zip(chunk_holding(db, chunk))
+        .map(|(&m, &i)| {
+            let entry = &summaries.entries[i?];
             let modules = anchored(db, project, m, &entry.reads);
             let mut r = Reader::over(&summaries.blob[entry.payload.clone()]);
             Some((m, read_head(&mut r, db, &modules).ok()?))
@@ -132,12 +133,16 @@ pub fn held_dependencies<'db>(
     chunk: ModuleChunk<'db>,
 ) -> Option<super::ChunkDependencies> {
     let project = chunk.project(db);
+    let summaries = SummaryCache::try_get(db)?.entries(db);
     let mut out = super::ChunkDependencies::default();
-    for &m in chunk_modules(db, chunk) {
+    for (&m, &i) in chunk_modules(db, chunk)
+        .iter()
+        .zip(chunk_holding(db, chunk))
+    {
         if !m.info(db).is_root() {
             continue;
         }
-        let (summaries, entry, at) = holding_resolution(db, project, m)?;
+        let (entry, at) = resolution_at(db, project, summaries, i?)?;
         let modules = anchored(db, project, m, &entry.reads);
         let mut r = Reader::over(&summaries.blob[at]);
         let (targets, diagnostics) = read_resolution_head(&mut r, db, &modules).ok()?;
@@ -149,10 +154,15 @@ pub fn held_dependencies<'db>(
 /// Whether [`held_dependencies`] answers for `chunk`, without decoding anything.
 pub fn dependencies_hold(db: &dyn Db, chunk: ModuleChunk<'_>) -> bool {
     let project = chunk.project(db);
+    let Some(cache) = SummaryCache::try_get(db) else {
+        return false;
+    };
+    let summaries = cache.entries(db);
     chunk_modules(db, chunk)
         .iter()
-        .filter(|m| m.info(db).is_root())
-        .all(|&m| holding_resolution(db, project, m).is_some())
+        .zip(chunk_holding(db, chunk))
+        .filter(|(m, _)| m.info(db).is_root())
+        .all(|(_, &i)| i.is_some_and(|i| resolution_at(db, project, summaries, i).is_some()))
 }
 
 /// The loaded cache: entries in module id order over one blob.
@@ -208,9 +218,33 @@ pub fn attach(db: &terraci_db::db::Database, entries: Arc<Summaries>) {
 
 /// Where the cache's entry for `module` is, if it still holds: its key is the key of
 /// what the module and the modules its calls read are now.
+/// A memo per module, for the passes that ask about one module; those that go over the
+/// whole project ask [`chunk_holding`].
 #[salsa::tracked]
 fn holding_index(db: &dyn Db, project: Project, module: Module) -> Option<usize> {
-    let summaries = SummaryCache::try_get(db)?.entries(db);
+    holds(db, project, SummaryCache::try_get(db)?.entries(db), module)
+}
+
+/// [`holding_index`] of each of `chunk`'s modules, in module order, in one memo: the
+/// project-wide passes (the heads, the resolutions, the writer) ask chunk by chunk, and
+/// a memo per module cost them more than checking the keys.
+#[salsa::tracked(returns(ref))]
+fn chunk_holding<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> Vec<Option<usize>> {
+    let project = chunk.project(db);
+    let modules = chunk_modules(db, chunk);
+    match SummaryCache::try_get(db) {
+        Some(cache) => {
+            let summaries = cache.entries(db);
+            modules
+                .iter()
+                .map(|&m| holds(db, project, summaries, m))
+                .collect()
+        }
+        None => vec![None; modules.len()],
+    }
+}
+
+fn holds(db: &dyn Db, project: Project, summaries: &Summaries, module: Module) -> Option<usize> {
     let i = summaries.find(&module.info(db).id)?;
     let entry = &summaries.entries[i];
     (summary_key(db, project, module, &entry.reads) == Some(entry.key)).then_some(i)
@@ -259,9 +293,26 @@ fn holding_resolution(
     module: Module,
 ) -> Option<(&Summaries, &SummaryEntry, std::ops::Range<usize>)> {
     let summaries = SummaryCache::try_get(db)?.entries(db);
-    let entry = &summaries.entries[(*holding_index(db, project, module))?];
+    let (entry, at) = resolution_at(
+        db,
+        project,
+        summaries,
+        (*holding_index(db, project, module))?,
+    )?;
+    Some((summaries, entry, at))
+}
+
+/// Entry `i` and where its resolution is, when it was made against the project's owners
+/// index as it is.
+fn resolution_at<'s>(
+    db: &dyn Db,
+    project: Project,
+    summaries: &'s Summaries,
+    i: usize,
+) -> Option<(&'s SummaryEntry, std::ops::Range<usize>)> {
+    let entry = &summaries.entries[i];
     let (owners, at) = entry.resolution.clone()?;
-    (owners == *owners_hash(db, project)).then_some((summaries, entry, at))
+    (owners == *owners_hash(db, project)).then_some((entry, at))
 }
 
 /// The cached resolution of `module`, if it holds ([`holding_resolution`]).
@@ -341,14 +392,20 @@ fn reusable_index(db: &dyn Db, project: Project, module: Module) -> Option<usize
 /// its resolution can be reused, [`reused_resolution`]): then no resolution of this
 /// revision reads the index, and the driver need not build it.
 pub fn every_resolution_holds(db: &dyn Db, project: Project) -> bool {
-    SummaryCache::try_get(db).is_some()
-        && project
-            .modules(db)
+    let Some(cache) = SummaryCache::try_get(db) else {
+        return false;
+    };
+    let summaries = cache.entries(db);
+    crate::chunk::chunks(db, project).into_iter().all(|chunk| {
+        chunk_modules(db, chunk)
             .iter()
-            .filter(|m| m.info(db).is_root())
-            .all(|&m| {
-                holding_resolution(db, project, m).is_some() || reusable(db, project, m).is_some()
+            .zip(chunk_holding(db, chunk))
+            .filter(|(m, _)| m.info(db).is_root())
+            .all(|(&m, &i)| {
+                i.is_some_and(|i| resolution_at(db, project, summaries, i).is_some())
+                    || reusable(db, project, m).is_some()
             })
+    })
 }
 
 /// The project's owners index, hashed by what it is made of (every root module's id and
@@ -500,12 +557,20 @@ pub fn save(
     let old = SummaryCache::try_get(db).map(|c| c.entries(db).clone());
     let owners = *owners_hash(db, project);
     let mut fresh: Vec<Fresh<'_>> = Vec::with_capacity(project.modules(db).len());
-    for &m in project.modules(db) {
+    let modules = crate::chunk::chunks(db, project)
+        .into_iter()
+        .flat_map(|chunk| {
+            chunk_modules(db, chunk)
+                .iter()
+                .zip(chunk_holding(db, chunk))
+                .map(|(&m, &i)| (m, i))
+        });
+    for (m, i) in modules {
         let id = m.info(db).id.as_str();
         // An entry that holds was the summary: its key and reads are this run's.
         let held = old
             .as_ref()
-            .and_then(|o| Some((o, (*holding_index(db, project, m))?)))
+            .and_then(|o| Some((o, i?)))
             .map(|(o, i)| (o, &o.entries[i]));
         let (key, reads, old_entry) = match held {
             Some((o, e)) => (e.key, (&e.reads[..]).into(), Some((o, e))),
