@@ -21,7 +21,6 @@
 //! is, and trusted as far as the fact cache is (`docs/security.md`).
 
 use camino::Utf8PathBuf;
-use rustc_hash::FxHashMap;
 
 use terraci_db::store::{
     begin_file, binary_id, open_file, put_bytes, put_str, put_u64, seal_parts, CacheSettings,
@@ -106,15 +105,22 @@ fn read(
     });
     let (modified, (module_dirs, mut stamps)) = (modified?, body?);
     if !modified.is_empty() {
-        let positions: FxHashMap<&str, usize> = module_dirs
-            .iter()
-            .flat_map(|(_, files)| files.iter().map(|(path, _)| path.as_str()))
-            .enumerate()
-            .map(|(at, path)| (path, at))
-            .collect();
+        // The walk's directories are sorted (a memo whose are not is not used), and a
+        // file is listed in its own directory: each changed file is found through its
+        // directory, without a map of every path.
+        if !module_dirs.is_sorted_by(|a, b| a.0 < b.0) {
+            return None;
+        }
+        let firsts = terraci_engine::discover::first_positions(&module_dirs);
         for (path, id) in &modified {
-            if let Some(&at) = positions.get(path.as_str()) {
-                stamps[at] = Stamp::of_object(id);
+            let Some((dir, _)) = path.rsplit_once('/') else {
+                continue;
+            };
+            let Ok(d) = module_dirs.binary_search_by(|(m, _)| m.as_str().cmp(dir)) else {
+                continue;
+            };
+            if let Some(j) = module_dirs[d].1.iter().position(|(p, _)| p == path) {
+                stamps[firsts[d] + j] = Stamp::of_object(id);
             }
         }
     }

@@ -95,16 +95,7 @@ pub fn discover_in(
     };
     // Each directory's files on the workers, decoding (the UTF-8 check and the copy
     // into the shared text) included; a file not read is a diagnostic in its place.
-    // Each directory's first file's position in the layout's files.
-    let firsts: Vec<usize> = layout
-        .module_dirs
-        .iter()
-        .scan(0, |next, (_, files)| {
-            let first = *next;
-            *next += files.len();
-            Some(first)
-        })
-        .collect();
+    let firsts = first_positions(&layout.module_dirs);
     let dirs: Vec<(ModuleDir, Vec<Diagnostic>)> = layout
         .module_dirs
         .into_par_iter()
@@ -165,6 +156,19 @@ pub(crate) fn read_diagnostic(err: &ReadError) -> Diagnostic {
 pub struct Layout {
     pub module_dirs: ModuleDirs,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Each directory's first file's position in the files of `module_dirs`, in order
+/// ([`Layout::files`]).
+pub fn first_positions(module_dirs: &ModuleDirs) -> Vec<usize> {
+    module_dirs
+        .iter()
+        .scan(0, |next, (_, files)| {
+            let first = *next;
+            *next += files.len();
+            Some(first)
+        })
+        .collect()
 }
 
 impl Layout {
