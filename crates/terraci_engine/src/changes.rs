@@ -257,6 +257,7 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
                 && !hidden
                 && !library
                 && dir.split('/').count() >= depth
+                && !roots.contains(dir)
                 && crate::resolve::find_module(db, project, dir).is_none())
             .then_some(dir)
         })
