@@ -171,10 +171,14 @@ fn ancestors(path: &str) -> impl Iterator<Item = &str> {
 /// A submodule that moved or holds uncommitted changes: its files are not listed, so it
 /// marks the deepest module whose directory holds the submodule (or is it), and every
 /// module inside it.
-fn mark_submodule(path: &str, roots: &Roots<'_>, reasons: &mut BTreeMap<String, Vec<String>>) {
+fn mark_submodule(
+    path: &str,
+    graph: &crate::graph::DependencyGraph,
+    reasons: &mut BTreeMap<String, Vec<String>>,
+) {
     let owner = std::iter::once(path)
         .chain(ancestors(path))
-        .find(|dir| roots.contains(dir));
+        .find(|dir| graph.index_of(dir).is_some());
     if let Some(owner) = owner {
         let reason = match path.get(owner.len() + 1..) {
             Some(rel) => format!("changed: {rel} (submodule)"),
@@ -183,10 +187,9 @@ fn mark_submodule(path: &str, roots: &Roots<'_>, reasons: &mut BTreeMap<String, 
         reasons.entry(owner.to_owned()).or_default().push(reason);
     }
     let inside = format!("{path}/");
-    let from = roots
-        .0
-        .partition_point(|root| root.as_str() < inside.as_str());
-    for root in &roots.0[from..] {
+    let roots = &graph.modules;
+    let from = roots.partition_point(|root| root.as_str() < inside.as_str());
+    for root in &roots[from..] {
         if !root.starts_with(&inside) {
             break;
         }
@@ -194,15 +197,6 @@ fn mark_submodule(path: &str, roots: &Roots<'_>, reasons: &mut BTreeMap<String, 
             .entry(root.clone())
             .or_default()
             .push(format!("inside submodule {path} (changed)"));
-    }
-}
-
-/// The graph's module ids, sorted: looked up by binary search, not copied into a set.
-struct Roots<'a>(&'a [String]);
-
-impl Roots<'_> {
-    fn contains(&self, id: &str) -> bool {
-        self.0.binary_search_by(|m| m.as_str().cmp(id)).is_ok()
     }
 }
 
@@ -231,7 +225,8 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
         };
     };
     let graph = dependency_graph(db, project);
-    let roots = Roots(&graph.modules);
+    // Root module ids are looked up in the graph's sorted list.
+    let is_root = |dir: &str| graph.index_of(dir).is_some();
     let library_paths: Vec<&str> = project
         .config(db)
         .library_modules
@@ -257,7 +252,7 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
                 && !hidden
                 && !library
                 && dir.split('/').count() >= depth
-                && !roots.contains(dir)
+                && !is_root(dir)
                 && crate::resolve::find_module(db, project, dir).is_none())
             .then_some(dir)
         })
@@ -267,10 +262,10 @@ pub fn affected(db: &dyn Db, project: Project, selection: Selection) -> Affected
     for path in changes.files.iter().filter(|p| !is_run_output(p)) {
         let submodule = changes.submodules.contains(path);
         if submodule {
-            mark_submodule(path, &roots, &mut reasons);
+            mark_submodule(path, graph, &mut reasons);
         } else {
-            let owner = ancestors(path).find(|dir| roots.contains(dir) || deleted.contains(dir));
-            if let Some(owner) = owner.filter(|dir| roots.contains(dir)) {
+            let owner = ancestors(path).find(|dir| is_root(dir) || deleted.contains(dir));
+            if let Some(owner) = owner.filter(|dir| is_root(dir)) {
                 let rel = &path[owner.len() + 1..];
                 reasons
                     .entry(owner.to_owned())

@@ -113,10 +113,8 @@ pub fn held_heads<'db>(
 ) -> Option<Vec<(Module, SummaryHead)>> {
     let project = chunk.project(db);
     let summaries = SummaryCache::try_get(db)?.entries(db);
-    chunk_modules(db, chunk)
-        .iter()
-        .zip(chunk_holding(db, chunk))
-        .map(|(&m, &i)| {
+    modules_holding(db, chunk)
+        .map(|(m, i)| {
             let entry = &summaries.entries[i?];
             let modules = anchored(db, project, m, &entry.reads);
             let mut r = Reader::over(&summaries.blob[entry.payload.clone()]);
@@ -135,10 +133,7 @@ pub fn held_dependencies<'db>(
     let project = chunk.project(db);
     let summaries = SummaryCache::try_get(db)?.entries(db);
     let mut out = super::ChunkDependencies::default();
-    for (&m, &i) in chunk_modules(db, chunk)
-        .iter()
-        .zip(chunk_holding(db, chunk))
-    {
+    for (m, i) in modules_holding(db, chunk) {
         if !m.info(db).is_root() {
             continue;
         }
@@ -158,11 +153,9 @@ pub fn dependencies_hold(db: &dyn Db, chunk: ModuleChunk<'_>) -> bool {
         return false;
     };
     let summaries = cache.entries(db);
-    chunk_modules(db, chunk)
-        .iter()
-        .zip(chunk_holding(db, chunk))
+    modules_holding(db, chunk)
         .filter(|(m, _)| m.info(db).is_root())
-        .all(|(_, &i)| i.is_some_and(|i| resolution_at(db, project, summaries, i).is_some()))
+        .all(|(_, i)| i.is_some_and(|i| resolution_at(db, project, summaries, i).is_some()))
 }
 
 /// The loaded cache: entries in module id order over one blob.
@@ -218,6 +211,7 @@ pub fn attach(db: &terraci_db::db::Database, entries: Arc<Summaries>) {
 
 /// Where the cache's entry for `module` is, if it still holds: its key is the key of
 /// what the module and the modules its calls read are now.
+///
 /// A memo per module, for the passes that ask about one module; those that go over the
 /// whole project ask [`chunk_holding`].
 #[salsa::tracked]
@@ -242,6 +236,17 @@ fn chunk_holding<'db>(db: &'db dyn Db, chunk: ModuleChunk<'db>) -> Vec<Option<us
         }
         None => vec![None; modules.len()],
     }
+}
+
+/// `chunk`'s modules, each with [`chunk_holding`]'s answer.
+fn modules_holding<'db>(
+    db: &'db dyn Db,
+    chunk: ModuleChunk<'db>,
+) -> impl Iterator<Item = (Module, Option<usize>)> + 'db {
+    chunk_modules(db, chunk)
+        .iter()
+        .copied()
+        .zip(chunk_holding(db, chunk).iter().copied())
 }
 
 fn holds(db: &dyn Db, project: Project, summaries: &Summaries, module: Module) -> Option<usize> {
@@ -397,11 +402,9 @@ pub fn every_resolution_holds(db: &dyn Db, project: Project) -> bool {
     };
     let summaries = cache.entries(db);
     crate::chunk::chunks(db, project).into_iter().all(|chunk| {
-        chunk_modules(db, chunk)
-            .iter()
-            .zip(chunk_holding(db, chunk))
+        modules_holding(db, chunk)
             .filter(|(m, _)| m.info(db).is_root())
-            .all(|(&m, &i)| {
+            .all(|(m, i)| {
                 i.is_some_and(|i| resolution_at(db, project, summaries, i).is_some())
                     || reusable(db, project, m).is_some()
             })
@@ -559,12 +562,7 @@ pub fn save(
     let mut fresh: Vec<Fresh<'_>> = Vec::with_capacity(project.modules(db).len());
     let modules = crate::chunk::chunks(db, project)
         .into_iter()
-        .flat_map(|chunk| {
-            chunk_modules(db, chunk)
-                .iter()
-                .zip(chunk_holding(db, chunk))
-                .map(|(&m, &i)| (m, i))
-        });
+        .flat_map(|chunk| modules_holding(db, chunk));
     for (m, i) in modules {
         let id = m.info(db).id.as_str();
         // An entry that holds was the summary: its key and reads are this run's.
