@@ -418,11 +418,7 @@ impl RunKey {
         // A run whose key names the project's whole contents, and which read only files
         // of those contents (each stamped with its object id), replays on its key alone
         // ([`RunKey::check`]): its files are not listed.
-        if self.contents
-            && files
-                .iter()
-                .all(|(_, stamp, _)| stamp.is_some_and(|s| s.object().is_some()))
-        {
+        if lists_no_files(self.contents, files.iter().map(|(_, stamp, _)| stamp)) {
             files = Vec::new();
         }
         let settled = |s: &Stamp| s.settled_before(started);
@@ -523,6 +519,16 @@ pub(crate) fn read_layout(
         dirs.push((dir, files));
     }
     Ok(dirs)
+}
+
+/// Whether a record lists no files: its key names the project's whole contents
+/// (`contents`) and every file read (`stamps`) is stamped with its object id, so the key
+/// alone replays it ([`RunKey::save`], [`RunKey::check`]).
+pub(crate) fn lists_no_files<'a>(
+    contents: bool,
+    mut stamps: impl Iterator<Item = &'a Option<Stamp>>,
+) -> bool {
+    contents && stamps.all(|stamp| stamp.is_some_and(|s| s.object().is_some()))
 }
 
 /// The key bytes and the record, from a whole `run.bin`.

@@ -655,12 +655,7 @@ impl Workspace {
         let replayable = !self.db.reads_outside_modules();
         // The cache writer, joined above, has let go of its handle.
         let stamps = replayable.then(|| {
-            let objects = |stamps: &FileStamps| {
-                stamps
-                    .iter()
-                    .all(|(_, stamp)| stamp.is_some_and(|s| s.object().is_some()))
-            };
-            if by_contents && objects(&self.stamps) {
+            if crate::replay::lists_no_files(by_contents, self.stamps.iter().map(|(_, s)| s)) {
                 return Vec::new();
             }
             let stamps = std::mem::take(&mut self.stamps);
